@@ -1,0 +1,3 @@
+from ds_events.cli import main
+
+main()

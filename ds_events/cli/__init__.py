@@ -1,0 +1,56 @@
+"""The ``ds`` command line: a thin shell over the service API.
+
+Every failure prints one line that says what to do, on stderr, and exits non-zero
+(2 for usage errors, 1 otherwise).
+"""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from ds_events.events import EventDecodeError
+from ds_events.log import LogError
+from ds_events.services.errors import ServiceError
+
+from . import bash as _bash  # noqa: F401 - each module registers its commands
+from . import log as _log  # noqa: F401
+from . import mcp as _mcp  # noqa: F401
+from . import memory as _memory  # noqa: F401
+from . import quest as _quest  # noqa: F401
+from .common import CliError, cli
+from .demo import demo
+
+cli.add_command(demo)
+
+__all__ = ["cli", "main", "CliError"]
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point of the ``ds`` console script."""
+    try:
+        result = cli.main(args=argv, prog_name="ds", standalone_mode=False)
+    except click.UsageError as exc:
+        where = exc.ctx.command_path if exc.ctx is not None else "ds"
+        _fail(f"{exc.format_message()} (see `{where} --help`)", 2)
+    except click.ClickException as exc:
+        _fail(exc.format_message(), exc.exit_code)
+    except click.Abort:
+        _fail("aborted", 1)
+    except ServiceError as exc:
+        _fail(exc.message, 1)
+    except EventDecodeError as exc:
+        _fail(f"the log holds a line that is not a valid event ({exc}): run `ds verify QUEST`, then `ds repair QUEST`", 1)
+    except LogError as exc:
+        _fail(f"{exc}", 1)
+    except PermissionError as exc:
+        _fail(f"permission denied: {exc.filename}: fix its permissions or use another --home", 1)
+    except OSError as exc:
+        _fail(f"{exc.strerror or exc}: {exc.filename or ''}".rstrip(": "), 1)
+    sys.exit(result if isinstance(result, int) else 0)
+
+
+def _fail(message: str, code: int) -> None:
+    click.echo(f"error: {message}", err=True)
+    sys.exit(code)

@@ -1,0 +1,186 @@
+"""``ds events tail``, ``ds verify``, ``ds repair``, ``ds replay``."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+
+import click
+
+from ds_events.events import decode_line
+from ds_events.home import Home
+from ds_events.log import EventLog
+from ds_events.replay import replay_quest
+from ds_events.verify import repair_log, verify_log
+
+from .common import CliError, cli, emit_json, json_option, out, pass_home
+
+__all__ = ["events", "verify", "repair", "replay"]
+
+
+@cli.group()
+def events() -> None:
+    """Read a quest's event log."""
+
+
+@events.command("tail")
+@click.argument("quest_id")
+@click.option("--after", type=click.IntRange(min=0), default=None, help="Only events with seq > N.")
+@click.option("--limit", type=click.IntRange(min=1), default=None, help="At most N events (default: the last 20).")
+@click.option("--follow", "-f", is_flag=True, help="Keep printing new events as any process appends them.")
+@click.option("--json", "as_json", is_flag=True, help="One event per line exactly as stored.")
+@pass_home
+def events_tail(home: Home, quest_id: str, after: int | None, limit: int | None, follow: bool, as_json: bool) -> None:
+    """Print a quest's events.
+
+    Example: ds events tail tok-abl --after 10 --limit 5 --json
+    """
+    path = _log_path(home, quest_id)
+    log = EventLog(path, quest_id=quest_id, actor="cli")
+    try:
+        if after is None:
+            after = max(0, log.last_seq - (limit or 20))
+        for seq, line in log.iter_lines(after_seq=after):
+            _print_line(line, as_json)
+            after = seq
+            if limit is not None and not follow:
+                limit -= 1
+                if limit == 0:
+                    break
+        if follow:
+            try:
+                asyncio.run(_follow(log, after, as_json))
+            except KeyboardInterrupt:
+                pass
+    finally:
+        log.close()
+
+
+async def _follow(log: EventLog, after: int, as_json: bool) -> None:
+    from ds_events.events import encode
+
+    async for event in log.follow(after_seq=after):
+        _print_line(encode(event), as_json)
+
+
+def _print_line(line: bytes, as_json: bool) -> None:
+    if as_json:
+        sys.stdout.buffer.write(line + b"\n")
+        sys.stdout.flush()
+        return
+    event = decode_line(line)
+    payload = {k: v for k, v in _payload(event).items()}
+    body = " ".join(f"{k}={_short(v)}" for k, v in payload.items())
+    out(f"{event.seq:>7} {event.ts} {event.type:<24} {event.actor:<12} {body}")
+
+
+def _payload(event: object) -> dict[str, object]:
+    import msgspec
+
+    envelope = {"seq", "id", "ts", "v", "quest_id", "actor", "run_id", "prev", "type"}
+    return {k: v for k, v in msgspec.structs.asdict(event).items() if k not in envelope}  # type: ignore[arg-type]
+
+
+def _short(value: object, width: int = 60) -> str:
+    text = value if isinstance(value, str) else repr(value)
+    text = text.replace("\n", "\\n")
+    return repr(text[:width] + "…") if len(text) > width else repr(text)
+
+
+@cli.command()
+@click.argument("quest_id")
+@json_option
+@pass_home
+def verify(home: Home, quest_id: str, as_json: bool) -> None:
+    """Audit a quest's log: every line decodes, seqs run 1..N, the hash chain holds.
+
+    Exits 1 and lists each problem (line, byte offset, reason) if not.
+    Example: ds verify tok-abl
+    """
+    path = _log_path(home, quest_id)
+    report = verify_log(path)
+    if as_json:
+        emit_json(
+            {
+                "ok": report.ok,
+                "lines": report.lines,
+                "last_seq": report.last_seq,
+                "problems": [{"line": p.line, "offset": p.offset, "reason": p.reason} for p in report.problems],
+            }
+        )
+    elif report.ok:
+        out(f"ok: {report.lines} events, seq 1..{report.last_seq}, hash chain intact")
+    else:
+        for p in report.problems:
+            out(f"{path}: {p}")
+        out(f"{len(report.problems)} problem(s) in {report.lines} lines: run `ds repair {quest_id}` to quarantine them")
+    if not report.ok:
+        sys.exit(1)
+
+
+@cli.command()
+@click.argument("quest_id")
+@click.option("--yes", is_flag=True, help="Do it without asking.")
+@pass_home
+def repair(home: Home, quest_id: str, yes: bool) -> None:
+    """Quarantine bad lines, put seqs back in order and re-chain; says what it removed.
+
+    Example: ds repair tok-abl --yes
+    """
+    path = _log_path(home, quest_id)
+    report = verify_log(path)
+    if report.ok:
+        out("nothing to repair: the log verifies")
+        return
+    if not yes and not click.confirm(f"{len(report.problems)} problem(s) found. Repair {path}?", default=False):
+        raise CliError("not repaired (pass --yes to repair without asking)")
+    result = repair_log(path, quest_id=quest_id, actor="cli")
+    for p in result.removed:
+        out(f"removed line {p.line} (byte {p.offset}, {p.reason})")
+    if result.quarantine_path:
+        out(f"removed lines are in .ds/{result.quarantine_path} ({result.removed_bytes} bytes)")
+    if result.renumbered:
+        out(f"renumbered {result.renumbered} event(s) so seqs run 1..N")
+    if result.rechained_from_seq is not None:
+        out(f"re-chained hashes from seq {result.rechained_from_seq}")
+    assert result.event is not None
+    out(f"recorded log.repaired at seq {result.event.seq}; run `ds replay {quest_id}` to rebuild views")
+
+
+@cli.command()
+@click.argument("quest_id")
+@json_option
+@pass_home
+def replay(home: Home, quest_id: str, as_json: bool) -> None:
+    """Rebuild every projection and materialised file of a quest from its log.
+
+    Example: ds replay tok-abl
+    """
+    path = _log_path(home, quest_id)
+    root = home.quest_root(quest_id)
+    total = _file_size(path)
+    if as_json or total < 8 * 1024 * 1024:
+        result = replay_quest(root, quest_id=quest_id)
+    else:
+        with click.progressbar(length=total, label="replaying", file=sys.stderr) as bar:
+            result = replay_quest(root, quest_id=quest_id, progress=bar.update)
+    if as_json:
+        emit_json({"events": result.events, "last_seq": result.last_seq, "files_written": result.files_written})
+    else:
+        out(f"replayed {result.events} events (last seq {result.last_seq}); {len(result.files_written)} file(s) rewritten")
+        for rel in result.files_written:
+            out(f"  {rel}")
+
+
+def _log_path(home: Home, quest_id: str) -> str:
+    root = home.quest_root(quest_id)  # validates the id
+    path = root / ".ds" / "events.jsonl"
+    if not path.is_file():
+        raise CliError(f"no quest {quest_id!r} in {home.root}: see `ds quest list`")
+    return str(path)
+
+
+def _file_size(path: str) -> int:
+    import os
+
+    return os.stat(path).st_size

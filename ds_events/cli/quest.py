@@ -1,0 +1,124 @@
+"""``ds init``, ``ds quest new|list|show``, ``ds message``, ``ds control``."""
+
+from __future__ import annotations
+
+import click
+import msgspec
+
+from ds_events.home import Home
+from ds_events.services import quests as quest_service
+
+from .common import cli, emit_json, json_option, open_quest, out, pass_home
+
+__all__ = ["init", "quest", "message", "control"]
+
+
+@cli.command()
+@pass_home
+def init(home: Home) -> None:
+    """Create the ds-events home (config.yaml, quests/, memory/).
+
+    Example: ds --home ~/ds init
+    """
+    created = home.init()
+    out(f"{'initialised' if created else 'already initialised'}: {home.root}")
+
+
+@cli.group()
+def quest() -> None:
+    """Create, list and inspect quests."""
+
+
+@quest.command("new")
+@click.option("--title", required=True, help="One-line title of the quest.")
+@click.option("--id", "quest_id", default=None, help="Quest id (lowercase letters, digits, - and _). Default: from the title.")
+@click.option("--brief", default="", help="What the quest is about (goes to brief.md).")
+@json_option
+@pass_home
+def quest_new(home: Home, title: str, quest_id: str | None, brief: str, as_json: bool) -> None:
+    """Create a quest: a git repository whose files come from its event log.
+
+    Example: ds quest new --title "Tokenizer ablations" --id tok-abl
+    """
+    q = home.create_quest(title, quest_id=quest_id, brief=brief)
+    with q:
+        if as_json:
+            emit_json({"quest_id": q.id, "root": str(q.root), "last_seq": q.log.last_seq})
+        else:
+            out(f"created quest {q.id} at {q.root}")
+
+
+@quest.command("list")
+@json_option
+@pass_home
+def quest_list(home: Home, as_json: bool) -> None:
+    """List quests with their status.
+
+    Example: ds quest list --json
+    """
+    rows = []
+    for quest_id in home.quest_ids():
+        with open_quest(home, quest_id) as q:
+            s = q.state("status")
+            rows.append({"quest_id": quest_id, "title": s.title, "status": s.status, "anchor": s.anchor, "last_seq": s.last_seq})
+    if as_json:
+        emit_json(rows)
+    elif not rows:
+        out(f"no quests in {home.root}: create one with `ds quest new --title T`")
+    else:
+        for r in rows:
+            out(f"{r['quest_id']:<32} {r['status']:<10} {r['anchor']:<18} seq {r['last_seq']:<8} {r['title']}")
+
+
+@quest.command("show")
+@click.argument("quest_id")
+@json_option
+@pass_home
+def quest_show(home: Home, quest_id: str, as_json: bool) -> None:
+    """Show a quest's status projection.
+
+    Example: ds quest show tok-abl
+    """
+    with open_quest(home, quest_id) as q:
+        s = q.state("status")
+        if as_json:
+            emit_json(msgspec.to_builtins(s) | {"root": str(q.root)})
+            return
+        out(f"quest:   {s.quest_id}\ntitle:   {s.title}\nstatus:  {s.status}\nanchor:  {s.anchor}")
+        out(f"events:  {s.last_seq} (last at {s.updated_at})\nroot:    {q.root}")
+        for kind, n in sorted(s.counts.items()):
+            out(f"  {kind:<28} {n}")
+
+
+@cli.command()
+@click.argument("quest_id")
+@click.argument("text")
+@click.option("--role", type=click.Choice(["user", "assistant", "system"]), default="user", show_default=True)
+@json_option
+@pass_home
+def message(home: Home, quest_id: str, text: str, role: str, as_json: bool) -> None:
+    """Append a message to a quest's conversation and print its seq.
+
+    Example: ds message tok-abl "Try a smaller vocabulary first"
+    """
+    with open_quest(home, quest_id) as q:
+        event = quest_service.post_message(q, text, role=role, source="cli")
+    if as_json:
+        emit_json({"seq": event.seq, "id": event.id})
+    else:
+        out(str(event.seq))
+
+
+@cli.command()
+@click.argument("quest_id")
+@click.argument("action", type=click.Choice(quest_service.CONTROL_ACTIONS))
+@click.option("--reason", default="", help="Why (recorded in the event).")
+@pass_home
+def control(home: Home, quest_id: str, action: str, reason: str) -> None:
+    """Pause, stop or resume a quest.
+
+    Example: ds control tok-abl pause --reason "reviewing results"
+    """
+    with open_quest(home, quest_id) as q:
+        event = quest_service.control(q, action, reason=reason)
+        out(f"{action}: seq {event.seq}, status now {q.state('status').status}")

@@ -1,0 +1,93 @@
+"""Typed events: one closed msgspec tagged union over every domain's event types.
+
+Each domain module (``core``, ``memory``, ``bash``, ``artifact``, ``interaction``)
+exports ``EVENTS``; the union below is their concatenation. Tags are stable strings
+stored in the ``type`` field and never change once written.
+
+Decoding goes through :func:`decode_line`, which takes the fast typed path and falls
+back to the upcaster chain only for lines written by an older schema version.
+"""
+
+from __future__ import annotations
+
+import typing
+
+import msgspec
+
+from . import artifact, bash, core, interaction, memory
+from .base import Event, new_event_id, utc_now
+from .core import *  # noqa: F403 - re-export the core event classes
+from .upcast import upcast
+
+__all__ = [
+    "Event",
+    "AnyEvent",
+    "ALL_EVENT_TYPES",
+    "TYPES_BY_TAG",
+    "CURRENT_VERSION",
+    "EventDecodeError",
+    "encode",
+    "decode_line",
+    "new_event_id",
+    "utc_now",
+] + list(core.__all__)
+
+ALL_EVENT_TYPES: tuple[type[Event], ...] = (
+    core.EVENTS + memory.EVENTS + bash.EVENTS + artifact.EVENTS + interaction.EVENTS
+)
+TYPES_BY_TAG: dict[str, type[Event]] = {t.__struct_config__.tag: t for t in ALL_EVENT_TYPES}
+if len(TYPES_BY_TAG) != len(ALL_EVENT_TYPES):  # pragma: no cover - programming error
+    raise RuntimeError("two event types share a tag")
+CURRENT_VERSION: dict[str, int] = {
+    tag: next(f.default for f in msgspec.structs.fields(t) if f.name == "v") for tag, t in TYPES_BY_TAG.items()
+}
+
+AnyEvent = typing.Union[ALL_EVENT_TYPES]  # type: ignore[valid-type]
+
+_encoder = msgspec.json.Encoder()
+_decoder = msgspec.json.Decoder(AnyEvent)
+_raw_decoder = msgspec.json.Decoder(dict[str, typing.Any])
+
+
+class EventDecodeError(ValueError):
+    """A line that is not a valid event: bad JSON, unknown type, or a shape we cannot lift."""
+
+
+def encode(event: Event) -> bytes:
+    """The stored form of an event: one compact JSON object, no trailing newline."""
+    return _encoder.encode(event)
+
+
+def decode_line(line: bytes) -> Event:
+    """Decode one stored line (without its newline) into its current typed event."""
+    try:
+        event = _decoder.decode(line)
+    except msgspec.ValidationError as exc:
+        # Maybe an older shape that the current class rejects: try the upcasters.
+        return _decode_via_upcast(line, exc)
+    except msgspec.DecodeError as exc:
+        raise EventDecodeError(f"bad JSON: {exc}") from None
+    if event.v != CURRENT_VERSION[event.type]:
+        return _decode_via_upcast(line, None)
+    return event
+
+
+def _decode_via_upcast(line: bytes, first_error: Exception | None) -> Event:
+    try:
+        raw = _raw_decoder.decode(line)
+    except msgspec.DecodeError as exc:
+        raise EventDecodeError(f"bad JSON: {exc}") from None
+    tag = raw.get("type")
+    if tag not in TYPES_BY_TAG:
+        raise EventDecodeError(f"unknown event type {tag!r}")
+    current = CURRENT_VERSION[tag]
+    v = raw.get("v", 1)
+    if not isinstance(v, int) or v > current:
+        raise EventDecodeError(f"{tag} has version {v!r}; this build knows up to v{current}")
+    if v == current:
+        raise EventDecodeError(f"invalid {tag}: {first_error}")
+    try:
+        lifted = upcast(raw, current)
+        return msgspec.convert(lifted, AnyEvent)
+    except (LookupError, msgspec.ValidationError) as exc:
+        raise EventDecodeError(f"cannot lift {tag} v{v}: {exc}") from None

@@ -1,0 +1,9 @@
+"""Events of the `artifact` domain. The domain's issue fills this module in."""
+
+from __future__ import annotations
+
+from .base import Event
+
+__all__ = ["EVENTS"]
+
+EVENTS: tuple[type[Event], ...] = ()

@@ -1,0 +1,58 @@
+"""The event envelope shared by every event type.
+
+Every event is a frozen, keyword-only msgspec Struct that subclasses :class:`Event`
+with an explicit, stable ``tag`` (the ``type`` field on disk). The envelope fields are
+filled in by :class:`ds_events.log.EventLog` at append time: callers build an event
+with its payload only, and get back the stored event with ``seq``, ``id``, ``ts`` and
+``prev`` set.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from datetime import datetime, timezone
+
+import msgspec
+
+__all__ = ["Event", "new_event_id", "utc_now"]
+
+
+class Event(msgspec.Struct, frozen=True, kw_only=True, tag_field="type"):
+    """Envelope. Subclasses add payload fields and set ``tag=`` (and ``v`` when bumped)."""
+
+    seq: int = 0
+    id: str = ""
+    ts: str = ""
+    v: int = 1
+    quest_id: str = ""
+    actor: str = ""
+    run_id: str | None = None
+    prev: str = ""
+
+    @property
+    def type(self) -> str:
+        """The stable dotted tag stored as ``type``."""
+        return type(self).__struct_config__.tag  # type: ignore[return-value]
+
+
+_CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
+
+
+def new_event_id() -> str:
+    """A 26-character ULID-style id: 48-bit millisecond time then 80 random bits.
+
+    Sortable by creation time (to the millisecond) and unique without coordination,
+    so processes appending to one log never need to agree on ids.
+    """
+    value = (time.time_ns() // 1_000_000) << 80 | int.from_bytes(os.urandom(10), "big")
+    chars = []
+    for _ in range(26):
+        chars.append(_CROCKFORD[value & 31])
+        value >>= 5
+    return "".join(reversed(chars))
+
+
+def utc_now() -> str:
+    """The current time as RFC 3339 UTC with microseconds, e.g. ``2026-11-30T09:34:45.123456Z``."""
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")

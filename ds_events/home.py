@@ -1,0 +1,234 @@
+"""The quest home: ``DS_HOME`` with ``config.yaml``, global memory and ``quests/<id>/``.
+
+A quest is a git repository (pygit2, branch ``main``) whose human-readable files are
+materialised from its event log at ``.ds/events.jsonl``. :class:`Quest` is the handle a
+service works through: it owns the log, the live views and the materialised files.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import secrets
+import shutil
+import unicodedata
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import pygit2
+import yaml
+
+from .events import Event, QuestCreated
+from .log import EventLog, Policy
+from .services.errors import Conflict, Invalid, NotFound
+from .views import Views, write_atomic
+
+__all__ = [
+    "Home",
+    "Quest",
+    "default_home",
+    "validate_quest_id",
+    "QUEST_ID_RE",
+    "DEFAULT_CONFIG",
+    "GIT_SIGNATURE",
+]
+
+QUEST_ID_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
+GIT_SIGNATURE = ("ds-events", "ds-events@localhost")
+DEFAULT_CONFIG: dict[str, Any] = {
+    "durability": "group",  # always | group | never
+    "memory": {"shared_across_quests": False},
+    "git": {"max_file_bytes": 50 * 1024 * 1024},
+}
+_GITIGNORE = ".ds/\n__pycache__/\n.venv/\nvenv/\n*.pyc\n"
+
+
+def default_home() -> Path:
+    """``$DS_HOME`` if set, else ``~/.ds-events``."""
+    env = os.environ.get("DS_HOME")
+    return Path(env).expanduser() if env else Path.home() / ".ds-events"
+
+
+def validate_quest_id(quest_id: str) -> str:
+    """Return ``quest_id`` if it is safe as a directory name, else raise :class:`Invalid`."""
+    if not isinstance(quest_id, str) or not QUEST_ID_RE.match(quest_id):
+        raise Invalid(
+            f"invalid quest id {quest_id!r}: use 1-64 lowercase letters, digits, '-' or '_', starting with a letter or digit",
+            code="invalid_quest_id",
+        )
+    return quest_id
+
+
+class Home:
+    """A ``DS_HOME`` directory."""
+
+    def __init__(self, root: str | os.PathLike[str] | None = None) -> None:
+        self.root = Path(root).expanduser() if root is not None else default_home()
+
+    @property
+    def quests_dir(self) -> Path:
+        return self.root / "quests"
+
+    @property
+    def config_path(self) -> Path:
+        return self.root / "config.yaml"
+
+    @property
+    def global_memory_dir(self) -> Path:
+        return self.root / "memory"
+
+    def is_initialised(self) -> bool:
+        return self.config_path.is_file() and self.quests_dir.is_dir()
+
+    def init(self) -> bool:
+        """Create the home layout; returns False if it already existed (nothing changed)."""
+        existed = self.is_initialised()
+        self.quests_dir.mkdir(parents=True, exist_ok=True)
+        self.global_memory_dir.mkdir(parents=True, exist_ok=True)
+        if not self.config_path.exists():
+            write_atomic(self.config_path, yaml.safe_dump(DEFAULT_CONFIG, sort_keys=False).encode())
+        return not existed
+
+    def config(self) -> dict[str, Any]:
+        """The home's config merged over the defaults."""
+        merged = _deep_copy(DEFAULT_CONFIG)
+        try:
+            loaded = yaml.safe_load(self.config_path.read_text()) or {}
+        except FileNotFoundError:
+            loaded = {}
+        except yaml.YAMLError as exc:
+            raise Invalid(f"{self.config_path} is not valid YAML: {exc}", code="bad_config") from None
+        if not isinstance(loaded, dict):
+            raise Invalid(f"{self.config_path} must hold a mapping", code="bad_config")
+        _deep_merge(merged, loaded)
+        return merged
+
+    def quest_root(self, quest_id: str) -> Path:
+        return self.quests_dir / validate_quest_id(quest_id)
+
+    def quest_ids(self) -> list[str]:
+        if not self.quests_dir.is_dir():
+            return []
+        return sorted(
+            p.name for p in self.quests_dir.iterdir() if QUEST_ID_RE.match(p.name) and (p / ".ds" / "events.jsonl").is_file()
+        )
+
+    def create_quest(self, title: str, *, quest_id: str | None = None, brief: str = "", actor: str = "cli") -> Quest:
+        """Create ``quests/<id>/`` as a git repository whose files come from its first event."""
+        title = (title or "").strip()
+        if not title:
+            raise Invalid("a quest needs a non-empty title: pass --title", code="missing_title")
+        if "\n" in title or len(title) > 200:
+            raise Invalid("a quest title is one line of at most 200 characters", code="invalid_title")
+        self.init()
+        if quest_id is None:
+            quest_id = _fresh_id(self.quests_dir, title)
+        root = self.quest_root(quest_id)
+        try:
+            root.mkdir(parents=False)
+        except FileExistsError:
+            raise Conflict(f"quest {quest_id!r} already exists: choose another --id", code="quest_exists") from None
+        try:
+            repo = pygit2.init_repository(str(root), initial_head="main")
+            write_atomic(root / ".gitignore", _GITIGNORE.encode())
+            quest = Quest(self, quest_id, actor=actor)
+            quest.emit(QuestCreated(title=title, brief=brief))
+            _commit_all(repo, f"Create quest {quest_id}: {title}")
+            return quest
+        except BaseException:
+            shutil.rmtree(root, ignore_errors=True)
+            raise
+
+    def open_quest(self, quest_id: str, *, actor: str = "cli") -> Quest:
+        root = self.quest_root(quest_id)
+        if not (root / ".ds" / "events.jsonl").is_file():
+            raise NotFound(f"no quest {quest_id!r} in {self.root}: see `ds quest list`", code="unknown_quest")
+        return Quest(self, quest_id, actor=actor)
+
+
+class Quest:
+    """An open quest: its log, its live views and its materialised files."""
+
+    def __init__(self, home: Home, quest_id: str, *, actor: str = "cli", root: Path | None = None) -> None:
+        self.home = home
+        self.id = quest_id
+        self.root = root if root is not None else home.quest_root(quest_id)
+        policy: Policy = home.config().get("durability", "group")
+        if policy not in ("always", "group", "never"):
+            raise Invalid(f"config durability is {policy!r}: set it to always, group or never", code="bad_config")
+        self.log = EventLog(self.root / ".ds" / "events.jsonl", quest_id=quest_id, actor=actor, policy=policy)
+        self.views = Views(self.log, self.root).load()
+        if self.log.recovered is not None:
+            self.views.materialise()
+
+    @classmethod
+    def at(cls, root: str | os.PathLike[str], *, actor: str = "cli") -> Quest:
+        """Open the quest whose repository is ``root`` (``DS_QUEST_ROOT``)."""
+        root = Path(root).resolve()
+        if not (root / ".ds" / "events.jsonl").is_file():
+            raise NotFound(f"{root} is not a quest (no .ds/events.jsonl)", code="unknown_quest")
+        return cls(Home(root.parent.parent), root.name, actor=actor, root=root)
+
+    def state(self, name: str = "status") -> Any:
+        self.views.catch_up()
+        return self.views.state(name)
+
+    def emit(self, events: Event | list[Event]) -> list[Event]:
+        """Append ``events`` atomically, update views, write the files they change."""
+        batch = [events] if isinstance(events, Event) else list(events)
+        stored = self.log.append(batch)
+        assert isinstance(stored, list)
+        self.views.materialise(stored)
+        return stored
+
+    async def emit_async(self, events: Event | list[Event]) -> list[Event]:
+        batch = [events] if isinstance(events, Event) else list(events)
+        stored = await self.log.append_async(batch)
+        assert isinstance(stored, list)
+        self.views.materialise(stored)
+        return stored
+
+    def repo(self) -> pygit2.Repository:
+        return pygit2.Repository(str(self.root))
+
+    def close(self) -> None:
+        self.log.close()
+
+    def __enter__(self) -> Quest:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _commit_all(repo: pygit2.Repository, message: str) -> str:
+    index = repo.index
+    index.add_all()
+    index.write()
+    tree = index.write_tree()
+    sig = pygit2.Signature(*GIT_SIGNATURE)
+    parents = [] if repo.head_is_unborn else [repo.head.target]
+    oid = repo.create_commit("HEAD", sig, sig, message, tree, parents)
+    return str(oid)
+
+
+def _fresh_id(quests_dir: Path, title: str) -> str:
+    ascii_title = unicodedata.normalize("NFKD", title).encode("ascii", "ignore").decode()
+    slug = re.sub(r"[^a-z0-9]+", "-", ascii_title.lower()).strip("-")[:40].strip("-") or "quest"
+    while True:
+        candidate = f"{slug}-{secrets.token_hex(2)}"
+        if not (quests_dir / candidate).exists():
+            return candidate
+
+
+def _deep_copy(value: Any) -> Any:
+    return msgspec.json.decode(msgspec.json.encode(value))
+
+
+def _deep_merge(base: dict[str, Any], over: dict[str, Any]) -> None:
+    for key, value in over.items():
+        if isinstance(value, dict) and isinstance(base.get(key), dict):
+            _deep_merge(base[key], value)
+        else:
+            base[key] = value

@@ -1,0 +1,715 @@
+"""The append-only, typed, hash-chained event log: one JSON line per event.
+
+Several processes append to one log (the daemon, MCP servers, the CLI). An append takes
+an exclusive ``flock`` on ``<log>.lock``, catches up with whatever other processes
+appended since it last looked, assigns the next ``seq`` and the ``prev`` hash, writes
+the whole batch with one ``write`` and syncs it per the durability policy before
+returning. Readers never take the lock: they only consume complete (``\\n``-terminated)
+lines, so a write in progress elsewhere is invisible until it is whole.
+
+A sparse index (``<log>.idx``: the byte offset of every ``INDEX_EVERY``-th seq, little
+endian uint64) lets a read near the tail of a long log seek instead of scanning.
+The index is a cache: it is checked on open and rebuilt when it does not match.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import errno
+import fcntl
+import hashlib
+import os
+import struct
+import threading
+from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+import msgspec
+
+from .events import Event, EventDecodeError, LogRecovered, decode_line, encode, new_event_id, utc_now
+
+__all__ = ["EventLog", "Policy", "LogError", "line_hash", "INDEX_EVERY"]
+
+Policy = Literal["always", "group", "never"]
+INDEX_EVERY = 64
+_CHUNK = 1 << 20
+_ID_MARK = b'"id":"'
+_SEQ_MARK = b'"seq":'
+
+
+class LogError(RuntimeError):
+    """The log cannot be used as asked (closed, unreadable, corrupt where it must not be)."""
+
+
+def line_hash(line: bytes) -> str:
+    """The chain hash of one stored line (without its newline)."""
+    return hashlib.blake2b(line, digest_size=16).hexdigest()
+
+
+def _line_seq(line: bytes) -> int:
+    """The ``seq`` of a stored line without decoding all of it."""
+    at = line.find(_SEQ_MARK)
+    if at < 0:
+        raise EventDecodeError("line has no seq")
+    end = at + len(_SEQ_MARK)
+    stop = end
+    while stop < len(line) and 48 <= line[stop] <= 57:
+        stop += 1
+    if stop == end:
+        raise EventDecodeError("line has no numeric seq")
+    return int(line[end:stop])
+
+
+def _line_id(line: bytes) -> str | None:
+    at = line.find(_ID_MARK)
+    if at < 0:
+        return None
+    start = at + len(_ID_MARK)
+    end = line.find(b'"', start)
+    return line[start:end].decode() if end > start else None
+
+
+def _line_type(line: bytes) -> bytes:
+    # Stored lines start with {"type":"<tag>" because the tag field is encoded first.
+    end = line.find(b'"', 9)
+    return line[9:end]
+
+
+@dataclass
+class _Pending:
+    events: list[Event]
+    done: bool = False
+    result: list[Event] = field(default_factory=list)
+    error: BaseException | None = None
+
+
+class EventLog:
+    """One quest's (or global memory's) event log at ``path``.
+
+    ``policy``: ``always`` syncs every append call; ``group`` lets appends that are in
+    flight at the same time in this process share one write and one sync; ``never``
+    leaves syncing to the OS. Every policy returns only after the write completed and,
+    unless ``never``, the data reached the disk.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        quest_id: str = "",
+        actor: str = "",
+        policy: Policy = "group",
+        recover: bool = True,
+    ) -> None:
+        if policy not in ("always", "group", "never"):
+            raise ValueError(f"unknown durability policy {policy!r}: use always, group or never")
+        self.path = os.fspath(path)
+        self.quest_id = quest_id
+        self.actor = actor
+        self.policy: Policy = policy
+        self.recovered: LogRecovered | None = None
+        parent = os.path.dirname(self.path) or "."
+        os.makedirs(parent, exist_ok=True)
+        created = not os.path.exists(self.path)
+        self._fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+        self._lock_fd = os.open(self.path + ".lock", os.O_RDWR | os.O_CREAT, 0o644)
+        if created:
+            _fsync_dir(parent)
+        self._tlock = threading.Lock()
+        self._cv = threading.Condition()
+        self._queue: list[_Pending] = []
+        self._leader = False
+        self._apending: list[tuple[list[Event], asyncio.Future[list[Event]]]] = []
+        self._aflusher: asyncio.Task[None] | None = None
+        self._waiters: set[tuple[asyncio.AbstractEventLoop, asyncio.Event]] = set()
+        self._ids: dict[str, int] | None = None
+        self._closed = False
+        self._reset_state()
+        with self._locked():
+            self._load_tail(recover=recover)
+            self._load_index()
+        if self.recovered is not None:
+            self.recovered = self.append(self.recovered)
+
+    # -- public API -----------------------------------------------------------------
+
+    @property
+    def last_seq(self) -> int:
+        """The highest seq in the log, including other processes' appends."""
+        self._refresh()
+        return self._last_seq
+
+    def append(self, event: Event | Sequence[Event]) -> Event | list[Event]:
+        """Append one event (returns it as stored) or a batch atomically (returns a list).
+
+        An event that carries an ``id`` already in the log is not appended again; the
+        stored one is returned, so a retried append is idempotent.
+        """
+        single = isinstance(event, Event)
+        events = [event] if single else list(event)  # type: ignore[list-item, arg-type]
+        if not events:
+            return []
+        if self.policy == "group":
+            stored = self._append_grouped(events)
+        else:
+            stored = self._commit([events])[0]
+        return stored[0] if single else stored
+
+    async def append_async(self, event: Event | Sequence[Event]) -> Event | list[Event]:
+        """Like :meth:`append` without blocking the loop; concurrent calls share a sync."""
+        single = isinstance(event, Event)
+        events = [event] if single else list(event)  # type: ignore[list-item, arg-type]
+        if not events:
+            return []
+        loop = asyncio.get_running_loop()
+        if self.policy != "group":
+            stored = (await loop.run_in_executor(None, self._commit, [events]))[0]
+        else:
+            future: asyncio.Future[list[Event]] = loop.create_future()
+            self._apending.append((events, future))
+            if self._aflusher is None or self._aflusher.done():
+                self._aflusher = loop.create_task(self._flush_async())
+            stored = await future
+        return stored[0] if single else stored
+
+    def read(self, after_seq: int = 0, limit: int | None = None, types: Iterable[str] | None = None) -> list[Event]:
+        """Events with ``seq > after_seq`` in order, at most ``limit``, optionally only ``types``."""
+        wanted = {t.encode() for t in types} if types is not None else None
+        out: list[Event] = []
+        for _seq, line in self.iter_lines(after_seq):
+            if wanted is not None and _line_type(line) not in wanted:
+                continue
+            out.append(decode_line(line))
+            if limit is not None and len(out) >= limit:
+                break
+        return out
+
+    def get(self, seq: int) -> Event | None:
+        """The event with this seq, or None."""
+        found = self.read(after_seq=seq - 1, limit=1)
+        return found[0] if found and found[0].seq == seq else None
+
+    def tail(self, n: int, types: Iterable[str] | None = None) -> list[Event]:
+        """The last ``n`` events (of ``types`` if given) in log order."""
+        if types is None:
+            return self.read(after_seq=max(0, self.last_seq - n))
+        return self.read_reverse(limit=n, types=types)[::-1]
+
+    def read_reverse(
+        self, before_seq: int | None = None, limit: int = 100, types: Iterable[str] | None = None
+    ) -> list[Event]:
+        """Events with ``seq < before_seq`` newest first, scanning back window by window."""
+        end = (self.last_seq + 1) if before_seq is None else before_seq
+        out: list[Event] = []
+        window = max(limit, INDEX_EVERY)
+        while end > 1 and len(out) < limit:
+            start = max(0, end - 1 - window)
+            chunk = [e for e in self.read(after_seq=start, limit=end - 1 - start, types=types) if e.seq < end]
+            out.extend(reversed(chunk))
+            end = start + 1
+            window *= 2
+        return out[:limit]
+
+    def iter_lines(self, after_seq: int = 0) -> Iterator[tuple[int, bytes]]:
+        """Raw stored lines ``(seq, line)`` with ``seq > after_seq``, complete lines only."""
+        self._refresh()
+        seq, offset = self._seek(after_seq + 1)
+        for line, _off in self._scan(offset):
+            if seq > after_seq:
+                yield seq, line
+            seq += 1
+
+    async def follow(self, after_seq: int = 0, *, poll_interval: float = 0.05) -> AsyncIterator[Event]:
+        """Yield every event after ``after_seq`` as it is appended, by any process, forever.
+
+        Keeps a byte cursor, so each wake reads only the new bytes. Appends in this
+        process wake followers at once; other processes' appends are seen within
+        ``poll_interval``.
+        """
+        self._refresh()
+        seq, offset = self._seek(after_seq + 1)
+        wake = asyncio.Event()
+        waiter = (asyncio.get_running_loop(), wake)
+        self._waiters.add(waiter)
+        try:
+            while True:
+                progressed = False
+                for line, end in self._scan(offset):
+                    offset = end
+                    if seq > after_seq:
+                        yield decode_line(line)
+                    seq += 1
+                    progressed = True
+                if not progressed:
+                    if os.fstat(self._fd).st_size < offset:
+                        raise LogError("the log was truncated under a follower (repair ran): follow again from a seq")
+                    try:
+                        await asyncio.wait_for(wake.wait(), poll_interval)
+                    except asyncio.TimeoutError:
+                        pass
+                    wake.clear()
+        finally:
+            self._waiters.discard(waiter)
+
+    def close(self) -> None:
+        if not self._closed:
+            self._closed = True
+            os.close(self._fd)
+            os.close(self._lock_fd)
+
+    def __enter__(self) -> EventLog:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- appending ------------------------------------------------------------------
+
+    def _append_grouped(self, events: list[Event]) -> list[Event]:
+        # Leader/follower group commit across threads: whoever finds no leader takes
+        # everything queued so far and commits it with one write and one sync.
+        me = _Pending(events)
+        with self._cv:
+            self._queue.append(me)
+            while not me.done:
+                if self._leader:
+                    self._cv.wait()
+                    continue
+                self._leader = True
+                batch, self._queue = self._queue, []
+                self._cv.release()
+                try:
+                    results = self._commit([p.events for p in batch])
+                    for p, r in zip(batch, results):
+                        p.result = r
+                except BaseException as exc:  # the whole group failed: tell every member
+                    for p in batch:
+                        p.error = exc
+                finally:
+                    self._cv.acquire()
+                    for p in batch:
+                        p.done = True
+                    self._leader = False
+                    self._cv.notify_all()
+        if me.error is not None:
+            raise me.error
+        return me.result
+
+    async def _flush_async(self) -> None:
+        loop = asyncio.get_running_loop()
+        while self._apending:
+            batch, self._apending = self._apending, []
+            try:
+                results = await loop.run_in_executor(None, self._commit, [events for events, _ in batch])
+            except BaseException as exc:
+                for _, fut in batch:
+                    if not fut.done():
+                        fut.set_exception(exc)
+                if isinstance(exc, asyncio.CancelledError):
+                    raise
+                continue
+            for (_, fut), stored in zip(batch, results):
+                if not fut.done():
+                    fut.set_result(stored)
+
+    def _commit(self, batches: list[list[Event]]) -> list[list[Event]]:
+        """Write ``batches`` as one write (and one sync); returns each batch as stored."""
+        if self._closed:
+            raise LogError(f"log {self.path} is closed")
+        ts = utc_now()
+        with self._locked():
+            self._catch_up()
+            seq, prev, offset = self._last_seq, self._last_hash, self._size
+            chunks: list[bytes] = []
+            new_offsets: list[tuple[int, int]] = []
+            new_ids: dict[str, int] = {}
+            results: list[list[Event]] = []
+            for events in batches:
+                stored: list[Event] = []
+                for event in events:
+                    if event.id:
+                        existing = new_ids.get(event.id) or self._id_seq(event.id)
+                        if existing:
+                            stored.append(self._stored_duplicate(existing, chunks, seq))
+                            continue
+                    seq += 1
+                    event = msgspec.structs.replace(
+                        event,
+                        seq=seq,
+                        id=event.id or new_event_id(),
+                        ts=event.ts or ts,
+                        quest_id=event.quest_id or self.quest_id,
+                        actor=event.actor or self.actor,
+                        prev=prev,
+                    )
+                    line = encode(event)
+                    prev = line_hash(line)
+                    new_offsets.append((seq, offset))
+                    new_ids[event.id] = seq
+                    offset += len(line) + 1
+                    chunks.append(line + b"\n")
+                    stored.append(event)
+                results.append(stored)
+            if chunks:
+                _write_all(self._fd, b"".join(chunks))
+                if self.policy != "never":
+                    os.fdatasync(self._fd)
+                self._last_seq, self._last_hash, self._size = seq, prev, offset
+                self._add_offsets(new_offsets, persist=True)
+                if self._ids is not None:
+                    self._ids.update(new_ids)
+        if chunks:
+            self._wake_followers()
+        return results
+
+    def _stored_duplicate(self, seq: int, chunks: list[bytes], pending_last: int) -> Event:
+        if seq > self._last_seq:  # duplicated inside the batch being written
+            line = chunks[seq - self._last_seq - 1].rstrip(b"\n")
+            return decode_line(line)
+        found = self.get(seq)
+        assert found is not None
+        return found
+
+    def _id_seq(self, event_id: str) -> int | None:
+        if self._ids is None:
+            ids: dict[str, int] = {}
+            seq = 0
+            for line, _ in self._scan(0, self._size):
+                seq += 1
+                found = _line_id(line)
+                if found:
+                    ids[found] = seq
+            self._ids = ids
+        return self._ids.get(event_id)
+
+    def _wake_followers(self) -> None:
+        for loop, wake in list(self._waiters):
+            try:
+                loop.call_soon_threadsafe(wake.set)
+            except RuntimeError:  # that loop is closed: its follower is gone
+                self._waiters.discard((loop, wake))
+
+    # -- tail state, catch-up and recovery ------------------------------------------
+
+    def _reset_state(self) -> None:
+        self._size = 0
+        self._last_seq = 0
+        self._last_hash = ""
+        self._offsets: list[int] = []  # _offsets[i] = byte offset of seq i*INDEX_EVERY + 1
+        self._idx_persisted = 0
+
+    def _locked(self) -> _FileLock:
+        return _FileLock(self._tlock, self._lock_fd)
+
+    def _load_tail(self, *, recover: bool) -> None:
+        """Find the last complete line; under the lock, quarantine a torn one."""
+        size = os.fstat(self._fd).st_size
+        if size == 0:
+            self._reset_state()
+            return
+        last_start, last = _last_line(self._fd, size)
+        torn: tuple[int, bytes, str] | None = None
+        if not last.endswith(b"\n"):
+            torn = (last_start, last, "torn last line (no newline)")
+        else:
+            try:
+                decode_line(last[:-1])
+            except EventDecodeError as exc:
+                torn = (last_start, last, f"undecodable last line: {exc}")
+        if torn is not None:
+            if not recover:
+                raise LogError(f"{self.path}: {torn[2]} at byte {torn[0]}; open with recovery or run ds repair")
+            self._quarantine_tail(*torn)
+            size = torn[0]
+            if size == 0:
+                self._reset_state()
+                return
+            last_start, last = _last_line(self._fd, size)
+        line = last.rstrip(b"\n")
+        self._size = size
+        self._last_seq = _line_seq(line)
+        self._last_hash = line_hash(line)
+
+    def _quarantine_tail(self, offset: int, data: bytes, reason: str) -> None:
+        qdir = os.path.join(os.path.dirname(self.path), "quarantine")
+        os.makedirs(qdir, exist_ok=True)
+        qpath = os.path.join(qdir, f"{os.path.basename(self.path)}.{new_event_id()}.torn")
+        with open(qpath, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.ftruncate(self._fd, offset)
+        os.fsync(self._fd)
+        self.recovered = LogRecovered(
+            reason=reason, offset=offset, length=len(data), quarantine_path=os.path.relpath(qpath, os.path.dirname(self.path))
+        )
+
+    def _catch_up(self) -> None:
+        """Under the lock: absorb other processes' appends (or a replaced file)."""
+        try:
+            same_file = os.stat(self.path).st_ino == os.fstat(self._fd).st_ino
+        except FileNotFoundError:
+            same_file = False
+        if not same_file:  # ds repair replaced the file: reopen it
+            os.close(self._fd)
+            self._fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+            self._reset_state()
+            self._ids = None
+            self._load_tail(recover=True)
+            self._load_index()
+            if self.recovered is not None:
+                raise LogError(f"{self.path} had a torn tail after a replace; reopen the log")
+            return
+        size = os.fstat(self._fd).st_size
+        if size < self._size:  # truncated by recovery elsewhere
+            self._reset_state()
+            self._ids = None
+            self._load_tail(recover=False)
+            self._load_index()
+        elif size > self._size:
+            self._advance(size)
+            if self._size != size:  # a writer died mid-line since we last looked
+                start, torn = self._size, os.pread(self._fd, size - self._size, self._size)
+                self._quarantine_tail(start, torn, "torn last line (no newline)")
+                recovered, self.recovered = self.recovered, None
+                assert recovered is not None
+                # Record it as part of this same append: it is the next seq.
+                self._commit_recovered(recovered)
+
+    def _commit_recovered(self, event: LogRecovered) -> None:
+        event = msgspec.structs.replace(
+            event,
+            seq=self._last_seq + 1,
+            id=new_event_id(),
+            ts=utc_now(),
+            quest_id=self.quest_id,
+            actor=self.actor or "log",
+            prev=self._last_hash,
+        )
+        line = encode(event)
+        _write_all(self._fd, line + b"\n")
+        os.fdatasync(self._fd)
+        self._add_offsets([(event.seq, self._size)], persist=True)
+        self._last_seq, self._last_hash, self._size = event.seq, line_hash(line), self._size + len(line) + 1
+
+    def _refresh(self) -> None:
+        """Without the lock: see complete lines other processes appended."""
+        size = os.fstat(self._fd).st_size
+        if size > self._size:
+            with self._tlock:
+                self._advance(size)
+        elif size < self._size:
+            with self._locked():
+                self._catch_up()
+
+    def _advance(self, size: int) -> None:
+        """Consume complete lines in ``[self._size, size)`` into the tail state and index."""
+        seq, last, offset = self._last_seq, None, self._size
+        new_offsets: list[tuple[int, int]] = []
+        for line, end in self._scan(self._size, size):
+            seq += 1
+            if (seq - 1) % INDEX_EVERY == 0:
+                new_offsets.append((seq, offset))
+            if self._ids is not None:
+                found = _line_id(line)
+                if found:
+                    self._ids[found] = seq
+            last, offset = line, end
+        if last is not None:
+            self._last_seq = _line_seq(last)
+            self._last_hash = line_hash(last)
+            self._size = offset
+            self._add_offsets(new_offsets, persist=False)
+
+    # -- the sparse index -------------------------------------------------------------
+
+    @property
+    def _idx_path(self) -> str:
+        return self.path + ".idx"
+
+    def _load_index(self) -> None:
+        """Under the lock: load ``.idx``, check it against the log, extend it to the tail."""
+        offsets: list[int] = []
+        try:
+            with open(self._idx_path, "rb") as f:
+                data = f.read()
+            offsets = list(struct.unpack(f"<{len(data) // 8}Q", data[: len(data) // 8 * 8]))
+        except FileNotFoundError:
+            pass
+        # Keep the longest prefix whose last entry really starts the expected seq.
+        while offsets and not self._index_entry_ok(len(offsets) - 1, offsets[-1]):
+            offsets = [] if len(offsets) < 8 else offsets[: len(offsets) // 2]
+        self._offsets = offsets
+        self._idx_persisted = len(offsets)
+        if not offsets or self._size == 0:
+            self._offsets, self._idx_persisted = [], 0
+            _truncate_file(self._idx_path, 0)
+            start_seq, start = 1, 0
+        else:
+            _truncate_file(self._idx_path, len(offsets) * 8)
+            start_seq, start = (len(offsets) - 1) * INDEX_EVERY + 1, offsets[-1]
+        new_offsets: list[tuple[int, int]] = [(1, 0)] if start_seq == 1 and self._size else []
+        seq = start_seq
+        for _line, end in self._scan(start, self._size):
+            seq += 1
+            if (seq - 1) % INDEX_EVERY == 0 and seq <= self._last_seq:
+                new_offsets.append((seq, end))
+        self._add_offsets(new_offsets, persist=True)
+
+    def _index_entry_ok(self, i: int, offset: int) -> bool:
+        if offset >= self._size:
+            return False
+        if offset > 0 and os.pread(self._fd, 1, offset - 1) != b"\n":
+            return False
+        head = os.pread(self._fd, 256, offset)
+        try:
+            return _line_seq(head.split(b"\n", 1)[0]) == i * INDEX_EVERY + 1
+        except EventDecodeError:
+            return False
+
+    def _add_offsets(self, pairs: list[tuple[int, int]], *, persist: bool) -> None:
+        for seq, offset in pairs:
+            if (seq - 1) % INDEX_EVERY == 0 and (seq - 1) // INDEX_EVERY == len(self._offsets):
+                self._offsets.append(offset)
+        if persist and len(self._offsets) > self._idx_persisted:
+            # Only appenders (under the lock) write the index file.
+            on_disk = _file_size(self._idx_path) // 8
+            if on_disk < len(self._offsets):
+                start = max(on_disk, 0)
+                data = struct.pack(f"<{len(self._offsets) - start}Q", *self._offsets[start:])
+                with open(self._idx_path, "r+b" if on_disk else "wb") as f:
+                    f.seek(start * 8)
+                    f.write(data)
+            self._idx_persisted = len(self._offsets)
+
+    def _seek(self, seq: int) -> tuple[int, int]:
+        """The nearest indexed ``(seq, offset)`` at or before ``seq``."""
+        self._refresh_index()
+        slot = min((max(seq, 1) - 1) // INDEX_EVERY, len(self._offsets) - 1)
+        if slot < 0:
+            return 1, 0
+        return slot * INDEX_EVERY + 1, self._offsets[slot]
+
+    def _refresh_index(self) -> None:
+        """Pick up index entries that other processes' appends wrote."""
+        on_disk = _file_size(self._idx_path) // 8
+        if on_disk <= len(self._offsets):
+            return
+        with open(self._idx_path, "rb") as f:
+            f.seek(len(self._offsets) * 8)
+            data = f.read((on_disk - len(self._offsets)) * 8)
+        for (offset,) in struct.iter_unpack("<Q", data[: len(data) // 8 * 8]):
+            if offset >= os.fstat(self._fd).st_size:
+                break
+            self._offsets.append(offset)
+
+    # -- raw scanning -----------------------------------------------------------------
+
+    def _scan(self, offset: int, end: int | None = None) -> Iterator[tuple[bytes, int]]:
+        """Complete lines from ``offset`` up to ``end`` (default: the file's end now).
+
+        Yields ``(line without newline, offset after it)``. A final line without its
+        newline is not yielded: it is a write in progress (or torn; recovery's job).
+        """
+        if end is None:
+            end = os.fstat(self._fd).st_size
+        carry = b""
+        pos = offset
+        while pos < end:
+            chunk = os.pread(self._fd, min(_CHUNK, end - pos), pos)
+            if not chunk:
+                break
+            base = pos - len(carry)
+            pos += len(chunk)
+            data = carry + chunk if carry else chunk
+            start = 0
+            while True:
+                nl = data.find(b"\n", start)
+                if nl < 0:
+                    break
+                yield data[start:nl], base + nl + 1
+                start = nl + 1
+            carry = data[start:]
+
+
+class _FileLock:
+    """Thread lock plus an exclusive ``flock``: one appender across threads and processes."""
+
+    def __init__(self, tlock: threading.Lock, fd: int) -> None:
+        self._tlock = tlock
+        self._fd = fd
+
+    def __enter__(self) -> None:
+        self._tlock.acquire()
+        try:
+            while True:
+                try:
+                    fcntl.flock(self._fd, fcntl.LOCK_EX)
+                    break
+                except InterruptedError:  # pragma: no cover - signal during wait
+                    continue
+        except BaseException:
+            self._tlock.release()
+            raise
+
+    def __exit__(self, *exc: object) -> None:
+        try:
+            fcntl.flock(self._fd, fcntl.LOCK_UN)
+        finally:
+            self._tlock.release()
+
+
+def _last_line(fd: int, size: int) -> tuple[int, bytes]:
+    """``(offset, bytes)`` of the last line of the first ``size`` bytes (newline kept)."""
+    end = size
+    # A trailing newline belongs to the last line; look for the one before it.
+    search_end = end - 1 if os.pread(fd, 1, end - 1) == b"\n" else end
+    step = 64 * 1024
+    pos = search_end
+    while pos > 0:
+        start = max(0, pos - step)
+        chunk = os.pread(fd, pos - start, start)
+        nl = chunk.rfind(b"\n")
+        if nl >= 0:
+            line_start = start + nl + 1
+            return line_start, os.pread(fd, end - line_start, line_start)
+        pos = start
+        step *= 2
+    return 0, os.pread(fd, end, 0)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        try:
+            written = os.write(fd, view)
+        except InterruptedError:  # pragma: no cover
+            continue
+        view = view[written:]
+
+
+def _fsync_dir(path: str) -> None:
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:  # pragma: no cover - platforms without directory fds
+        return
+    try:
+        os.fsync(fd)
+    except OSError as exc:  # pragma: no cover
+        if exc.errno not in (errno.EINVAL, errno.EBADF):
+            raise
+    finally:
+        os.close(fd)
+
+
+def _file_size(path: str) -> int:
+    try:
+        return os.stat(path).st_size
+    except FileNotFoundError:
+        return 0
+
+
+def _truncate_file(path: str, size: int) -> None:
+    if _file_size(path) > size:
+        os.truncate(path, size)

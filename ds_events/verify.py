@@ -1,0 +1,190 @@
+"""Auditing (``ds verify``) and explicit repair (``ds repair``) of an event log.
+
+Verification reads the file line by line and never changes it. It reports every line
+that is not a valid event, every seq that does not follow its predecessor (gap,
+duplicate, reorder) and every ``prev`` that does not match the hash of the line before
+it — so an edited, removed or swapped line is caught.
+
+Repair is explicit and says exactly what it did: undecodable lines go to a quarantine
+file; the remaining events are put back in seq order, renumbered where needed so seqs
+run 1..N again, and re-chained; a ``log.repaired`` event records all of it.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+import msgspec
+
+from .events import Event, EventDecodeError, LogRepaired, decode_line, encode, new_event_id, utc_now
+from .log import EventLog, _FileLock, _fsync_dir, line_hash
+
+__all__ = ["Problem", "VerifyReport", "verify_log", "repair_log", "RepairReport"]
+
+
+@dataclass(frozen=True)
+class Problem:
+    line: int  # 1-based line number in the file
+    offset: int  # byte offset of the line's start
+    reason: str
+
+    def __str__(self) -> str:
+        return f"line {self.line} (byte {self.offset}): {self.reason}"
+
+
+@dataclass
+class VerifyReport:
+    path: str
+    lines: int = 0
+    last_seq: int = 0
+    problems: list[Problem] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+
+def _lines(path: str) -> Iterator[tuple[int, int, bytes, bool]]:
+    """``(line_no, offset, line without newline, had_newline)`` for every line."""
+    with open(path, "rb") as f:
+        offset = 0
+        for n, raw in enumerate(f, start=1):
+            has_nl = raw.endswith(b"\n")
+            yield n, offset, raw[:-1] if has_nl else raw, has_nl
+            offset += len(raw)
+
+
+def verify_log(path: str) -> VerifyReport:
+    """Audit the log at ``path`` without changing it."""
+    report = VerifyReport(path=path)
+    expected_seq = 1
+    prev_hash = ""
+    for n, offset, line, has_nl in _lines(path):
+        report.lines = n
+        if not has_nl:
+            report.problems.append(Problem(n, offset, "torn last line: no newline (a crashed write; open the log to recover it)"))
+            break
+        try:
+            event = decode_line(line)
+        except EventDecodeError as exc:
+            report.problems.append(Problem(n, offset, str(exc)))
+            prev_hash = line_hash(line)
+            expected_seq += 1
+            continue
+        if event.seq != expected_seq:
+            if event.seq < expected_seq:
+                what = "duplicate or out-of-order seq"
+            else:
+                what = "seq gap"
+            report.problems.append(Problem(n, offset, f"{what}: expected seq {expected_seq}, found {event.seq}"))
+        if event.prev != prev_hash:
+            report.problems.append(
+                Problem(n, offset, "broken hash chain: prev does not match the line before (that line was edited, removed or moved)")
+            )
+        prev_hash = line_hash(line)
+        expected_seq = event.seq + 1
+        report.last_seq = event.seq
+    return report
+
+
+@dataclass
+class RepairReport:
+    removed: list[Problem] = field(default_factory=list)
+    removed_bytes: int = 0
+    renumbered: int = 0
+    rechained_from_seq: int | None = None
+    quarantine_path: str | None = None
+    event: Event | None = None
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.removed or self.renumbered or self.rechained_from_seq is not None)
+
+
+def repair_log(path: str, *, quest_id: str = "", actor: str = "cli") -> RepairReport:
+    """Quarantine bad lines, restore seq order and the chain; record it as an event.
+
+    Holds the log's append lock throughout and replaces the file atomically, so a
+    concurrent appender lands either before the repair or after it. Lines that need no
+    change are kept byte for byte.
+    """
+    report = RepairReport()
+    lock_fd = os.open(path + ".lock", os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        with _FileLock(threading.Lock(), lock_fd):
+            kept: list[tuple[int, Event, bytes]] = []
+            bad: list[bytes] = []
+            seen_ids: set[str] = set()
+            for n, offset, line, has_nl in _lines(path):
+                try:
+                    event = decode_line(line)
+                except EventDecodeError as exc:
+                    report.removed.append(Problem(n, offset, str(exc) if has_nl else "torn last line: no newline"))
+                    bad.append(line + (b"\n" if has_nl else b""))
+                    continue
+                if event.id in seen_ids:
+                    report.removed.append(Problem(n, offset, f"duplicate event id {event.id}"))
+                    bad.append(line + b"\n")
+                    continue
+                seen_ids.add(event.id)
+                kept.append((n, event, line))
+            kept.sort(key=lambda item: (item[1].seq, item[0]))  # seq order; file order breaks ties
+            lines_out: list[bytes] = []
+            prev = ""
+            for new_seq, (_n, event, line) in enumerate(kept, start=1):
+                if event.seq != new_seq:
+                    report.renumbered += 1
+                if event.seq != new_seq or event.prev != prev:
+                    if report.rechained_from_seq is None:
+                        report.rechained_from_seq = new_seq
+                    line = encode(msgspec.structs.replace(event, seq=new_seq, prev=prev))
+                prev = line_hash(line)
+                lines_out.append(line + b"\n")
+            if not report.changed:
+                return report
+            report.removed_bytes = sum(len(b) for b in bad)
+            directory = os.path.dirname(path) or "."
+            if bad:
+                qdir = os.path.join(directory, "quarantine")
+                os.makedirs(qdir, exist_ok=True)
+                qpath = os.path.join(qdir, f"{os.path.basename(path)}.{new_event_id()}.repair")
+                _write_durably(qpath, bad)
+                report.quarantine_path = os.path.relpath(qpath, directory)
+            repaired = LogRepaired(
+                seq=len(lines_out) + 1,
+                id=new_event_id(),
+                ts=utc_now(),
+                quest_id=quest_id,
+                actor=actor,
+                prev=prev,
+                removed_lines=[p.line for p in report.removed],
+                removed_bytes=report.removed_bytes,
+                quarantine_path=report.quarantine_path or "",
+                reasons=[p.reason for p in report.removed],
+                renumbered=report.renumbered,
+                rechained_from_seq=report.rechained_from_seq,
+            )
+            lines_out.append(encode(repaired) + b"\n")
+            report.event = repaired
+            fd, tmp = tempfile.mkstemp(dir=directory, prefix=".repair-")
+            os.close(fd)
+            _write_durably(tmp, lines_out)
+            os.replace(tmp, path)
+            if os.path.exists(path + ".idx"):  # the sparse index describes the old bytes
+                os.remove(path + ".idx")
+            _fsync_dir(directory)
+    finally:
+        os.close(lock_fd)
+    EventLog(path, quest_id=quest_id).close()  # rebuild the index now, not on a later open
+    return report
+
+
+def _write_durably(path: str, chunks: list[bytes]) -> None:
+    with open(path, "wb") as f:
+        f.writelines(chunks)
+        f.flush()
+        os.fsync(f.fileno())

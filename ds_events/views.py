@@ -1,0 +1,211 @@
+"""Live views of one log: projection states kept current, snapshots, materialised files.
+
+:class:`Views` folds every registered projection over a log, catches up with events
+other processes appended, writes the files the projections render (atomically, only
+when their bytes change) and saves snapshots (state + seq + the id of the event at
+that seq) so a long log starts fast. A snapshot whose seq or event id no longer
+matches the log (after a repair, say) is ignored and the projection is rebuilt.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import tempfile
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from projections import quest_projections
+from projections.base import Projection
+
+from .events import Event, decode_line
+from .log import EventLog
+
+__all__ = ["Views", "write_atomic"]
+
+_SNAPSHOT_EVERY = 2000
+
+
+class _Snapshot(msgspec.Struct):
+    projection: str
+    version: int
+    seq: int
+    event_id: str
+    state: msgspec.Raw
+
+
+class Views:
+    """Projection states of one log, and the files they materialise under ``root``."""
+
+    def __init__(
+        self,
+        log: EventLog,
+        root: str | os.PathLike[str],
+        projections: list[Projection[Any]] | None = None,
+        *,
+        snapshot_dir: str | os.PathLike[str] | None = None,
+    ) -> None:
+        self.log = log
+        self.root = Path(root)
+        self.projections = projections if projections is not None else quest_projections()
+        self.snapshot_dir = Path(snapshot_dir) if snapshot_dir else Path(log.path).parent / "snapshots"
+        self.states: dict[str, Any] = {}
+        self.seqs: dict[str, int] = {}
+        self._written: dict[str, bytes] = {}
+        self._since_snapshot = 0
+        self.applied = 0
+        for p in self.projections:
+            self.states[p.name] = p.initial()
+            self.seqs[p.name] = 0
+
+    # -- state ----------------------------------------------------------------------
+
+    def state(self, name: str) -> Any:
+        return self.states[name]
+
+    @property
+    def last_seq(self) -> int:
+        return min(self.seqs.values(), default=0)
+
+    def load(self, *, use_snapshots: bool = True) -> Views:
+        """Start from valid snapshots (if asked) and catch up with the log."""
+        if use_snapshots:
+            for p in self.projections:
+                self._load_snapshot(p)
+        self.catch_up()
+        return self
+
+    def catch_up(self, progress: Callable[[int], None] | None = None, *, keep: bool = True) -> list[Event]:
+        """Apply events appended since the last call (by any process).
+
+        Returns them (an empty list with ``keep=False``, for replays of long logs);
+        ``self.applied`` says how many were applied either way. ``progress`` receives
+        the byte count of each consumed line.
+        """
+        applied: list[Event] = []
+        count, last = 0, 0
+        pairs = [(p, self.seqs[p.name]) for p in self.projections]
+        for _seq, line in self.log.iter_lines(after_seq=self.last_seq):
+            event = decode_line(line)
+            for p, done in pairs:
+                if event.seq > done:
+                    self.states[p.name] = p.apply(self.states[p.name], event)
+            count, last = count + 1, event.seq
+            if keep:
+                applied.append(event)
+            if progress is not None:
+                progress(len(line) + 1)
+        self.applied = count
+        if count:
+            for p in self.projections:
+                self.seqs[p.name] = max(self.seqs[p.name], last)
+            self._since_snapshot += count
+        return applied
+
+    # -- files ----------------------------------------------------------------------
+
+    def materialise(self, events: Iterable[Event] | None = None, *, full: bool = False) -> list[str]:
+        """Write the files the projections render; returns the paths that changed.
+
+        Takes ``.ds/materialise.lock`` and catches up first, so whichever process
+        writes last writes the newest state.
+        """
+        lock_path = Path(self.log.path).parent / "materialise.lock"
+        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            fresh = self.catch_up()
+            touched = list(events or []) + fresh
+            changed: list[str] = []
+            for p in self.projections:
+                state = self.states[p.name]
+                if full or p.render_changed is None:
+                    if not full and not touched and self._written:
+                        continue
+                    files = p.render(state) if p.render is not None else {}
+                else:
+                    files = p.render_changed(state, touched)
+                for rel, data in files.items():
+                    if self._write_if_changed(rel, data):
+                        changed.append(rel)
+            if self._since_snapshot >= _SNAPSHOT_EVERY:
+                self.save_snapshots()
+            return changed
+        finally:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+            os.close(fd)
+
+    def _write_if_changed(self, rel: str, data: bytes) -> bool:
+        target = _confined(self.root, rel)
+        if self._written.get(rel) == data:
+            return False
+        try:
+            if target.read_bytes() == data:
+                self._written[rel] = data
+                return False
+        except (FileNotFoundError, IsADirectoryError):
+            pass
+        write_atomic(target, data)
+        self._written[rel] = data
+        return True
+
+    # -- snapshots ------------------------------------------------------------------
+
+    def save_snapshots(self) -> None:
+        self.snapshot_dir.mkdir(parents=True, exist_ok=True)
+        for p in self.projections:
+            seq = self.seqs[p.name]
+            event = self.log.get(seq) if seq else None
+            snap = _Snapshot(
+                projection=p.name,
+                version=p.version,
+                seq=seq,
+                event_id=event.id if event else "",
+                state=msgspec.Raw(msgspec.json.encode(self.states[p.name])),
+            )
+            write_atomic(self.snapshot_dir / f"{p.name}.json", msgspec.json.encode(snap))
+        self._since_snapshot = 0
+
+    def _load_snapshot(self, p: Projection[Any]) -> None:
+        path = self.snapshot_dir / f"{p.name}.json"
+        try:
+            snap = msgspec.json.decode(path.read_bytes(), type=_Snapshot)
+            if snap.projection != p.name or snap.version != p.version:
+                return
+            if snap.seq:
+                event = self.log.get(snap.seq)
+                if event is None or event.id != snap.event_id:
+                    return  # the log changed under the snapshot (repair): rebuild
+            self.states[p.name] = msgspec.json.decode(snap.state, type=p.state_type)
+            self.seqs[p.name] = snap.seq
+        except (FileNotFoundError, msgspec.DecodeError, msgspec.ValidationError):
+            return
+
+
+def write_atomic(path: str | os.PathLike[str], data: bytes) -> None:
+    """Write ``data`` to ``path`` via a temp file and ``os.replace``: never half-written."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+
+
+def _confined(root: Path, rel: str) -> Path:
+    """``root / rel``, refusing anything that would land outside ``root``."""
+    target = (root / rel).resolve()
+    base = root.resolve()
+    if target != base and base not in target.parents:
+        raise ValueError(f"materialised path {rel!r} escapes {root}")
+    return target

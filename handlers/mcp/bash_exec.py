@@ -1,0 +1,13 @@
+"""The `bash_exec` MCP namespace. Its issue fills this module in."""
+
+from __future__ import annotations
+
+from mcp.server.mcpserver import MCPServer
+
+from .common import QuestBinding, ToolContext, new_server
+
+__all__ = ["build_server"]
+
+
+def build_server(binding: QuestBinding) -> MCPServer[ToolContext]:
+    return new_server("bash_exec", binding, instructions="Not implemented yet.")

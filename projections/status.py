@@ -1,0 +1,111 @@
+"""Quest status: title, lifecycle status, active anchor, counts by event type, last seq.
+
+Materialises ``quest.yaml``, ``brief.md``, ``plan.md``, ``status.md`` and
+``SUMMARY.md`` at the quest root.
+"""
+
+from __future__ import annotations
+
+import msgspec
+import yaml
+
+from ds_events.events import (
+    ConversationMessage,
+    Event,
+    QuestAnchorChanged,
+    QuestCompleted,
+    QuestControl,
+    QuestCreated,
+)
+
+from .base import Files, Projection
+
+__all__ = ["StatusState", "PROJECTION", "apply", "render"]
+
+_STATUS_AFTER_CONTROL = {"pause": "paused", "stop": "stopped", "resume": "active"}
+
+
+class StatusState(msgspec.Struct, kw_only=True):
+    quest_id: str = ""
+    title: str = ""
+    brief: str = ""
+    tags: list[str] = []
+    status: str = "new"  # new | active | paused | stopped | completed
+    anchor: str = "scout"
+    created_at: str = ""
+    updated_at: str = ""
+    last_seq: int = 0
+    counts: dict[str, int] = {}
+    user_messages: int = 0
+    assistant_messages: int = 0
+    last_user_message: str = ""
+    completed_summary: str = ""
+
+
+def initial() -> StatusState:
+    return StatusState()
+
+
+def apply(state: StatusState, event: Event) -> StatusState:
+    state.last_seq = event.seq
+    state.updated_at = event.ts
+    state.counts[event.type] = state.counts.get(event.type, 0) + 1
+    match event:
+        case QuestCreated(title=title, brief=brief, tags=tags):
+            state.quest_id = event.quest_id
+            state.title, state.brief, state.tags = title, brief, list(tags)
+            state.status = "active"
+            state.created_at = event.ts
+        case QuestAnchorChanged(anchor=anchor):
+            state.anchor = anchor
+        case QuestControl(action=action):
+            if state.status != "completed":
+                state.status = _STATUS_AFTER_CONTROL[action]
+        case QuestCompleted(summary=summary):
+            state.status = "completed"
+            state.completed_summary = summary
+        case ConversationMessage(role="user", content=content):
+            state.user_messages += 1
+            state.last_user_message = content
+        case ConversationMessage(role="assistant"):
+            state.assistant_messages += 1
+    return state
+
+
+def render(state: StatusState) -> Files:
+    if not state.quest_id:
+        return {}
+    quest_yaml = {
+        "quest_id": state.quest_id,
+        "title": state.title,
+        "status": state.status,
+        "active_anchor": state.anchor,
+        "tags": list(state.tags),
+        "created_at": state.created_at,
+        "updated_at": state.updated_at,
+        "last_seq": state.last_seq,
+    }
+    counts = "\n".join(f"| `{k}` | {v} |" for k, v in sorted(state.counts.items()))
+    status_md = (
+        f"# Status: {state.title}\n\n"
+        f"- quest: `{state.quest_id}`\n"
+        f"- status: **{state.status}**\n"
+        f"- active anchor: `{state.anchor}`\n"
+        f"- messages: {state.user_messages} from the user, {state.assistant_messages} from the agent\n"
+        f"- last event: seq {state.last_seq} at {state.updated_at}\n\n"
+        f"| event type | count |\n|---|---|\n{counts}\n"
+    )
+    summary_md = f"# {state.title}\n\n{state.brief or '_No brief yet._'}\n\n"
+    summary_md += f"Status: **{state.status}**, anchor `{state.anchor}`, {state.last_seq} events.\n"
+    if state.completed_summary:
+        summary_md += f"\n## Outcome\n\n{state.completed_summary}\n"
+    return {
+        "quest.yaml": yaml.safe_dump(quest_yaml, sort_keys=False, allow_unicode=True).encode(),
+        "brief.md": f"# Brief: {state.title}\n\n{state.brief}\n".encode(),
+        "plan.md": f"# Plan: {state.title}\n\n_The agent keeps its plan here; it starts at the `{state.anchor}` stage._\n".encode(),
+        "status.md": status_md.encode(),
+        "SUMMARY.md": summary_md.encode(),
+    }
+
+
+PROJECTION = Projection(name="status", state_type=StatusState, initial=initial, apply=apply, render=render)
