@@ -7,11 +7,13 @@ service works through: it owns the log, the live views and the materialised file
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import secrets
 import shutil
 import unicodedata
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +22,7 @@ import pygit2
 import yaml
 
 from .events import Event, QuestCreated
-from .log import EventLog, Policy
+from .log import EventLog, Policy, Transaction
 from .services.errors import Conflict, Invalid, NotFound
 from .views import Views, write_atomic
 
@@ -188,6 +190,18 @@ class Quest:
         assert isinstance(stored, list)
         self.views.materialise(stored)
         return stored
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[Transaction]:
+        """Read-decide-append under the log's lock (see :meth:`EventLog.transaction`).
+
+        Views are caught up on entry, so ``self.state(...)`` inside sees every process's
+        events; files are materialised after the lock is released.
+        """
+        with self.log.transaction() as txn:
+            self.views.catch_up()
+            yield txn
+        self.views.materialise(txn.appended)
 
     def repo(self) -> pygit2.Repository:
         return pygit2.Repository(str(self.root))

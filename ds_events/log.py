@@ -15,6 +15,7 @@ The index is a cache: it is checked on open and rebuilt when it does not match.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import errno
 import fcntl
 import hashlib
@@ -29,7 +30,7 @@ import msgspec
 
 from .events import Event, EventDecodeError, LogRecovered, decode_line, encode, new_event_id, utc_now
 
-__all__ = ["EventLog", "Policy", "LogError", "line_hash", "INDEX_EVERY"]
+__all__ = ["EventLog", "Transaction", "Policy", "LogError", "line_hash", "INDEX_EVERY"]
 
 Policy = Literal["always", "group", "never"]
 INDEX_EVERY = 64
@@ -116,7 +117,7 @@ class EventLog:
         self._lock_fd = os.open(self.path + ".lock", os.O_RDWR | os.O_CREAT, 0o644)
         if created:
             _fsync_dir(parent)
-        self._tlock = threading.Lock()
+        self._tlock = threading.RLock()
         self._cv = threading.Condition()
         self._queue: list[_Pending] = []
         self._leader = False
@@ -313,55 +314,76 @@ class EventLog:
                 if not fut.done():
                     fut.set_result(stored)
 
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[Transaction]:
+        """Hold the append lock across a read-decide-append sequence.
+
+        Inside, no other process or thread can append: the log is caught up on entry,
+        reads see every event, and ``txn.append`` writes (and syncs) at once. Use it
+        for check-then-write rules that must hold across processes (exactly-once
+        delivery, duplicate refusal). Keep it short: every appender waits on it.
+        """
+        if self._closed:
+            raise LogError(f"log {self.path} is closed")
+        with self._locked():
+            self._catch_up()
+            yield Transaction(self)
+        self._wake_followers()
+
     def _commit(self, batches: list[list[Event]]) -> list[list[Event]]:
         """Write ``batches`` as one write (and one sync); returns each batch as stored."""
         if self._closed:
             raise LogError(f"log {self.path} is closed")
-        ts = utc_now()
         with self._locked():
             self._catch_up()
-            seq, prev, offset = self._last_seq, self._last_hash, self._size
-            chunks: list[bytes] = []
-            new_offsets: list[tuple[int, int]] = []
-            new_ids: dict[str, int] = {}
-            results: list[list[Event]] = []
-            for events in batches:
-                stored: list[Event] = []
-                for event in events:
-                    if event.id:
-                        existing = new_ids.get(event.id) or self._id_seq(event.id)
-                        if existing:
-                            stored.append(self._stored_duplicate(existing, chunks, seq))
-                            continue
-                    seq += 1
-                    event = msgspec.structs.replace(
-                        event,
-                        seq=seq,
-                        id=event.id or new_event_id(),
-                        ts=event.ts or ts,
-                        quest_id=event.quest_id or self.quest_id,
-                        actor=event.actor or self.actor,
-                        prev=prev,
-                    )
-                    line = encode(event)
-                    prev = line_hash(line)
-                    new_offsets.append((seq, offset))
-                    new_ids[event.id] = seq
-                    offset += len(line) + 1
-                    chunks.append(line + b"\n")
-                    stored.append(event)
-                results.append(stored)
-            if chunks:
-                _write_all(self._fd, b"".join(chunks))
-                if self.policy != "never":
-                    os.fdatasync(self._fd)
-                self._last_seq, self._last_hash, self._size = seq, prev, offset
-                self._add_offsets(new_offsets, persist=True)
-                if self._ids is not None:
-                    self._ids.update(new_ids)
-        if chunks:
+            results, wrote = self._commit_locked(batches)
+        if wrote:
             self._wake_followers()
         return results
+
+    def _commit_locked(self, batches: list[list[Event]]) -> tuple[list[list[Event]], bool]:
+        """Under the lock and caught up: assign seqs, chain, write once, sync per policy."""
+        ts = utc_now()
+        seq, prev, offset = self._last_seq, self._last_hash, self._size
+        chunks: list[bytes] = []
+        new_offsets: list[tuple[int, int]] = []
+        new_ids: dict[str, int] = {}
+        results: list[list[Event]] = []
+        for events in batches:
+            stored: list[Event] = []
+            for event in events:
+                if event.id:
+                    existing = new_ids.get(event.id) or self._id_seq(event.id)
+                    if existing:
+                        stored.append(self._stored_duplicate(existing, chunks, seq))
+                        continue
+                seq += 1
+                event = msgspec.structs.replace(
+                    event,
+                    seq=seq,
+                    id=event.id or new_event_id(),
+                    ts=event.ts or ts,
+                    quest_id=event.quest_id or self.quest_id,
+                    actor=event.actor or self.actor,
+                    prev=prev,
+                )
+                line = encode(event)
+                prev = line_hash(line)
+                new_offsets.append((seq, offset))
+                new_ids[event.id] = seq
+                offset += len(line) + 1
+                chunks.append(line + b"\n")
+                stored.append(event)
+            results.append(stored)
+        if chunks:
+            _write_all(self._fd, b"".join(chunks))
+            if self.policy != "never":
+                os.fdatasync(self._fd)
+            self._last_seq, self._last_hash, self._size = seq, prev, offset
+            self._add_offsets(new_offsets, persist=True)
+            if self._ids is not None:
+                self._ids.update(new_ids)
+        return results, bool(chunks)
 
     def _stored_duplicate(self, seq: int, chunks: list[bytes], pending_last: int) -> Event:
         if seq > self._last_seq:  # duplicated inside the batch being written
@@ -631,6 +653,25 @@ class EventLog:
                 yield data[start:nl], base + nl + 1
                 start = nl + 1
             carry = data[start:]
+
+
+class Transaction:
+    """Appends made while :meth:`EventLog.transaction` holds the lock."""
+
+    def __init__(self, log: EventLog) -> None:
+        self._log = log
+        self.appended: list[Event] = []
+
+    @property
+    def last_seq(self) -> int:
+        return self._log._last_seq
+
+    def append(self, events: Event | Sequence[Event]) -> list[Event]:
+        """Write ``events`` now (one write, synced unless the policy is ``never``)."""
+        batch = [events] if isinstance(events, Event) else list(events)
+        results, _ = self._log._commit_locked([batch])
+        self.appended.extend(results[0])
+        return results[0]
 
 
 class _FileLock:
