@@ -1,0 +1,459 @@
+"""Talking to the user: ``interact()``, the mailbox, replies to requests.
+
+The mailbox is the ``interactions`` projection: user messages (``conversation.message``,
+role ``user``) and replies (``interaction.replied``) are queued items; a
+``mailbox.delivered`` event hands a batch of them to the agent. Delivery is exactly
+once across processes because the consumer decides what is pending and appends the
+delivery event inside :meth:`Quest.transaction` (the log's append lock), so two
+consumers can never both see an item as pending.
+
+Repeated progress is suppressed: a ``progress`` or ``milestone`` update whose text
+(case and whitespace folded) equals the previous update of the same kind, or whose
+``dedupe_key`` was already used, writes nothing and returns ``suppressed: true`` with
+``duplicate_of``. The mailbox is still consumed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import re
+from typing import Any
+
+import msgspec
+
+from ds_events.events import new_event_id
+from ds_events.events.interaction import InteractionReplied, InteractionSent, MailboxDelivered
+from ds_events.home import Quest
+from projections import interactions as view
+
+from . import connectors
+from .errors import Conflict, Invalid, NotFound
+
+__all__ = [
+    "interact",
+    "interact_async",
+    "consume_mailbox",
+    "reply",
+    "wait_for_reply",
+    "KINDS",
+    "REPLY_MODES",
+    "ERROR_CODES",
+    "MAX_MESSAGE_CHARS",
+    "MAX_RECENT",
+    "MAX_WAIT_SECONDS",
+]
+
+KINDS = ("progress", "milestone", "decision_request", "approval_result", "answer")
+REPLY_MODES = ("none", "threaded", "blocking")
+MAX_MESSAGE_CHARS = 20_000
+MAX_OPTIONS = 12
+MAX_RECENT = 50
+MAX_WAIT_SECONDS = 300.0
+MAX_DEDUPE_KEY = 200
+_SUPPRESSIBLE = ("progress", "milestone")
+_OPTION_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+_OPTION_KEYS = {"id", "label", "description", "recommended"}
+_SCHEMA_TYPES = {"object", "string", "number", "integer", "boolean", "array"}
+
+# Every code these services (and connectors) raise; tests check each one.
+ERROR_CODES = (
+    "invalid_kind",
+    "empty_message",
+    "message_too_long",
+    "invalid_reply_mode",
+    "missing_options",
+    "options_not_allowed",
+    "invalid_options",
+    "invalid_reply_schema",
+    "unknown_interaction",
+    "invalid_dedupe_key",
+    "invalid_limit",
+    "invalid_wait",
+    "reply_not_expected",
+    "already_answered",
+    "unknown_option",
+    "invalid_reply_data",
+    "reply_schema_mismatch",
+) + connectors.ERROR_CODES
+
+
+def interact(
+    quest: Quest,
+    *,
+    kind: str = "progress",
+    message: str,
+    reply_mode: str | None = None,
+    include_recent_inbound_messages: bool = True,
+    recent_message_limit: int = 8,
+    options: list[dict[str, Any]] | None = None,
+    reply_schema: dict[str, Any] | None = None,
+    reply_to_interaction_id: str | None = None,
+    dedupe_key: str | None = None,
+    consumer: str = "",
+) -> dict[str, Any]:
+    """Record an outbound interaction and consume the mailbox, atomically.
+
+    Returns a JSON-able dict: ``interaction_id``, ``status`` (``sent`` | ``waiting`` |
+    ``suppressed``), ``suppressed``, ``duplicate_of``, ``reply_mode``, ``new_messages``
+    (this call's delivery batch), ``delivery_batch_id``, ``recent_interactions``,
+    ``recent_inbound_messages``, ``deliveries`` and ``guidance``. Webhook targets are
+    left ``pending``; :func:`interact_async` (or :func:`connectors.deliver`) sends them.
+    """
+    mode = _validate(
+        quest,
+        kind=kind,
+        message=message,
+        reply_mode=reply_mode,
+        recent_message_limit=recent_message_limit,
+        options=options,
+        reply_schema=reply_schema,
+        reply_to_interaction_id=reply_to_interaction_id,
+        dedupe_key=dedupe_key,
+    )
+    fingerprint = _fingerprint(kind, message)
+    with quest.transaction() as txn:
+        state: view.State = quest.state("interactions")
+        duplicate_of = _duplicate_of(state, kind, fingerprint, dedupe_key)
+        events: list[Any] = []
+        interaction_id: str | None = None
+        if duplicate_of is None:
+            interaction_id = "ia-" + new_event_id()
+            targets = view.route(state)
+            events.append(
+                InteractionSent(
+                    interaction_id=interaction_id, kind=kind, message=message, reply_mode=mode,  # type: ignore[arg-type]
+                    options=list(options or []), reply_schema=reply_schema,
+                    reply_to_interaction_id=reply_to_interaction_id, dedupe_key=dedupe_key,
+                    fingerprint=fingerprint if kind in _SUPPRESSIBLE else "",
+                    targets=[b.binding_id for b in targets], routing_policy=state.routing_policy,
+                )
+            )
+            events += connectors.local_delivery_events(interaction_id, targets)
+        batch = _delivery_event(state, consumer, interaction_id)
+        if batch is not None:
+            events.append(batch)
+        if events:
+            txn.append(events)
+    state = quest.state("interactions")
+    delivered = [state.inbound[i] for i in batch.message_ids] if batch is not None else []
+    record = state.interactions.get(interaction_id) if interaction_id else None
+    recent_limit = recent_message_limit if include_recent_inbound_messages else 0
+    return {
+        "interaction_id": interaction_id,
+        "status": "suppressed" if duplicate_of else ("waiting" if mode == "blocking" else "sent"),
+        "suppressed": duplicate_of is not None,
+        "duplicate_of": duplicate_of,
+        "kind": kind,
+        "reply_mode": mode,
+        "new_messages": [_item_dict(i) for i in delivered],
+        "new_message_count": len(delivered),
+        "delivery_batch_id": batch.batch_id if batch is not None else None,
+        "recent_interactions": [_record_summary(r) for r in view.recent_interactions(state, recent_message_limit)],
+        "recent_inbound_messages": [
+            _item_dict(i) for i in view.recent_inbound(state, recent_limit) if batch is None or i.id not in batch.message_ids
+        ],
+        "deliveries": _deliveries(record),
+        "reply": None,
+        "guidance": _guidance(delivered, mode, duplicate_of),
+    }
+
+
+async def interact_async(
+    quest: Quest, *, wait_timeout_seconds: float = 0.0, deliver: bool = True, **kwargs: Any
+) -> dict[str, Any]:
+    """:func:`interact`, then deliver to webhook targets, then (blocking requests, when
+    ``wait_timeout_seconds`` > 0) wait for the user's reply and consume it."""
+    _validate_wait(wait_timeout_seconds, kwargs.get("kind", "progress"), kwargs.get("reply_mode"))
+    result = interact(quest, **kwargs)
+    iid = result["interaction_id"]
+    if iid is None:
+        return result
+    if deliver:
+        await connectors.deliver(quest, iid)
+        result["deliveries"] = _deliveries(quest.state("interactions").interactions[iid])
+    if result["reply_mode"] == "blocking" and wait_timeout_seconds > 0:
+        answered = await wait_for_reply(quest, iid, wait_timeout_seconds)
+        if answered is not None:
+            _batch_id, items = consume_mailbox(quest, consumer=kwargs.get("consumer", ""), interaction_id=iid)
+            result["new_messages"] += [_item_dict(i) for i in items]
+            result["new_message_count"] = len(result["new_messages"])
+            result["status"] = "answered"
+            result["reply"] = _item_dict(quest.state("interactions").inbound[answered])
+            result["guidance"] = "The user answered (see `reply`): act on it."
+        else:
+            result["guidance"] = (
+                f"No reply within {wait_timeout_seconds:g}s. The request stays open; the answer will arrive "
+                "through a later interact() call. Continue with work that does not depend on it, or stop the turn."
+            )
+    return result
+
+
+def consume_mailbox(quest: Quest, *, consumer: str = "", interaction_id: str | None = None) -> tuple[str | None, list[view.InboundItem]]:
+    """Hand every pending inbound item to the caller exactly once (across processes).
+
+    Returns ``(batch_id, items)``; ``(None, [])`` when nothing is pending.
+    """
+    with quest.transaction() as txn:
+        event = _delivery_event(quest.state("interactions"), consumer, interaction_id)
+        if event is None:
+            return None, []
+        txn.append(event)
+    state = quest.state("interactions")
+    return event.batch_id, [state.inbound[i] for i in event.message_ids]
+
+
+def reply(
+    quest: Quest,
+    interaction_id: str,
+    text: str,
+    *,
+    option_id: str | None = None,
+    data: dict[str, Any] | None = None,
+    source: str = "cli",
+) -> InteractionReplied:
+    """The user answers an interaction; a blocking request closes. Queued for the agent."""
+    if not isinstance(text, str) or not text.strip():
+        raise Invalid("a reply needs some text", code="empty_message")
+    if len(text) > MAX_MESSAGE_CHARS:
+        raise Invalid(f"a reply is at most {MAX_MESSAGE_CHARS} characters", code="message_too_long")
+    if data is not None and not isinstance(data, dict):
+        raise Invalid("reply data must be a JSON object", code="invalid_reply_data")
+    with quest.transaction() as txn:
+        record = quest.state("interactions").interactions.get(interaction_id)
+        if record is None:
+            raise NotFound(f"no interaction {interaction_id!r} in quest {quest.id}", code="unknown_interaction")
+        if record.reply_mode == "none":
+            raise Conflict(f"interaction {interaction_id} does not take replies (reply_mode none)", code="reply_not_expected")
+        if record.status == "answered":
+            raise Conflict(f"interaction {interaction_id} was already answered", code="already_answered")
+        ids = [o["id"] for o in record.options]
+        if option_id is not None and option_id not in ids:
+            raise Invalid(
+                f"unknown option {option_id!r} for {interaction_id}: choose one of {', '.join(ids) or '(none)'}",
+                code="unknown_option", options=ids,
+            )
+        if data is not None and record.reply_schema is not None:
+            problems = _schema_problems(record.reply_schema, data)
+            if problems:
+                raise Invalid(f"reply data does not match the request's reply_schema: {'; '.join(problems)}",
+                              code="reply_schema_mismatch", problems=problems)
+        stored = txn.append(
+            InteractionReplied(interaction_id=interaction_id, text=text, option_id=option_id, data=data, source=source)
+        )
+    return stored[0]  # type: ignore[return-value]
+
+
+async def wait_for_reply(quest: Quest, interaction_id: str, timeout: float) -> str | None:
+    """Wait (bounded) until a reply to ``interaction_id`` is in the log, from any process.
+
+    Returns the reply's event id, or None on timeout.
+    """
+
+    def answered() -> str | None:
+        record = quest.state("interactions").interactions.get(interaction_id)
+        return record.replies[0] if record is not None and record.replies else None
+
+    found = answered()
+    if found is not None:
+        return found
+
+    async def follow() -> str | None:
+        async for event in quest.log.follow(quest.views.last_seq):
+            if isinstance(event, InteractionReplied) and event.interaction_id == interaction_id:
+                return answered()
+        return None  # pragma: no cover - follow never ends on its own
+
+    try:
+        return await asyncio.wait_for(follow(), timeout)
+    except asyncio.TimeoutError:
+        return answered()
+
+
+# -- validation -------------------------------------------------------------------------
+
+
+def _validate(
+    quest: Quest,
+    *,
+    kind: str,
+    message: str,
+    reply_mode: str | None,
+    recent_message_limit: int,
+    options: list[dict[str, Any]] | None,
+    reply_schema: dict[str, Any] | None,
+    reply_to_interaction_id: str | None,
+    dedupe_key: str | None,
+) -> str:
+    """Check every argument before anything is written; returns the effective reply mode."""
+    if kind not in KINDS:
+        raise Invalid(f"unknown interaction kind {kind!r}: use one of {', '.join(KINDS)}", code="invalid_kind", kinds=list(KINDS))
+    if not isinstance(message, str) or not message.strip():
+        raise Invalid("interact needs a non-empty message", code="empty_message")
+    if len(message) > MAX_MESSAGE_CHARS:
+        raise Invalid(f"a message is at most {MAX_MESSAGE_CHARS} characters; put details in a file or artifact",
+                      code="message_too_long", length=len(message))
+    mode = reply_mode if reply_mode is not None else ("blocking" if kind == "decision_request" else "none")
+    if mode not in REPLY_MODES:
+        raise Invalid(f"unknown reply_mode {mode!r}: use none, threaded or blocking", code="invalid_reply_mode")
+    if kind == "decision_request" and mode == "none":
+        raise Invalid("a decision_request must be answerable: use reply_mode blocking or threaded", code="invalid_reply_mode")
+    if kind in _SUPPRESSIBLE and mode == "blocking":
+        raise Invalid(f"a {kind} update cannot block; ask with kind decision_request", code="invalid_reply_mode")
+    if kind == "decision_request":
+        if not options:
+            raise Invalid("a decision_request needs options: a list of at least 2 {id, label} objects",
+                          code="missing_options")
+        _validate_options(options)
+    elif options:
+        raise Invalid("options are only for kind decision_request", code="options_not_allowed")
+    if reply_schema is not None:
+        _validate_schema(reply_schema)
+    if isinstance(recent_message_limit, bool) or not isinstance(recent_message_limit, int) or not (
+        0 <= recent_message_limit <= MAX_RECENT
+    ):
+        raise Invalid(f"recent_message_limit must be an integer from 0 to {MAX_RECENT}", code="invalid_limit")
+    if dedupe_key is not None and (not isinstance(dedupe_key, str) or not dedupe_key.strip() or len(dedupe_key) > MAX_DEDUPE_KEY):
+        raise Invalid(f"dedupe_key must be a non-empty string of at most {MAX_DEDUPE_KEY} characters", code="invalid_dedupe_key")
+    if reply_to_interaction_id is not None:
+        state = quest.state("interactions")
+        if reply_to_interaction_id not in state.interactions and reply_to_interaction_id not in state.inbound:
+            raise NotFound(
+                f"no interaction or user message {reply_to_interaction_id!r} to reply to", code="unknown_interaction"
+            )
+    return mode
+
+
+def _validate_wait(wait: float, kind: str, reply_mode: str | None) -> None:
+    if isinstance(wait, bool) or not isinstance(wait, (int, float)) or not (0 <= wait <= MAX_WAIT_SECONDS):
+        raise Invalid(f"wait_timeout_seconds must be from 0 to {MAX_WAIT_SECONDS:g}", code="invalid_wait")
+    blocking = reply_mode == "blocking" or (reply_mode is None and kind == "decision_request")
+    if wait > 0 and not blocking:
+        raise Invalid("wait_timeout_seconds only applies to blocking requests", code="invalid_wait")
+
+
+def _validate_options(options: Any) -> None:
+    if not isinstance(options, list) or not (2 <= len(options) <= MAX_OPTIONS):
+        raise Invalid(f"options must be a list of 2 to {MAX_OPTIONS} objects", code="invalid_options")
+    seen: set[str] = set()
+    for i, opt in enumerate(options):
+        if not isinstance(opt, dict):
+            raise Invalid(f"options[{i}] must be an object with id and label", code="invalid_options")
+        oid, label = opt.get("id"), opt.get("label")
+        if not isinstance(oid, str) or not _OPTION_ID_RE.match(oid):
+            raise Invalid(f"options[{i}].id must be 1-64 letters, digits, '_', '.' or '-'", code="invalid_options")
+        if oid in seen:
+            raise Invalid(f"options[{i}].id {oid!r} is used twice", code="invalid_options")
+        seen.add(oid)
+        if not isinstance(label, str) or not label.strip():
+            raise Invalid(f"options[{i}].label must be a non-empty string", code="invalid_options")
+        extra = set(opt) - _OPTION_KEYS
+        if extra:
+            raise Invalid(f"options[{i}] has unknown keys {sorted(extra)}: use {sorted(_OPTION_KEYS)}", code="invalid_options")
+
+
+def _validate_schema(schema: Any) -> None:
+    bad = Invalid(
+        "reply_schema must be a small JSON Schema object: {\"type\": \"object\", \"properties\": {...}, \"required\": [...]}",
+        code="invalid_reply_schema",
+    )
+    if not isinstance(schema, dict) or schema.get("type") not in _SCHEMA_TYPES:
+        raise bad
+    props = schema.get("properties", {})
+    required = schema.get("required", [])
+    if not isinstance(props, dict) or not all(isinstance(p, dict) for p in props.values()):
+        raise bad
+    if not isinstance(required, list) or not all(isinstance(r, str) for r in required):
+        raise bad
+    if len(msgspec.json.encode(schema)) > 8192:
+        raise bad
+
+
+def _schema_problems(schema: dict[str, Any], data: dict[str, Any]) -> list[str]:
+    """Check the subset of JSON Schema we accept: required keys, property types, enums."""
+    problems = [f"missing {key!r}" for key in schema.get("required", []) if key not in data]
+    py_types: dict[str, tuple[type, ...]] = {
+        "string": (str,), "number": (int, float), "integer": (int,), "boolean": (bool,), "array": (list,), "object": (dict,),
+    }
+    for key, prop in schema.get("properties", {}).items():
+        if key not in data:
+            continue
+        value, want = data[key], prop.get("type")
+        if want in py_types and (not isinstance(value, py_types[want]) or (want != "boolean" and isinstance(value, bool))):
+            problems.append(f"{key!r} must be {want}")
+        if "enum" in prop and value not in prop["enum"]:
+            problems.append(f"{key!r} must be one of {prop['enum']}")
+    return problems
+
+
+# -- helpers ---------------------------------------------------------------------------
+
+
+def _fingerprint(kind: str, message: str) -> str:
+    folded = " ".join(message.lower().split())
+    return hashlib.blake2b(f"{kind}\0{folded}".encode(), digest_size=12).hexdigest()
+
+
+def _duplicate_of(state: view.State, kind: str, fingerprint: str, dedupe_key: str | None) -> str | None:
+    if kind not in _SUPPRESSIBLE:
+        return None
+    if dedupe_key is not None and dedupe_key in state.dedupe_keys:
+        return state.dedupe_keys[dedupe_key]
+    last = state.last_fingerprint.get(kind, "")
+    if last and last.split(" ", 1)[0] == fingerprint:
+        return last.split(" ", 1)[1]
+    return None
+
+
+def _delivery_event(state: view.State, consumer: str, interaction_id: str | None) -> MailboxDelivered | None:
+    """The delivery event for everything pending now (call under the transaction)."""
+    items = view.pending_items(state)
+    if not items:
+        return None
+    return MailboxDelivered(
+        batch_id="mb-" + new_event_id(),
+        message_ids=[i.id for i in items],
+        message_seqs=[i.seq for i in items],
+        consumer=consumer,
+        interaction_id=interaction_id,
+    )
+
+
+def _item_dict(item: view.InboundItem) -> dict[str, Any]:
+    out: dict[str, Any] = {"id": item.id, "seq": item.seq, "ts": item.ts, "kind": item.kind, "text": item.text,
+                           "source": item.source}
+    if item.kind == "reply":
+        out.update(interaction_id=item.interaction_id, option_id=item.option_id, data=item.data)
+    return out
+
+
+def _record_summary(record: view.InteractionRecord) -> dict[str, Any]:
+    return {
+        "interaction_id": record.interaction_id,
+        "seq": record.seq,
+        "ts": record.ts,
+        "kind": record.kind,
+        "message": record.message if len(record.message) <= 500 else record.message[:497] + "...",
+        "reply_mode": record.reply_mode,
+        "status": record.status,
+        "replies": len(record.replies),
+    }
+
+
+def _deliveries(record: view.InteractionRecord | None) -> list[dict[str, Any]]:
+    if record is None:
+        return []
+    return [msgspec.to_builtins(d) for d in record.deliveries.values()]
+
+
+def _guidance(delivered: list[view.InboundItem], mode: str, duplicate_of: str | None) -> str:
+    parts = []
+    if duplicate_of:
+        parts.append(f"Suppressed: this repeats {duplicate_of}; nothing was sent.")
+    if delivered:
+        parts.append(f"{len(delivered)} new user message(s) in new_messages: read them and adapt your plan before continuing.")
+    else:
+        parts.append("No new user messages arrived; continue with your plan.")
+    if mode == "blocking":
+        parts.append("This request stays open until the user replies; the reply will arrive through a later interact() call.")
+    return " ".join(parts)
