@@ -1,23 +1,561 @@
-"""The `artifacts` view. Its domain's issue fills this module in."""
+"""The `artifacts` view: records, baselines and metric contracts, main experiments,
+analysis campaigns, branches, checkpoints and the branch graph.
+
+Materialises ``artifacts/<kind dir>/<id>.json`` for every record, baseline, main
+experiment and campaign, each confirmed baseline's ``<baseline_path>/json/metric_contract.json``,
+``artifacts/graphs/git_graph.{json,svg}`` and ``SUMMARY.md`` (which replaces the simpler
+one ``projections.status`` writes: this module comes later in the registry).
+"""
 
 from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from typing import Any
 
 import msgspec
 
 from ds_events.events import Event
+from ds_events.events.artifact import (
+    AnalysisCampaignCreated,
+    AnalysisSliceRecorded,
+    ArtifactRecorded,
+    BaselineAttached,
+    BaselineConfirmed,
+    BaselinePublished,
+    BranchPrepared,
+    GitCheckpointed,
+    GitGraphRendered,
+    MainExperimentRecorded,
+    SummaryRefreshed,
+)
 
-from .base import Projection
+from . import status as status_projection
+from .base import Files, Projection
 
-__all__ = ["PROJECTION"]
+__all__ = [
+    "PROJECTION",
+    "State",
+    "Record",
+    "Baseline",
+    "Confirmation",
+    "MainRun",
+    "Campaign",
+    "Slice",
+    "BranchInfo",
+    "Checkpoint",
+    "KIND_DIRS",
+    "record_path",
+    "render_graph_svg",
+]
+
+# kind -> directory under artifacts/
+KIND_DIRS: dict[str, str] = {
+    "baseline": "baselines",
+    "idea": "ideas",
+    "decision": "decisions",
+    "progress": "progress",
+    "answer": "answers",
+    "milestone": "milestones",
+    "run": "runs",
+    "report": "reports",
+    "approval": "approvals",
+    "graph": "graphs",
+}
+_RECENT = 20
+
+
+class Record(msgspec.Struct, kw_only=True):
+    artifact_id: str
+    kind: str
+    seq: int
+    ts: str
+    branch: str
+    payload: dict[str, Any] = {}
+
+
+class Confirmation(msgspec.Struct, kw_only=True):
+    variant_id: str | None
+    baseline_path: str
+    contract_path: str
+    contract: dict[str, Any]
+    metrics_summary: dict[str, float]
+    primary_metric: str
+    metric_directions: dict[str, str]
+    summary: str
+    seq: int
+    ts: str
+
+
+class Baseline(msgspec.Struct, kw_only=True):
+    baseline_id: str
+    published_seq: int | None = None
+    payload: dict[str, Any] = {}
+    variant_ids: list[str] = []
+    confirmed: Confirmation | None = None
+
+
+class MainRun(msgspec.Struct, kw_only=True):
+    run: str
+    title: str
+    baseline_id: str
+    metrics_summary: dict[str, float]
+    comparisons: dict[str, dict[str, Any]]
+    primary_metric: str
+    branch: str
+    head_sha: str | None
+    idea_id: str | None
+    summary: str
+    evaluation_protocol: dict[str, Any] | None
+    details: dict[str, Any]
+    seq: int
+    ts: str
+
+
+class Slice(msgspec.Struct, kw_only=True):
+    slice_id: str
+    title: str
+    goal: str
+    branch: str
+    worktree: str | None
+    status: str = "pending"
+    metrics_summary: dict[str, float] = {}
+    summary: str = ""
+    head_sha: str | None = None
+    details: dict[str, Any] = {}
+    recorded_seq: int | None = None
+
+
+class Campaign(msgspec.Struct, kw_only=True):
+    campaign_id: str
+    title: str
+    goal: str
+    parent_run: str | None
+    parent_branch: str
+    parent_sha: str
+    slices: list[Slice]
+    seq: int
+    ts: str
+
+    @property
+    def done(self) -> int:
+        return sum(1 for s in self.slices if s.status != "pending")
+
+    def slice(self, slice_id: str) -> Slice | None:
+        return next((s for s in self.slices if s.slice_id == slice_id), None)
+
+
+class BranchInfo(msgspec.Struct, kw_only=True):
+    branch: str
+    kind: str
+    start_sha: str
+    start_point: str
+    worktree: str | None
+    run: str | None
+    idea_id: str | None
+    campaign_id: str | None
+    slice_id: str | None
+    seq: int
+    head_sha: str | None = None  # last checkpoint on it
+
+
+class Checkpoint(msgspec.Struct, kw_only=True):
+    sha: str
+    message: str
+    branch: str
+    worktree: str | None
+    skipped: int
+    seq: int
+    ts: str
 
 
 class State(msgspec.Struct, kw_only=True):
     last_seq: int = 0
+    quest: status_projection.StatusState = msgspec.field(default_factory=status_projection.StatusState)
+    records: dict[str, Record] = {}
+    counters: dict[str, int] = {}  # kind -> records of that kind (ids are numbered from it)
+    recent: dict[str, list[str]] = {}  # kind -> the last record ids, newest last
+    baselines: dict[str, Baseline] = {}
+    attached: dict[str, str | None] | None = None  # {"baseline_id", "variant_id"}
+    confirmed_baseline: str | None = None  # the most recently confirmed baseline id
+    runs: dict[str, MainRun] = {}
+    latest_run: str | None = None
+    campaigns: dict[str, Campaign] = {}
+    branches: dict[str, BranchInfo] = {}
+    active_branch: str = "main"
+    active_worktree: str | None = None
+    checkpoints: list[Checkpoint] = []  # the last few
+    checkpoint_count: int = 0
+    refreshes: int = 0
+    last_refresh_reason: str = ""
+    graph: dict[str, Any] | None = None
+
+    def id_taken(self, artifact_id: str) -> bool:
+        """Ids share one namespace: records, baselines, main runs and campaigns."""
+        return (
+            artifact_id in self.records
+            or artifact_id in self.baselines
+            or artifact_id in self.runs
+            or artifact_id in self.campaigns
+        )
+
+
+def record_path(kind: str, artifact_id: str) -> str:
+    return f"artifacts/{KIND_DIRS[kind]}/{artifact_id}.json"
+
+
+# -- apply ------------------------------------------------------------------------------
 
 
 def apply(state: State, event: Event) -> State:
     state.last_seq = event.seq
+    state.quest = status_projection.apply(state.quest, event)
+    match event:
+        case ArtifactRecorded():
+            state.records[event.artifact_id] = Record(
+                artifact_id=event.artifact_id,
+                kind=event.kind,
+                seq=event.seq,
+                ts=event.ts,
+                branch=event.branch,
+                payload=event.payload,
+            )
+            state.counters[event.kind] = state.counters.get(event.kind, 0) + 1
+            _remember(state.recent.setdefault(event.kind, []), event.artifact_id)
+        case BranchPrepared():
+            state.branches[event.branch] = BranchInfo(
+                branch=event.branch,
+                kind=event.branch_kind,
+                start_sha=event.start_sha,
+                start_point=event.start_point,
+                worktree=event.worktree,
+                run=event.run,
+                idea_id=event.idea_id,
+                campaign_id=event.campaign_id,
+                slice_id=event.slice_id,
+                seq=event.seq,
+                head_sha=event.start_sha,
+            )
+            if event.activate:
+                state.active_branch, state.active_worktree = event.branch, event.worktree
+        case GitCheckpointed():
+            state.checkpoint_count += 1
+            state.checkpoints.append(
+                Checkpoint(
+                    sha=event.sha,
+                    message=event.message,
+                    branch=event.branch,
+                    worktree=event.worktree,
+                    skipped=len(event.skipped),
+                    seq=event.seq,
+                    ts=event.ts,
+                )
+            )
+            del state.checkpoints[:-_RECENT]
+            if event.branch in state.branches:
+                state.branches[event.branch].head_sha = event.sha
+        case BaselinePublished():
+            baseline = state.baselines.setdefault(event.baseline_id, Baseline(baseline_id=event.baseline_id))
+            baseline.published_seq = event.seq
+            baseline.payload = event.payload
+            baseline.variant_ids = list(event.variant_ids)
+        case BaselineAttached():
+            state.attached = {"baseline_id": event.baseline_id, "variant_id": event.variant_id}
+        case BaselineConfirmed():
+            baseline = state.baselines.setdefault(event.baseline_id, Baseline(baseline_id=event.baseline_id))
+            baseline.confirmed = Confirmation(
+                variant_id=event.variant_id,
+                baseline_path=event.baseline_path,
+                contract_path=event.contract_path,
+                contract=event.contract,
+                metrics_summary=event.metrics_summary,
+                primary_metric=event.primary_metric,
+                metric_directions=event.metric_directions,
+                summary=event.summary,
+                seq=event.seq,
+                ts=event.ts,
+            )
+            state.confirmed_baseline = event.baseline_id
+        case MainExperimentRecorded():
+            state.runs[event.run] = MainRun(
+                run=event.run,
+                title=event.title,
+                baseline_id=event.baseline_id,
+                metrics_summary=event.metrics_summary,
+                comparisons=event.comparisons,
+                primary_metric=event.primary_metric,
+                branch=event.branch,
+                head_sha=event.head_sha,
+                idea_id=event.idea_id,
+                summary=event.summary,
+                evaluation_protocol=event.evaluation_protocol,
+                details=event.details,
+                seq=event.seq,
+                ts=event.ts,
+            )
+            state.latest_run = event.run
+        case AnalysisCampaignCreated():
+            state.campaigns[event.campaign_id] = Campaign(
+                campaign_id=event.campaign_id,
+                title=event.title,
+                goal=event.goal,
+                parent_run=event.parent_run,
+                parent_branch=event.parent_branch,
+                parent_sha=event.parent_sha,
+                slices=[msgspec.convert(s, Slice) for s in event.slices],
+                seq=event.seq,
+                ts=event.ts,
+            )
+            for s in state.campaigns[event.campaign_id].slices:
+                state.branches[s.branch] = BranchInfo(
+                    branch=s.branch,
+                    kind="analysis",
+                    start_sha=event.parent_sha,
+                    start_point=event.parent_branch,
+                    worktree=s.worktree,
+                    run=event.parent_run,
+                    idea_id=None,
+                    campaign_id=event.campaign_id,
+                    slice_id=s.slice_id,
+                    seq=event.seq,
+                    head_sha=event.parent_sha,
+                )
+        case AnalysisSliceRecorded():
+            campaign = state.campaigns.get(event.campaign_id)
+            found = campaign.slice(event.slice_id) if campaign else None
+            if found is not None:
+                found.status = event.status
+                found.metrics_summary = event.metrics_summary
+                found.summary = event.summary
+                found.head_sha = event.head_sha
+                found.details = event.details
+                found.recorded_seq = event.seq
+        case SummaryRefreshed():
+            state.refreshes += 1
+            state.last_refresh_reason = event.reason
+        case GitGraphRendered():
+            state.graph = event.graph
     return state
 
 
-PROJECTION = Projection(name="artifacts", state_type=State, initial=State, apply=apply)
+def _remember(ids: list[str], artifact_id: str) -> None:
+    ids.append(artifact_id)
+    del ids[:-_RECENT]
+
+
+# -- render -----------------------------------------------------------------------------
+
+def render(state: State) -> Files:
+    files: Files = {}
+    for record in state.records.values():
+        files.update(_record_file(state, record.artifact_id))
+    for baseline_id in state.baselines:
+        files.update(_baseline_files(state, baseline_id))
+    for run in state.runs:
+        files.update(_run_file(state, run))
+    for campaign_id in state.campaigns:
+        files.update(_campaign_file(state, campaign_id))
+    files.update(_graph_files(state))
+    files.update(_summary_file(state))
+    return files
+
+
+def render_changed(state: State, events: Iterable[Event]) -> Files:
+    files: Files = {}
+    any_event = False
+    for event in events:
+        any_event = True
+        match event:
+            case ArtifactRecorded():
+                files.update(_record_file(state, event.artifact_id))
+            case BaselinePublished() | BaselineConfirmed():
+                files.update(_baseline_files(state, event.baseline_id))
+            case MainExperimentRecorded():
+                files.update(_run_file(state, event.run))
+            case AnalysisCampaignCreated() | AnalysisSliceRecorded():
+                files.update(_campaign_file(state, event.campaign_id))
+            case GitGraphRendered():
+                files.update(_graph_files(state))
+    if any_event:
+        # status.py also renders SUMMARY.md on every event; ours must follow it each time.
+        files.update(_summary_file(state))
+    return files
+
+
+def _json(value: Any) -> bytes:
+    return (json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False) + "\n").encode()
+
+
+def _record_file(state: State, artifact_id: str) -> Files:
+    record = state.records.get(artifact_id)
+    if record is None:
+        return {}
+    body = dict(record.payload)
+    body.update(
+        artifact_id=record.artifact_id, kind=record.kind, branch=record.branch, seq=record.seq, recorded_at=record.ts
+    )
+    return {record_path(record.kind, artifact_id): _json(body)}
+
+
+def _baseline_files(state: State, baseline_id: str) -> Files:
+    baseline = state.baselines.get(baseline_id)
+    if baseline is None:
+        return {}
+    body: dict[str, Any] = dict(baseline.payload)
+    body.update(
+        artifact_id=baseline_id,
+        baseline_id=baseline_id,
+        kind="baseline",
+        published=baseline.published_seq is not None,
+        variant_ids=list(baseline.variant_ids),
+        confirmed=msgspec.to_builtins(baseline.confirmed) if baseline.confirmed else None,
+    )
+    files = {record_path("baseline", baseline_id): _json(body)}
+    if baseline.confirmed is not None:
+        files[baseline.confirmed.contract_path] = _json(baseline.confirmed.contract)
+    return files
+
+
+def _run_file(state: State, run: str) -> Files:
+    main = state.runs.get(run)
+    if main is None:
+        return {}
+    body = msgspec.to_builtins(main)
+    body.update(artifact_id=run, kind="run", run_kind="main_experiment")
+    return {record_path("run", run): _json(body)}
+
+
+def _campaign_file(state: State, campaign_id: str) -> Files:
+    campaign = state.campaigns.get(campaign_id)
+    if campaign is None:
+        return {}
+    body = msgspec.to_builtins(campaign)
+    body.update(artifact_id=campaign_id, kind="analysis_campaign", slices_done=campaign.done)
+    return {f"artifacts/campaigns/{campaign_id}.json": _json(body)}
+
+
+def _graph_files(state: State) -> Files:
+    if state.graph is None:
+        return {}
+    return {
+        "artifacts/graphs/git_graph.json": _json(state.graph),
+        "artifacts/graphs/git_graph.svg": render_graph_svg(state.graph).encode(),
+    }
+
+
+def _summary_file(state: State) -> Files:
+    q = state.quest
+    if not q.quest_id:
+        return {}
+    lines = [f"# {q.title}", "", q.brief or "_No brief yet._", ""]
+    lines.append(f"- quest: `{q.quest_id}`; status: **{q.status}**; anchor: `{q.anchor}`")
+    where = f" (worktree `{state.active_worktree}`)" if state.active_worktree else ""
+    lines.append(f"- active branch: `{state.active_branch}`{where}")
+    if state.checkpoints:
+        last = state.checkpoints[-1]
+        lines.append(f"- checkpoints: {state.checkpoint_count}, latest `{last.sha[:10]}` on `{last.branch}`: {last.message}")
+    lines += ["", "## Baseline", ""]
+    lines += _summary_baseline(state)
+    lines += ["", "## Main experiments", ""]
+    if state.runs:
+        lines += ["| run | title | primary metric | vs baseline | branch |", "|---|---|---|---|---|"]
+        for main in state.runs.values():
+            cmp = main.comparisons.get(main.primary_metric, {})
+            delta = cmp.get("delta")
+            value = main.metrics_summary.get(main.primary_metric)
+            lines.append(
+                f"| `{main.run}` | {main.title} | {main.primary_metric} = {_num(value)} | "
+                f"{'n/a' if delta is None else f'{delta:+.6g}'} | `{main.branch}` |"
+            )
+    else:
+        lines.append("_None recorded yet._")
+    if state.campaigns:
+        lines += ["", "## Analysis campaigns", ""]
+        for c in state.campaigns.values():
+            lines.append(f"- `{c.campaign_id}` {c.title}: {c.done}/{len(c.slices)} slices recorded (from `{c.parent_branch}`)")
+            for s in c.slices:
+                lines.append(f"  - `{s.slice_id}` {s.title}: {s.status}{f' — {s.summary}' if s.summary else ''}")
+    for kind, heading in (("decision", "Decisions"), ("idea", "Ideas"), ("milestone", "Milestones")):
+        ids = state.recent.get(kind)
+        if not ids:
+            continue
+        lines += ["", f"## {heading} (latest {min(len(ids), 5)} of {state.counters.get(kind, 0)})", ""]
+        for artifact_id in ids[-5:]:
+            p = state.records[artifact_id].payload
+            text = p.get("title") or p.get("verdict") or p.get("summary") or ""
+            extra = f" → {p['action']}: {p.get('reason', '')}" if kind == "decision" else ""
+            lines.append(f"- `{artifact_id}` {text}{extra}")
+    if state.refreshes:
+        reason = f": {state.last_refresh_reason}" if state.last_refresh_reason else ""
+        lines += ["", f"_Summary refreshed {state.refreshes} time(s){reason}._"]
+    if q.completed_summary:
+        lines += ["", "## Outcome", "", q.completed_summary]
+    return {"SUMMARY.md": ("\n".join(lines) + "\n").encode()}
+
+
+def _summary_baseline(state: State) -> list[str]:
+    if state.confirmed_baseline is None:
+        if state.attached:
+            return [f"- attached `{state.attached['baseline_id']}`, not confirmed yet"]
+        return ["_No baseline confirmed yet._"]
+    baseline = state.baselines[state.confirmed_baseline]
+    c = baseline.confirmed
+    assert c is not None
+    variant = f" (variant `{c.variant_id}`)" if c.variant_id else ""
+    lines = [
+        f"- `{baseline.baseline_id}`{variant} confirmed; primary metric `{c.primary_metric}` = "
+        f"{_num(c.metrics_summary.get(c.primary_metric))} ({c.metric_directions.get(c.primary_metric, 'higher')} is better)",
+        f"- metric contract: `{c.contract_path}`",
+    ]
+    if c.summary:
+        lines.append(f"- {c.summary}")
+    return lines
+
+
+def _num(value: Any) -> str:
+    return "n/a" if value is None else f"{value:.6g}"
+
+
+def render_graph_svg(graph: dict[str, Any]) -> str:
+    """A lane-per-branch drawing of ``graph`` (the shape ``services.git.git_graph`` returns)."""
+    commits = graph.get("commits", [])
+    branches = [b["name"] for b in graph.get("branches", [])]
+    lanes = {name: i for i, name in enumerate(branches)}
+    row = {c["sha"]: i for i, c in enumerate(commits)}
+    dx, dy, left, top = 140, 28, 20, 40
+    width = left * 2 + dx * max(len(branches), 1) + 360
+    height = top + dy * (len(commits) + 1)
+
+    def at(c: dict[str, Any]) -> tuple[int, int]:
+        return left + 10 + dx * lanes.get(c.get("lane", ""), 0), top + dy * row[c["sha"]]
+
+    out = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" font-family="monospace" font-size="11">'
+    ]
+    for name, i in lanes.items():
+        out.append(f'<text x="{left + dx * i}" y="{top - 20}">{_esc(name)}</text>')
+    for c in commits:
+        x, y = at(c)
+        for parent in c.get("parents", []):
+            if parent in row:
+                px, py = at(commits[row[parent]])
+                out.append(f'<line x1="{x}" y1="{y}" x2="{px}" y2="{py}" stroke="#888"/>')
+    for c in commits:
+        x, y = at(c)
+        label = f"{c['sha'][:7]} {c.get('message', '')[:48]}"
+        heads = [b["name"] for b in graph.get("branches", []) if b.get("head") == c["sha"]]
+        if heads:
+            label += f"  [{', '.join(heads)}]"
+        out.append(f'<circle cx="{x}" cy="{y}" r="5" fill="#36c"/>')
+        out.append(f'<text x="{left + dx * max(len(branches), 1)}" y="{y + 4}">{_esc(label)}</text>')
+    out.append("</svg>\n")
+    return "\n".join(out)
+
+
+def _esc(text: str) -> str:
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace('"', "&quot;")
+
+
+PROJECTION = Projection(
+    name="artifacts", state_type=State, initial=State, apply=apply, render=render, render_changed=render_changed
+)

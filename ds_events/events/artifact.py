@@ -1,9 +1,171 @@
-"""Events of the `artifact` domain. The domain's issue fills this module in."""
+"""Events of the `artifact` domain: records, git checkpoints and branches, baselines and
+metric contracts, main experiments, analysis campaigns, summary and graph refreshes.
+
+Git side effects (a commit, a branch, a worktree) happen once in the service; these
+events record what happened (sha, branch name, worktree path, skipped files) so replay
+rebuilds the views without touching git again.
+"""
 
 from __future__ import annotations
 
+from typing import Any
+
 from .base import Event
 
-__all__ = ["EVENTS"]
+__all__ = [
+    "ArtifactRecorded",
+    "GitCheckpointed",
+    "BranchPrepared",
+    "BaselinePublished",
+    "BaselineAttached",
+    "BaselineConfirmed",
+    "MainExperimentRecorded",
+    "AnalysisCampaignCreated",
+    "AnalysisSliceRecorded",
+    "SummaryRefreshed",
+    "GitGraphRendered",
+    "EVENTS",
+]
 
-EVENTS: tuple[type[Event], ...] = ()
+
+class ArtifactRecorded(Event, tag="artifact.recorded", kw_only=True):
+    """An idea, decision, progress note, answer, milestone, run, report, approval, graph or
+    baseline record; materialised as ``artifacts/<kind dir>/<artifact_id>.json``."""
+
+    artifact_id: str
+    kind: str
+    payload: dict[str, Any] = {}
+    branch: str = "main"  # the active branch when it was recorded
+
+
+class GitCheckpointed(Event, tag="git.checkpointed", kw_only=True):
+    """A commit of the quest repository (or of a worktree) was made."""
+
+    sha: str
+    message: str
+    branch: str
+    parent: str | None = None
+    worktree: str | None = None  # relative to the quest root; None for the quest root itself
+    files: int = 0  # files in the committed tree
+    skipped: list[dict[str, Any]] = []  # {"path", "reason", "size"?}
+    allow_empty: bool = False
+
+
+class BranchPrepared(Event, tag="git.branch_prepared", kw_only=True):
+    """A branch (and, usually, a worktree under ``.ds/worktrees/``) was created."""
+
+    branch: str
+    branch_kind: str  # idea | run | analysis | paper
+    start_sha: str
+    start_point: str = ""  # what the caller asked for (a branch or a sha), or the default used
+    worktree: str | None = None  # relative to the quest root
+    run: str | None = None  # the experiment run id the branch is for
+    idea_id: str | None = None
+    campaign_id: str | None = None
+    slice_id: str | None = None
+    activate: bool = True  # later checkpoints commit this worktree
+
+
+class BaselinePublished(Event, tag="artifact.baseline_published", kw_only=True):
+    """A baseline was registered in the quest so that it can be attached and confirmed."""
+
+    baseline_id: str
+    payload: dict[str, Any] = {}
+    variant_ids: list[str] = []
+
+
+class BaselineAttached(Event, tag="artifact.baseline_attached", kw_only=True):
+    """The quest chose a published baseline (and maybe a variant) to work against."""
+
+    baseline_id: str
+    variant_id: str | None = None
+
+
+class BaselineConfirmed(Event, tag="artifact.baseline_confirmed", kw_only=True):
+    """A baseline's numbers and canonical metric contract were confirmed.
+
+    ``contract`` is the normalised contract materialised to ``contract_path``
+    (``<baseline_path>/json/metric_contract.json``).
+    """
+
+    baseline_id: str
+    baseline_path: str
+    contract_path: str
+    contract: dict[str, Any]
+    metrics_summary: dict[str, float]
+    primary_metric: str
+    metric_directions: dict[str, str] = {}
+    summary: str = ""
+    variant_id: str | None = None
+
+
+class MainExperimentRecorded(Event, tag="artifact.main_experiment_recorded", kw_only=True):
+    """A main experiment run whose metrics satisfy the confirmed baseline's contract.
+
+    ``run`` is the experiment's run id (the envelope's ``run_id`` names the agent run
+    that caused the event, which is a different thing).
+    """
+
+    run: str
+    title: str
+    baseline_id: str
+    metrics_summary: dict[str, float]
+    comparisons: dict[str, dict[str, Any]] = {}
+    primary_metric: str = ""
+    branch: str = "main"
+    head_sha: str | None = None
+    idea_id: str | None = None
+    summary: str = ""
+    evaluation_protocol: dict[str, Any] | None = None
+    details: dict[str, Any] = {}
+
+
+class AnalysisCampaignCreated(Event, tag="artifact.analysis_campaign_created", kw_only=True):
+    """An analysis campaign whose slices are child branches of a result node."""
+
+    campaign_id: str
+    title: str
+    goal: str
+    parent_run: str | None
+    parent_branch: str
+    parent_sha: str
+    slices: list[dict[str, Any]]  # {"slice_id", "title", "goal", "branch", "worktree"}
+
+
+class AnalysisSliceRecorded(Event, tag="artifact.analysis_slice_recorded", kw_only=True):
+    """The outcome of one analysis slice."""
+
+    campaign_id: str
+    slice_id: str
+    status: str  # completed | failed | abandoned
+    metrics_summary: dict[str, float] = {}
+    summary: str = ""
+    head_sha: str | None = None
+    details: dict[str, Any] = {}
+
+
+class SummaryRefreshed(Event, tag="artifact.summary_refreshed", kw_only=True):
+    """The agent asked for ``SUMMARY.md`` to be refreshed (it is rendered from the log)."""
+
+    reason: str = ""
+
+
+class GitGraphRendered(Event, tag="git.graph_rendered", kw_only=True):
+    """A snapshot of the branch graph, materialised as JSON and SVG under ``artifacts/graphs/``."""
+
+    graph: dict[str, Any]
+
+
+EVENTS: tuple[type[Event], ...] = (
+    ArtifactRecorded,
+    GitCheckpointed,
+    BranchPrepared,
+    BaselinePublished,
+    BaselineAttached,
+    BaselineConfirmed,
+    MainExperimentRecorded,
+    AnalysisCampaignCreated,
+    AnalysisSliceRecorded,
+    SummaryRefreshed,
+    GitGraphRendered,
+)

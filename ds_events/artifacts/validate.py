@@ -1,0 +1,366 @@
+"""Parsing and validation of what callers of the `artifact` namespace send.
+
+Every function here either returns a clean, typed value or raises a
+:class:`~ds_events.services.errors.ServiceError` with a stable code, before anything is
+written. Codes: ``invalid_payload``, ``unknown_kind``, ``missing_fields``,
+``invalid_field``, ``invalid_action``, ``invalid_id``, ``payload_too_large``,
+``path_outside_quest``, ``path_not_allowed``, ``invalid_metrics_summary``,
+``invalid_metric_direction``, ``invalid_metric_contract``, ``unknown_primary_metric``.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+import msgspec
+
+from ds_events.services.errors import Invalid
+
+__all__ = [
+    "RECORD_KINDS",
+    "DECISION_ACTIONS",
+    "APPROVAL_VERDICTS",
+    "ID_RE",
+    "MAX_PAYLOAD_BYTES",
+    "check_id",
+    "optional_id",
+    "check_text",
+    "confine_path",
+    "check_record",
+    "check_metrics",
+    "normalise_directions",
+    "normalise_contract",
+    "compare_to_contract",
+    "normalise_protocol",
+]
+
+ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+_METRIC_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:/@+-]{0,127}$")
+MAX_PAYLOAD_BYTES = 256 * 1024
+DECISION_ACTIONS = (
+    "continue",
+    "launch_experiment",
+    "launch_analysis_campaign",
+    "prepare_branch",
+    "attach_baseline",
+    "confirm_baseline",
+    "reuse_baseline",
+    "revise_idea",
+    "write",
+    "finalize",
+    "request_user_decision",
+    "stop",
+)
+APPROVAL_VERDICTS = ("approved", "rejected", "changes_requested")
+# kind -> fields that must be present and non-empty
+_REQUIRED: dict[str, tuple[str, ...]] = {
+    "baseline": ("title",),
+    "idea": ("title",),
+    "decision": ("verdict", "action", "reason"),
+    "progress": ("message",),
+    "answer": ("message",),
+    "milestone": ("title",),
+    "run": ("run_kind",),
+    "report": ("title",),
+    "approval": ("verdict",),
+    "graph": ("title",),
+}
+RECORD_KINDS = tuple(_REQUIRED)
+# fields that, when present, must be strings (everything else is free-form JSON)
+_STRING_FIELDS = ("title", "summary", "message", "verdict", "action", "reason", "run_kind", "status", "idea_id", "run_id")
+_DIRECTIONS = {
+    "higher": "higher",
+    "higher_is_better": "higher",
+    "max": "higher",
+    "maximize": "higher",
+    "lower": "lower",
+    "lower_is_better": "lower",
+    "min": "lower",
+    "minimize": "lower",
+}
+
+
+def check_id(value: Any, field: str) -> str:
+    """A caller-chosen id: 1-64 letters, digits, ``.``, ``_`` or ``-``, no ``..``."""
+    if not isinstance(value, str) or not ID_RE.match(value) or ".." in value or value.endswith((".", ".lock")):
+        raise Invalid(
+            f"{field} {value!r} is not a valid id: use 1-64 letters, digits, '.', '_' or '-', "
+            "starting with a letter or digit",
+            code="invalid_id",
+            field=field,
+        )
+    return value
+
+
+def optional_id(value: Any, field: str) -> str | None:
+    return None if value is None else check_id(value, field)
+
+
+def check_text(value: Any, field: str, *, required: bool = True, max_chars: int = 20_000) -> str:
+    if value is None and not required:
+        return ""
+    if not isinstance(value, str):
+        raise Invalid(f"{field} must be a string", code="invalid_field", field=field, expected="string")
+    if required and not value.strip():
+        raise Invalid(f"{field} is required and must not be empty", code="missing_fields", missing=[field])
+    if len(value) > max_chars:
+        raise Invalid(f"{field} is longer than {max_chars} characters", code="invalid_field", field=field)
+    return value
+
+
+def confine_path(root: Path, value: Any, field: str) -> str:
+    """``value`` as a clean path relative to ``root``, refusing anything that leaves it.
+
+    Relative paths are taken from ``root``; absolute ones must resolve inside it.
+    ``..`` components, symlinks that point outside, and the ``.git``/``.ds`` areas are
+    refused.
+    """
+    if not isinstance(value, str) or not value.strip() or "\x00" in value:
+        raise Invalid(f"{field} must be a non-empty path", code="invalid_field", field=field, expected="path")
+    base = root.resolve()
+    raw = Path(value)
+    if ".." in raw.parts:
+        raise Invalid(f"{field} {value!r} uses '..': give a path inside the quest", code="path_outside_quest", field=field)
+    target = (raw if raw.is_absolute() else base / raw).resolve()
+    if target != base and base not in target.parents:
+        raise Invalid(f"{field} {value!r} is outside the quest repository", code="path_outside_quest", field=field)
+    rel = PurePosixPath(*target.relative_to(base).parts)
+    if rel.parts and rel.parts[0] in (".git", ".ds"):
+        raise Invalid(f"{field} {value!r} is inside {rel.parts[0]}/, which the runtime owns", code="path_not_allowed", field=field)
+    return str(rel) if rel.parts else "."
+
+
+def check_record(payload: Any, root: Path) -> tuple[str, str | None, dict[str, Any]]:
+    """Validate a ``record`` payload: returns ``(kind, artifact_id or None, payload)``."""
+    if not isinstance(payload, dict):
+        raise Invalid("payload must be a JSON object with a 'kind'", code="invalid_payload")
+    if len(msgspec.json.encode(payload)) > MAX_PAYLOAD_BYTES:
+        raise Invalid(f"payload is larger than {MAX_PAYLOAD_BYTES} bytes: store big data in files", code="payload_too_large")
+    kind = payload.get("kind")
+    if kind not in _REQUIRED:
+        raise Invalid(f"unknown kind {kind!r}: use one of {', '.join(RECORD_KINDS)}", code="unknown_kind", allowed=list(RECORD_KINDS))
+    missing = [f for f in _REQUIRED[kind] if not _present(payload.get(f))]
+    if missing:
+        raise Invalid(f"a {kind} record needs {', '.join(missing)}", code="missing_fields", kind=kind, missing=missing)
+    for field in _STRING_FIELDS:
+        if field in payload and payload[field] is not None and not isinstance(payload[field], str):
+            raise Invalid(f"{field} must be a string", code="invalid_field", field=field, expected="string")
+    if kind == "decision" and payload["action"] not in DECISION_ACTIONS:
+        raise Invalid(
+            f"unknown decision action {payload['action']!r}", code="invalid_action", allowed=list(DECISION_ACTIONS)
+        )
+    if kind == "approval" and payload["verdict"] not in APPROVAL_VERDICTS:
+        raise Invalid(
+            f"unknown approval verdict {payload['verdict']!r}", code="invalid_field", field="verdict", allowed=list(APPROVAL_VERDICTS)
+        )
+    clean = {k: v for k, v in payload.items() if k not in ("kind", "artifact_id")}
+    if "paths" in clean:
+        if not isinstance(clean["paths"], list):
+            raise Invalid("paths must be a list of paths inside the quest", code="invalid_field", field="paths")
+        clean["paths"] = [confine_path(root, p, "paths") for p in clean["paths"]]
+    for field in ("idea_id", "run_id"):
+        if clean.get(field) is not None:
+            check_id(clean[field], field)
+    return kind, optional_id(payload.get("artifact_id"), "artifact_id"), clean
+
+
+def check_metrics(value: Any, field: str = "metrics_summary", *, allow_empty: bool = False) -> dict[str, float]:
+    """A flat ``{metric_id: number}`` mapping (nested values, strings, NaN are refused)."""
+    if value is None and allow_empty:
+        return {}
+    if not isinstance(value, dict) or (not value and not allow_empty):
+        raise Invalid(f"{field} must be a non-empty flat object of metric id -> number", code="invalid_metrics_summary", field=field)
+    problems = []
+    out: dict[str, float] = {}
+    for key, number in value.items():
+        if not isinstance(key, str) or not _METRIC_ID_RE.match(key):
+            problems.append({"metric_id": key, "problem": "invalid metric id"})
+        elif isinstance(number, bool) or not isinstance(number, (int, float)) or not math.isfinite(number):
+            problems.append({"metric_id": key, "problem": f"value must be a finite number, got {type(number).__name__}"})
+        else:
+            out[key] = float(number)
+    if problems:
+        raise Invalid(f"{field} must be flat: metric id -> number", code="invalid_metrics_summary", field=field, problems=problems)
+    return out
+
+
+def normalise_directions(value: Any, field: str = "metric_directions") -> dict[str, str]:
+    """``{metric_id: "higher"|"lower"}`` (also accepts maximize/minimize, *_is_better)."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise Invalid(f"{field} must be an object of metric id -> 'higher' | 'lower'", code="invalid_metric_direction")
+    out = {}
+    for key, direction in value.items():
+        norm = _DIRECTIONS.get(direction) if isinstance(direction, str) else None
+        if norm is None:
+            raise Invalid(
+                f"{field}[{key!r}] is {direction!r}: use 'higher' or 'lower'",
+                code="invalid_metric_direction",
+                metric_id=key,
+                allowed=sorted(_DIRECTIONS),
+            )
+        out[str(key)] = norm
+    return out
+
+
+def normalise_contract(
+    contract: Any,
+    metrics_summary: dict[str, float],
+    primary_metric: Any,
+    directions: dict[str, str],
+    *,
+    baseline_id: str,
+    variant_id: str | None,
+) -> dict[str, Any]:
+    """The canonical metric contract: every metric with its description, derivation or
+    origin path, source ref, direction and baseline value."""
+    if not isinstance(contract, dict):
+        raise Invalid("metric_contract must be an object with 'metrics'", code="invalid_metric_contract")
+    entries = _contract_entries(contract.get("metrics"))
+    problems: list[dict[str, Any]] = []
+    for metric_id, entry in entries.items():
+        if not isinstance(entry, dict):
+            problems.append({"metric_id": metric_id, "problem": "entry must be an object"})
+            continue
+        missing = [f for f in ("description", "source_ref") if not _present(entry.get(f))]
+        if not _present(entry.get("derivation")) and not _present(entry.get("origin_path")):
+            missing.append("derivation|origin_path")
+        if missing:
+            problems.append({"metric_id": metric_id, "missing": missing})
+        if "direction" in entry and _DIRECTIONS.get(entry["direction"]) is None:
+            problems.append({"metric_id": metric_id, "problem": f"direction {entry['direction']!r}: use higher or lower"})
+        elif metric_id in directions and "direction" in entry and _DIRECTIONS[entry["direction"]] != directions[metric_id]:
+            problems.append({"metric_id": metric_id, "problem": "metric_directions and the contract entry disagree"})
+    for metric_id in metrics_summary:
+        if metric_id not in entries:
+            problems.append({"metric_id": metric_id, "missing": ["contract entry"]})
+    for metric_id in entries:
+        if metric_id not in metrics_summary:
+            problems.append({"metric_id": metric_id, "missing": ["value in metrics_summary"]})
+    for metric_id in directions:
+        if metric_id not in entries:
+            problems.append({"metric_id": metric_id, "problem": "metric_directions names a metric the contract lacks"})
+    if problems:
+        raise Invalid(
+            "the metric contract is incomplete: every metric needs a description, a derivation or "
+            "origin_path, a source_ref and a value in metrics_summary",
+            code="invalid_metric_contract",
+            problems=problems,
+        )
+    if primary_metric not in metrics_summary:
+        raise Invalid(
+            f"primary_metric {primary_metric!r} is not in metrics_summary",
+            code="unknown_primary_metric",
+            metric_ids=sorted(metrics_summary),
+        )
+    protocol = contract.get("evaluation_protocol")
+    if protocol is not None and not isinstance(protocol, (dict, str)):
+        raise Invalid("evaluation_protocol must be an object or a string", code="invalid_metric_contract")
+    metrics = {}
+    for metric_id, entry in sorted(entries.items()):
+        clean = {k: v for k, v in entry.items() if k not in ("metric_id", "id")}
+        clean["direction"] = directions.get(metric_id) or _DIRECTIONS.get(entry.get("direction", "higher"), "higher")
+        clean["value"] = metrics_summary[metric_id]
+        metrics[metric_id] = clean
+    extra = {k: v for k, v in contract.items() if k not in ("metrics", "evaluation_protocol")}
+    return {
+        **extra,
+        "baseline_id": baseline_id,
+        "variant_id": variant_id,
+        "primary_metric": primary_metric,
+        "metric_ids": sorted(metrics),
+        "metrics": metrics,
+        "evaluation_protocol": normalise_protocol(protocol),
+    }
+
+
+def compare_to_contract(
+    contract: dict[str, Any],
+    metrics_summary: dict[str, float],
+    directions: dict[str, str],
+    protocol: Any,
+) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
+    """Check a main experiment against a confirmed contract.
+
+    Returns ``(problems, comparisons)``; ``problems`` is empty when the run satisfies the
+    contract, else it holds ``missing_metric_ids``, ``direction_mismatches`` and/or
+    ``evaluation_protocol_mismatch`` plus the baseline's metric ids and details.
+    """
+    metrics: dict[str, dict[str, Any]] = contract["metrics"]
+    problems: dict[str, Any] = {}
+    missing = sorted(m for m in metrics if m not in metrics_summary)
+    if missing:
+        problems["missing_metric_ids"] = missing
+    mismatches = [
+        {"metric_id": m, "baseline": metrics[m]["direction"], "given": d}
+        for m, d in sorted(directions.items())
+        if m in metrics and metrics[m]["direction"] != d
+    ]
+    if mismatches:
+        problems["direction_mismatches"] = mismatches
+    given = normalise_protocol(protocol)
+    expected = contract.get("evaluation_protocol")
+    if given is not None and expected is not None and given != expected:
+        keys = sorted(k for k in set(given) | set(expected) if given.get(k) != expected.get(k))
+        problems["evaluation_protocol_mismatch"] = {"baseline": expected, "given": given, "differing_keys": keys}
+    if problems:
+        problems["baseline_metric_ids"] = sorted(metrics)
+        problems["baseline_metric_details"] = {
+            m: {k: e.get(k) for k in ("description", "direction", "value", "source_ref")} for m, e in metrics.items()
+        }
+        return problems, {}
+    comparisons = {}
+    for metric_id, entry in metrics.items():
+        value, base = metrics_summary[metric_id], entry["value"]
+        delta = value - base
+        comparisons[metric_id] = {
+            "baseline": base,
+            "value": value,
+            "delta": delta,
+            "direction": entry["direction"],
+            "better": delta > 0 if entry["direction"] == "higher" else delta < 0,
+        }
+    return {}, comparisons
+
+
+def _contract_entries(metrics: Any) -> dict[str, Any]:
+    if isinstance(metrics, dict) and metrics:
+        return dict(metrics)
+    if isinstance(metrics, list) and metrics:
+        out = {}
+        for entry in metrics:
+            metric_id = entry.get("metric_id") or entry.get("id") if isinstance(entry, dict) else None
+            if not isinstance(metric_id, str):
+                raise Invalid("each metric_contract.metrics entry needs a 'metric_id'", code="invalid_metric_contract")
+            out[metric_id] = entry
+        return out
+    raise Invalid(
+        "metric_contract.metrics must be a non-empty object (metric id -> entry) or list of entries",
+        code="invalid_metric_contract",
+    )
+
+
+def normalise_protocol(value: Any) -> dict[str, Any] | None:
+    # A plain string protocol is compared as {"description": ...}.
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return {"description": value.strip()}
+    if isinstance(value, dict):
+        return dict(value)
+    raise Invalid("evaluation_protocol must be an object or a string", code="invalid_field", field="evaluation_protocol")
+
+
+def _present(value: Any) -> bool:
+    if value is None:
+        return False
+    if isinstance(value, str):
+        return bool(value.strip())
+    if isinstance(value, (list, dict)):
+        return bool(value)
+    return True
+

@@ -1,0 +1,459 @@
+"""Quest state commands of the `artifact` namespace: records, baselines and metric
+contracts, main experiments, analysis campaigns, summary refreshes.
+
+Every command validates against the `artifacts` projection inside
+``quest.transaction()`` (so ids are allocated and duplicates refused across processes),
+then appends one event. Error codes, besides those of
+:mod:`ds_events.artifacts.validate` and :mod:`ds_events.services.git`:
+``artifact_exists``, ``baseline_exists``, ``unknown_baseline``, ``unknown_variant``,
+``baseline_not_confirmed``, ``no_confirmed_baseline``, ``run_exists``, ``unknown_run``,
+``missing_metric_ids``, ``metric_direction_mismatch``, ``evaluation_protocol_mismatch``,
+``invalid_slices``, ``duplicate_slice_id``, ``unknown_campaign``, ``unknown_slice``,
+``slice_already_recorded``, ``invalid_slice_status``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ds_events.artifacts.validate import (
+    check_id,
+    check_metrics,
+    check_record,
+    check_text,
+    compare_to_contract,
+    confine_path,
+    normalise_contract,
+    normalise_directions,
+    normalise_protocol,
+    optional_id,
+)
+from ds_events.events.artifact import (
+    AnalysisCampaignCreated,
+    AnalysisSliceRecorded,
+    ArtifactRecorded,
+    BaselineAttached,
+    BaselineConfirmed,
+    BaselinePublished,
+    MainExperimentRecorded,
+    SummaryRefreshed,
+)
+from ds_events.home import Quest
+from projections.artifacts import record_path
+
+from . import git
+from .errors import Conflict, Invalid, NotFound
+
+__all__ = [
+    "record",
+    "publish_baseline",
+    "attach_baseline",
+    "confirm_baseline",
+    "record_main_experiment",
+    "create_analysis_campaign",
+    "record_analysis_slice",
+    "refresh_summary",
+    "SLICE_STATUSES",
+]
+
+SLICE_STATUSES = ("completed", "failed", "abandoned")
+_MAX_SLICES = 32
+
+
+def record(quest: Quest, payload: Any) -> dict[str, Any]:
+    """Record an artifact of ``payload['kind']``; returns its id and file path."""
+    kind, artifact_id, clean = check_record(payload, quest.root)
+    with quest.transaction() as txn:
+        state = quest.state("artifacts")
+        if artifact_id is None:
+            n = state.counters.get(kind, 0) + 1
+            while state.id_taken(f"{kind}-{n:04d}"):
+                n += 1
+            artifact_id = f"{kind}-{n:04d}"
+        elif state.id_taken(artifact_id):
+            raise Conflict(f"artifact id {artifact_id!r} is taken: omit artifact_id for a fresh one", code="artifact_exists", artifact_id=artifact_id)
+        stored = txn.append(ArtifactRecorded(artifact_id=artifact_id, kind=kind, payload=clean, branch=state.active_branch))[0]
+    return {"artifact_id": artifact_id, "kind": kind, "path": record_path(kind, artifact_id), "branch": state.active_branch, "seq": stored.seq}
+
+
+def publish_baseline(quest: Quest, payload: Any) -> dict[str, Any]:
+    """Register a baseline (``baseline_id``, ``title``, optional ``variants``,
+    ``baseline_path``, ``metrics_summary``) so it can be attached and confirmed."""
+    if not isinstance(payload, dict):
+        raise Invalid("payload must be an object with baseline_id and title", code="invalid_payload")
+    missing = [f for f in ("baseline_id", "title") if not payload.get(f)]
+    if missing:
+        raise Invalid(f"a baseline needs {', '.join(missing)}", code="missing_fields", missing=missing)
+    baseline_id = check_id(payload["baseline_id"], "baseline_id")
+    check_text(payload["title"], "title", max_chars=500)
+    variants = _variant_ids(payload.get("variants"))
+    clean = {k: v for k, v in payload.items() if k not in ("baseline_id", "kind")}
+    if "baseline_path" in clean:
+        clean["baseline_path"] = confine_path(quest.root, clean["baseline_path"], "baseline_path")
+    if "metrics_summary" in clean:
+        clean["metrics_summary"] = check_metrics(clean["metrics_summary"])
+    with quest.transaction() as txn:
+        state = quest.state("artifacts")
+        if state.id_taken(baseline_id):
+            raise Conflict(f"baseline {baseline_id!r} already exists", code="baseline_exists", baseline_id=baseline_id)
+        stored = txn.append(BaselinePublished(baseline_id=baseline_id, payload=clean, variant_ids=variants))[0]
+    return {"baseline_id": baseline_id, "variant_ids": variants, "path": record_path("baseline", baseline_id), "seq": stored.seq}
+
+
+def attach_baseline(quest: Quest, baseline_id: Any, variant_id: Any = None) -> dict[str, Any]:
+    """Choose a published baseline (and variant) as the quest's reference."""
+    baseline_id = check_id(baseline_id, "baseline_id")
+    variant_id = optional_id(variant_id, "variant_id")
+    with quest.transaction() as txn:
+        baseline = _known_baseline(quest.state("artifacts"), baseline_id)
+        _check_variant(baseline, variant_id)
+        stored = txn.append(BaselineAttached(baseline_id=baseline_id, variant_id=variant_id))[0]
+    return {
+        "baseline_id": baseline_id,
+        "variant_id": variant_id,
+        "confirmed": baseline.confirmed is not None,
+        "seq": stored.seq,
+    }
+
+
+def confirm_baseline(
+    quest: Quest,
+    baseline_path: Any,
+    baseline_id: Any,
+    metric_contract: Any,
+    metrics_summary: Any,
+    primary_metric: Any,
+    metric_directions: Any = None,
+    summary: Any = None,
+    variant_id: Any = None,
+) -> dict[str, Any]:
+    """Confirm a baseline's numbers and its canonical metric contract, which is
+    materialised to ``<baseline_path>/json/metric_contract.json``."""
+    baseline_id = check_id(baseline_id, "baseline_id")
+    variant_id = optional_id(variant_id, "variant_id")
+    rel = confine_path(quest.root, baseline_path, "baseline_path")
+    metrics = check_metrics(metrics_summary)
+    directions = normalise_directions(metric_directions)
+    summary_text = check_text(summary, "summary", required=False)
+    contract = normalise_contract(
+        metric_contract, metrics, primary_metric, directions, baseline_id=baseline_id, variant_id=variant_id
+    )
+    contract_path = "json/metric_contract.json" if rel == "." else f"{rel}/json/metric_contract.json"
+    directions = {m: e["direction"] for m, e in contract["metrics"].items()}
+    with quest.transaction() as txn:
+        state = quest.state("artifacts")
+        baseline = state.baselines.get(baseline_id)
+        if baseline is None and state.id_taken(baseline_id):
+            raise Conflict(f"{baseline_id!r} names another artifact, not a baseline", code="artifact_exists", artifact_id=baseline_id)
+        if baseline is not None and baseline.published_seq is not None:
+            _check_variant(baseline, variant_id)
+        event = BaselineConfirmed(
+            baseline_id=baseline_id,
+            baseline_path=rel,
+            contract_path=contract_path,
+            contract=contract,
+            metrics_summary=metrics,
+            primary_metric=primary_metric,
+            metric_directions=directions,
+            summary=summary_text,
+            variant_id=variant_id,
+        )
+        stored = txn.append(event)[0]
+    return {
+        "baseline_id": baseline_id,
+        "variant_id": variant_id,
+        "contract_path": contract_path,
+        "metric_ids": contract["metric_ids"],
+        "primary_metric": primary_metric,
+        "metric_directions": directions,
+        "seq": stored.seq,
+    }
+
+
+def record_main_experiment(
+    quest: Quest,
+    run_id: Any,
+    title: Any,
+    metrics_summary: Any,
+    *,
+    baseline_id: Any = None,
+    metric_directions: Any = None,
+    evaluation_protocol: Any = None,
+    summary: Any = None,
+    idea_id: Any = None,
+    branch: Any = None,
+    details: Any = None,
+) -> dict[str, Any]:
+    """Record a main experiment; its metrics must cover every metric of the confirmed
+    baseline's contract (extras allowed), with the same directions and protocol."""
+    run_id = check_id(run_id, "run_id")
+    title = check_text(title, "title", max_chars=500)
+    metrics = check_metrics(metrics_summary)
+    directions = normalise_directions(metric_directions)
+    idea_id = optional_id(idea_id, "idea_id")
+    summary_text = check_text(summary, "summary", required=False)
+    if details is not None and not isinstance(details, dict):
+        raise Invalid("details must be an object", code="invalid_field", field="details")
+    if branch is not None and not isinstance(branch, str):
+        raise Invalid("branch must be a branch name", code="invalid_field", field="branch")
+    with quest.transaction() as txn:
+        state = quest.state("artifacts")
+        baseline = _baseline_for_run(state, optional_id(baseline_id, "baseline_id"))
+        confirmed = baseline.confirmed
+        assert confirmed is not None
+        if state.id_taken(run_id):
+            raise Conflict(f"run {run_id!r} is already recorded", code="run_exists", run_id=run_id)
+        problems, comparisons = compare_to_contract(confirmed.contract, metrics, directions, evaluation_protocol)
+        if problems:
+            raise Invalid(_problem_message(problems), code=_problem_code(problems), baseline_id=baseline.baseline_id, **problems)
+        run_branch = branch or next((b.branch for b in state.branches.values() if b.run == run_id), state.active_branch)
+        head = git.branch_head(quest.repo(), run_branch)
+        if head is None:
+            raise NotFound(f"branch {run_branch!r} does not exist in the quest repository", code="unknown_branch", branch=run_branch)
+        info = state.branches.get(run_branch)
+        event = MainExperimentRecorded(
+            run=run_id,
+            title=title,
+            baseline_id=baseline.baseline_id,
+            metrics_summary=metrics,
+            comparisons=comparisons,
+            primary_metric=confirmed.primary_metric,
+            branch=run_branch,
+            head_sha=head,
+            idea_id=idea_id or (info.idea_id if info else None),
+            summary=summary_text,
+            evaluation_protocol=normalise_protocol(evaluation_protocol) or confirmed.contract.get("evaluation_protocol"),
+            details=details or {},
+        )
+        stored = txn.append(event)[0]
+    primary = comparisons[confirmed.primary_metric]
+    return {
+        "run_id": run_id,
+        "baseline_id": baseline.baseline_id,
+        "branch": run_branch,
+        "head_sha": head,
+        "primary_metric": confirmed.primary_metric,
+        "primary": primary,
+        "comparisons": comparisons,
+        "extra_metric_ids": sorted(m for m in metrics if m not in confirmed.contract["metrics"]),
+        "path": record_path("run", run_id),
+        "seq": stored.seq,
+    }
+
+
+def create_analysis_campaign(
+    quest: Quest,
+    campaign_title: Any,
+    campaign_goal: Any,
+    slices: Any,
+    parent_run_id: Any = None,
+    *,
+    create_worktrees: bool = True,
+) -> dict[str, Any]:
+    """Create a campaign whose slices are child branches (with worktrees) of the result
+    node: ``parent_run_id``'s branch head, else the latest main experiment's, else the
+    active branch. Branches are named ``analysis/<idea_id>/<campaign_id>-<slice_id>``."""
+    title = check_text(campaign_title, "campaign_title", max_chars=500)
+    goal = check_text(campaign_goal, "campaign_goal")
+    parent_run_id = optional_id(parent_run_id, "parent_run_id")
+    wanted = _parse_slices(slices)
+    with quest.transaction() as txn:
+        state = quest.state("artifacts")
+        if parent_run_id is not None and parent_run_id not in state.runs:
+            raise NotFound(f"no main experiment {parent_run_id!r}", code="unknown_run", run_id=parent_run_id)
+        parent = state.runs.get(parent_run_id or state.latest_run or "")
+        parent_branch = parent.branch if parent else state.active_branch
+        repo = quest.repo()
+        parent_sha, parent_branch = git.resolve_start(repo, None, parent_branch)
+        n = len(state.campaigns) + 1
+        while state.id_taken(f"campaign-{n:03d}"):
+            n += 1
+        campaign_id = f"campaign-{n:03d}"
+        idea = (parent.idea_id or parent.run) if parent else quest.id
+        specs = []
+        for s in wanted:
+            name = git.validate_branch_name(f"analysis/{idea}/{campaign_id}-{s['slice_id']}", "analysis")
+            worktree = f"{git.WORKTREES_DIR}/{name.replace('/', '__')}" if create_worktrees else None
+            specs.append(git.BranchSpec(branch=name, kind="analysis", worktree=worktree))
+            s.update(branch=name, worktree=worktree)
+        git.check_free(quest, repo, specs)
+        git.create_branches(quest, repo, specs, parent_sha)
+        event = AnalysisCampaignCreated(
+            campaign_id=campaign_id,
+            title=title,
+            goal=goal,
+            parent_run=parent.run if parent else None,
+            parent_branch=parent_branch,
+            parent_sha=parent_sha,
+            slices=wanted,
+        )
+        stored = txn.append(event)[0]
+    return {
+        "campaign_id": campaign_id,
+        "parent_run_id": parent.run if parent else None,
+        "parent_branch": parent_branch,
+        "parent_sha": parent_sha,
+        "slices": [{**s, "worktree_path": str(quest.root / s["worktree"]) if s["worktree"] else None} for s in wanted],
+        "path": f"artifacts/campaigns/{campaign_id}.json",
+        "seq": stored.seq,
+    }
+
+
+def record_analysis_slice(
+    quest: Quest,
+    campaign_id: Any,
+    slice_id: Any,
+    *,
+    status: Any = "completed",
+    metrics_summary: Any = None,
+    summary: Any = None,
+    details: Any = None,
+) -> dict[str, Any]:
+    """Record one slice's outcome (status, metrics, summary) and its branch head."""
+    campaign_id = check_id(campaign_id, "campaign_id")
+    slice_id = check_id(slice_id, "slice_id")
+    if status not in SLICE_STATUSES:
+        raise Invalid(f"status {status!r}: use {', '.join(SLICE_STATUSES)}", code="invalid_slice_status", allowed=list(SLICE_STATUSES))
+    metrics = check_metrics(metrics_summary, allow_empty=True)
+    summary_text = check_text(summary, "summary", required=False)
+    if details is not None and not isinstance(details, dict):
+        raise Invalid("details must be an object", code="invalid_field", field="details")
+    with quest.transaction() as txn:
+        state = quest.state("artifacts")
+        campaign = state.campaigns.get(campaign_id)
+        if campaign is None:
+            raise NotFound(f"no analysis campaign {campaign_id!r}", code="unknown_campaign", campaign_id=campaign_id)
+        found = campaign.slice(slice_id)
+        if found is None:
+            raise NotFound(
+                f"campaign {campaign_id!r} has no slice {slice_id!r}",
+                code="unknown_slice",
+                slice_ids=[s.slice_id for s in campaign.slices],
+            )
+        if found.status != "pending":
+            raise Conflict(f"slice {slice_id!r} is already recorded as {found.status}", code="slice_already_recorded")
+        head = git.branch_head(quest.repo(), found.branch)
+        event = AnalysisSliceRecorded(
+            campaign_id=campaign_id,
+            slice_id=slice_id,
+            status=status,
+            metrics_summary=metrics,
+            summary=summary_text,
+            head_sha=head,
+            details=details or {},
+        )
+        stored = txn.append(event)[0]
+    remaining = [s.slice_id for s in campaign.slices if s.status == "pending" and s.slice_id != slice_id]
+    return {
+        "campaign_id": campaign_id,
+        "slice_id": slice_id,
+        "status": status,
+        "branch": found.branch,
+        "head_sha": head,
+        "remaining_slice_ids": remaining,
+        "campaign_complete": not remaining,
+        "seq": stored.seq,
+    }
+
+
+def refresh_summary(quest: Quest, reason: Any = None) -> dict[str, Any]:
+    """Record a refresh and return ``SUMMARY.md`` as rendered from the log."""
+    reason_text = check_text(reason, "reason", required=False, max_chars=2000)
+    stored = quest.emit(SummaryRefreshed(reason=reason_text))[0]
+    path = quest.root / "SUMMARY.md"
+    return {"path": "SUMMARY.md", "markdown": path.read_text(encoding="utf-8"), "seq": stored.seq}
+
+
+# -- helpers ------------------------------------------------------------------------------
+
+
+def _variant_ids(variants: Any) -> list[str]:
+    if variants is None:
+        return []
+    if not isinstance(variants, list):
+        raise Invalid("variants must be a list of ids or of objects with variant_id", code="invalid_field", field="variants")
+    ids = [check_id(v.get("variant_id") if isinstance(v, dict) else v, "variant_id") for v in variants]
+    if len(set(ids)) != len(ids):
+        raise Invalid("variant ids must be unique", code="invalid_field", field="variants")
+    return ids
+
+
+def _known_baseline(state: Any, baseline_id: str) -> Any:
+    baseline = state.baselines.get(baseline_id)
+    if baseline is None:
+        raise NotFound(
+            f"no baseline {baseline_id!r}: publish or confirm it first",
+            code="unknown_baseline",
+            known_baseline_ids=sorted(state.baselines),
+        )
+    return baseline
+
+
+def _check_variant(baseline: Any, variant_id: str | None) -> None:
+    if variant_id is not None and variant_id not in baseline.variant_ids:
+        raise NotFound(
+            f"baseline {baseline.baseline_id!r} has no variant {variant_id!r}",
+            code="unknown_variant",
+            variant_ids=list(baseline.variant_ids),
+        )
+
+
+def _baseline_for_run(state: Any, baseline_id: str | None) -> Any:
+    if baseline_id is None:
+        attached = state.attached["baseline_id"] if state.attached else None
+        if attached and state.baselines[attached].confirmed is not None:
+            baseline_id = attached
+        else:
+            baseline_id = state.confirmed_baseline
+        if baseline_id is None:
+            raise Conflict("no confirmed baseline: call confirm_baseline first", code="no_confirmed_baseline")
+    baseline = _known_baseline(state, baseline_id)
+    if baseline.confirmed is None:
+        raise Conflict(f"baseline {baseline_id!r} is not confirmed: call confirm_baseline", code="baseline_not_confirmed")
+    return baseline
+
+
+_PROBLEM_CODES = (
+    ("missing_metric_ids", "missing_metric_ids"),
+    ("direction_mismatches", "metric_direction_mismatch"),
+    ("evaluation_protocol_mismatch", "evaluation_protocol_mismatch"),
+)
+
+
+def _problem_code(problems: dict[str, Any]) -> str:
+    return next(code for key, code in _PROBLEM_CODES if key in problems)
+
+
+def _problem_message(problems: dict[str, Any]) -> str:
+    parts = []
+    if "missing_metric_ids" in problems:
+        parts.append(f"missing baseline metrics {', '.join(problems['missing_metric_ids'])}")
+    if "direction_mismatches" in problems:
+        parts.append(f"metric directions differ for {', '.join(m['metric_id'] for m in problems['direction_mismatches'])}")
+    if "evaluation_protocol_mismatch" in problems:
+        keys = problems["evaluation_protocol_mismatch"]["differing_keys"]
+        parts.append(f"evaluation protocol differs from the baseline's in {', '.join(keys)}")
+    return "the run does not satisfy the baseline's metric contract: " + "; ".join(parts) + ". Nothing was recorded."
+
+
+def _parse_slices(slices: Any) -> list[dict[str, Any]]:
+    if not isinstance(slices, list) or not slices or len(slices) > _MAX_SLICES:
+        raise Invalid(f"slices must be a list of 1 to {_MAX_SLICES} slices", code="invalid_slices")
+    out = []
+    for i, s in enumerate(slices, start=1):
+        if isinstance(s, str):
+            s = {"title": s}
+        if not isinstance(s, dict):
+            raise Invalid("each slice is a title or an object with title (and slice_id, goal)", code="invalid_slices")
+        out.append(
+            {
+                "slice_id": check_id(s.get("slice_id", f"s{i}"), "slice_id"),
+                "title": check_text(s.get("title"), "title", max_chars=500),
+                "goal": check_text(s.get("goal"), "goal", required=False),
+            }
+        )
+    ids = [s["slice_id"] for s in out]
+    dupes = sorted({i for i in ids if ids.count(i) > 1})
+    if dupes:
+        raise Invalid(f"slice ids repeat: {', '.join(dupes)}", code="duplicate_slice_id", slice_ids=dupes)
+    return out
