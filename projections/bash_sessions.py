@@ -1,23 +1,145 @@
-"""The `bash_sessions` view. Its domain's issue fills this module in."""
+"""The `bash_sessions` view: every shell session of a quest and where it stands.
+
+Materialises ``.ds/bash_exec/sessions.json`` (the session list, oldest first), which
+``ds replay`` rewrites byte for byte.
+"""
 
 from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
 
 import msgspec
 
 from ds_events.events import Event
+from ds_events.events.bash import (
+    BashKillRequested,
+    BashProgress,
+    BashSessionExited,
+    BashSessionLost,
+    BashSessionStarted,
+)
 
-from .base import Projection
+from .base import Files, Projection
 
-__all__ = ["PROJECTION"]
+__all__ = ["Session", "State", "PROJECTION", "STATUSES", "SESSIONS_FILE", "apply", "render", "status_counts"]
+
+STATUSES = ("running", "completed", "failed", "terminated", "lost")
+SESSIONS_FILE = ".ds/bash_exec/sessions.json"
+
+
+class Session(msgspec.Struct, kw_only=True):
+    id: str
+    command: str
+    workdir: str
+    env_keys: list[str] = []
+    pid: int = 0
+    pgid: int = 0
+    monitor_pid: int = 0
+    start_time: int | None = None
+    monitor_start_time: int | None = None
+    boot_id: str = ""
+    timeout_seconds: float | None = None
+    started_by: str = ""
+    started_at: str = ""
+    started_seq: int = 0
+    log_path: str = ""
+    status: str = "running"  # one of STATUSES
+    exit_code: int | None = None
+    signal: str | None = None
+    reason: str = ""
+    ended_at: str | None = None
+    ended_seq: int | None = None
+    duration_seconds: float | None = None
+    lines: int = 0
+    bytes: int = 0
+    progress: dict[str, Any] | None = None
+    progress_line: int | None = None
+    progress_updates: int = 0
+    kill_requested: bool = False
+    kill_reason: str = ""
+    kill_force: bool = False
+    kill_grace_seconds: float = 0.0
 
 
 class State(msgspec.Struct, kw_only=True):
     last_seq: int = 0
+    sessions: dict[str, Session] = {}  # insertion order = start order
 
 
 def apply(state: State, event: Event) -> State:
     state.last_seq = event.seq
+    match event:
+        case BashSessionStarted():
+            state.sessions[event.session_id] = Session(
+                id=event.session_id,
+                command=event.command,
+                workdir=event.workdir,
+                env_keys=list(event.env_keys),
+                pid=event.pid,
+                pgid=event.pgid,
+                monitor_pid=event.monitor_pid,
+                start_time=event.start_time,
+                monitor_start_time=event.monitor_start_time,
+                boot_id=event.boot_id,
+                timeout_seconds=event.timeout_seconds,
+                started_by=event.started_by,
+                started_at=event.ts,
+                started_seq=event.seq,
+                log_path=event.log_path,
+            )
+        case BashProgress(session_id=sid) if sid in state.sessions:
+            s = state.sessions[sid]
+            s.progress, s.progress_line = dict(event.data), event.line
+            s.progress_updates += 1
+        case BashKillRequested(session_id=sid) if sid in state.sessions:
+            s = state.sessions[sid]
+            if s.status == "running":
+                s.kill_requested, s.kill_reason = True, event.reason
+                s.kill_force, s.kill_grace_seconds = event.force, event.grace_seconds
+        case BashSessionExited(session_id=sid) if sid in state.sessions:
+            s = state.sessions[sid]
+            s.status, s.exit_code, s.signal, s.reason = event.status, event.exit_code, event.signal, event.reason
+            s.lines, s.bytes, s.duration_seconds = event.lines, event.bytes, event.duration_seconds
+            s.ended_at, s.ended_seq = event.ts, event.seq
+        case BashSessionLost(session_id=sid) if sid in state.sessions and state.sessions[sid].status == "running":
+            s = state.sessions[sid]
+            s.status, s.reason = "lost", event.reason
+            s.ended_at, s.ended_seq = event.ts, event.seq
     return state
 
 
-PROJECTION = Projection(name="bash_sessions", state_type=State, initial=State, apply=apply)
+def status_counts(state: State) -> dict[str, int]:
+    """How many sessions are in each status (every status listed, zeros included)."""
+    counts = dict.fromkeys(STATUSES, 0)
+    for s in state.sessions.values():
+        counts[s.status] = counts.get(s.status, 0) + 1
+    return counts
+
+
+def render(state: State) -> Files:
+    if not state.sessions:
+        return {}
+    body = {
+        "counts": status_counts(state),
+        "sessions": [msgspec.to_builtins(s) for s in state.sessions.values()],
+    }
+    return {SESSIONS_FILE: msgspec.json.format(msgspec.json.encode(body), indent=2) + b"\n"}
+
+
+def render_changed(state: State, events: Iterable[Event]) -> Files:
+    # Only bash events change the file; skip the encode for everything else.
+    if any(e.type.startswith("bash.") for e in events):
+        return render(state)
+    return {}
+
+
+PROJECTION = Projection(
+    name="bash_sessions",
+    state_type=State,
+    initial=State,
+    apply=apply,
+    render=render,
+    render_changed=render_changed,
+    version=1,
+)

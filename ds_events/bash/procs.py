@@ -1,0 +1,100 @@
+"""Process identity and process-group signalling on Linux (``/proc``), with fallbacks.
+
+A pid alone does not name a process for long: it is reused once the process is gone.
+A process is "the same" when its pid exists, is not a zombie, and its start time (clock
+ticks since boot, field 22 of ``/proc/<pid>/stat``) and the boot id match what we recorded.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+
+__all__ = ["boot_id", "start_time", "is_alive", "group_alive", "signal_group", "signal_name"]
+
+
+def boot_id() -> str:
+    """This boot's id (empty where ``/proc`` has none): start times are per boot."""
+    try:
+        with open("/proc/sys/kernel/random/boot_id") as f:
+            return f.read().strip()
+    except OSError:
+        return ""
+
+
+def start_time(pid: int) -> int | None:
+    """The kernel start time of ``pid`` in clock ticks since boot, or None if unknown."""
+    fields = _stat_fields(pid)
+    return int(fields[19]) if fields is not None and len(fields) > 19 else None
+
+
+def is_alive(pid: int, recorded_start: int | None = None, recorded_boot: str = "") -> bool:
+    """Whether ``pid`` is a running (non-zombie) process that is the one we recorded."""
+    if pid <= 0:
+        return False
+    if recorded_boot and boot_id() and recorded_boot != boot_id():
+        return False  # the machine rebooted since: nothing from then is running
+    fields = _stat_fields(pid)
+    if fields is None:
+        if os.path.isdir("/proc/self"):
+            return False  # /proc works and has no such pid
+        try:  # no /proc (not Linux): fall back to a signal-0 probe
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            return True
+        return True
+    if fields[0] in ("Z", "X"):  # a zombie is dead; only its parent has not reaped it
+        return False
+    return recorded_start is None or int(fields[19]) == recorded_start
+
+
+def group_alive(pgid: int) -> bool:
+    """Whether any process (zombies aside, where ``/proc`` tells) is in group ``pgid``."""
+    if pgid <= 1:
+        return False
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    if not os.path.isdir("/proc/self"):
+        return True
+    # killpg(0) also succeeds for a group of zombies; look for a live member.
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            fields = _stat_fields(int(name))
+            if fields is not None and int(fields[2]) == pgid and fields[0] not in ("Z", "X"):
+                return True
+    return False
+
+
+def signal_group(pgid: int, sig: int) -> bool:
+    """Send ``sig`` to group ``pgid``; False when the group no longer exists."""
+    if pgid <= 1:
+        return False
+    try:
+        os.killpg(pgid, sig)
+        return True
+    except ProcessLookupError:
+        return False
+
+
+def signal_name(sig: int) -> str:
+    try:
+        return signal.Signals(sig).name
+    except ValueError:
+        return f"SIG{sig}"
+
+
+def _stat_fields(pid: int) -> list[str] | None:
+    """Fields of ``/proc/<pid>/stat`` after the command name: [state, ppid, pgrp, ...]."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            raw = f.read()
+    except OSError:
+        return None
+    # The command name is in parentheses and may itself hold spaces or parentheses.
+    return raw[raw.rfind(b")") + 2 :].decode().split()

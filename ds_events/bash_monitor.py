@@ -1,0 +1,340 @@
+"""The monitor of one bash session: ``python -m ds_events.bash_monitor``.
+
+Started by :mod:`ds_events.services.bash_exec` in its own OS session. It reads the spec
+(one JSON line) on stdin, starts the command under a PTY (pipes where no PTY is
+available) as leader of a new session and process group, answers with the pids on
+stdout, and waits for "go" — sent once ``bash.session_started`` is in the log. Then it:
+
+- writes the output to the numbered line log (``.ds/bash_exec/<id>/output.log``),
+- turns ``__DS_PROGRESS__ {json}`` lines into ``bash.progress`` events (latest wins,
+  at most one a second),
+- enforces ``timeout_seconds``: TERM to the group, KILL after the grace period,
+- on SIGUSR1 (sent by a kill) reads the kill request from the log and escalates to
+  KILL after its grace period,
+- once the command exits, stops whatever it left in its group, and records the exit.
+
+It is a child subreaper, so the command's orphaned descendants are reparented to it
+and reaped here: no zombie outlives the session. Only the standard library is imported
+until "go", so the command starts fast; the quest (and the log) are opened after.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import selectors
+import shutil
+import signal
+import sys
+import time
+from typing import Any
+
+from ds_events.bash import linelog, procs
+
+__all__ = ["main", "PROGRESS_MARK", "PROGRESS_INTERVAL"]
+
+PROGRESS_MARK = "__DS_PROGRESS__"
+PROGRESS_INTERVAL = 1.0  # seconds between progress events; the latest report wins
+MAX_PROGRESS_BYTES = 4096
+_IDLE_FLUSH = 2.0  # a line without newline is written after this long without output
+_GO_TIMEOUT = 120.0
+
+
+def main() -> int:
+    spec = json.loads(sys.stdin.buffer.readline() or b"null")
+    if not isinstance(spec, dict):
+        return 2
+    try:
+        child = _Child.start(spec)
+    except Exception as exc:  # noqa: BLE001 - report any failure to the service
+        _answer({"ok": False, "error": f"{type(exc).__name__}: {exc}"})
+        return 1
+    _answer({
+        "ok": True,
+        "pid": child.pid,
+        "pgid": child.pid,
+        "monitor_pid": os.getpid(),
+        "start_time": procs.start_time(child.pid),
+        "monitor_start_time": procs.start_time(os.getpid()),
+        "boot_id": procs.boot_id(),
+        "pty": child.pty,
+    })
+    if not _wait_for_go():
+        # The service did not record the start (it failed or died): undo it.
+        procs.signal_group(child.pid, signal.SIGKILL)
+        os.waitpid(child.pid, 0)
+        return 1
+    _detach_stdio()
+    return _Monitor(spec, child).run()
+
+
+class _Child:
+    """The command, leader of its own session and process group, and its output fd."""
+
+    def __init__(self, pid: int, fd: int, pty: bool) -> None:
+        self.pid, self.fd, self.pty = pid, fd, pty
+
+    @classmethod
+    def start(cls, spec: dict[str, Any]) -> _Child:
+        _become_subreaper()
+        shell = shutil.which("bash") or "/bin/sh"
+        argv = [shell, "-c", spec["command"]]
+        try:
+            import pty
+
+            pid, fd = pty.fork()
+        except OSError:
+            return cls._start_with_pipes(argv, spec)
+        if pid == 0:  # the child: exec the command, never return
+            try:
+                for sig in (signal.SIGPIPE, signal.SIGXFSZ):  # Python ignores these; a shell must not
+                    signal.signal(sig, signal.SIG_DFL)
+                null = os.open(os.devnull, os.O_RDONLY)
+                os.dup2(null, 0)  # nothing types into the session: reads see end of file
+                os.chdir(spec["workdir"])
+                os.execve(shell, argv, spec["env"])
+            except BaseException as exc:  # noqa: BLE001
+                os.write(2, f"bash_exec: cannot start the command: {exc}\n".encode())
+            finally:
+                os._exit(127)
+        _tune_terminal(fd)
+        return cls(pid, fd, True)
+
+    @classmethod
+    def _start_with_pipes(cls, argv: list[str], spec: dict[str, Any]) -> _Child:
+        import subprocess
+
+        proc = subprocess.Popen(
+            argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+            cwd=spec["workdir"], env=spec["env"], start_new_session=True,
+        )
+        assert proc.stdout is not None
+        fd = os.dup(proc.stdout.fileno())
+        proc.stdout.close()
+        return cls(proc.pid, fd, False)
+
+
+class _Monitor:
+    def __init__(self, spec: dict[str, Any], child: _Child) -> None:
+        from ds_events.home import Quest
+        from ds_events.services import bash_exec
+
+        self.service = bash_exec
+        self.spec = spec
+        self.sid: str = spec["session_id"]
+        self.child = child
+        self.quest = Quest.at(spec["quest_root"], actor="bash_monitor")
+        self.writer = linelog.LineLogWriter(spec["log_path"])
+        self.started = time.monotonic()
+        timeout = spec.get("timeout_seconds")
+        self.deadline = self.started + timeout if timeout else None
+        self.grace = float(spec.get("grace_seconds") or 0.0)
+        self.kill_at: float | None = None  # when TERM becomes KILL
+        self.timed_out = False
+        self.stop_reason: str | None = None
+        self.kill_seen = False
+        self.status: int | None = None  # the command's wait status once reaped
+        self.eof = False
+        self.last_output = self.started
+        self.progress: tuple[int, dict[str, Any]] | None = None
+        self.progress_sent_at = 0.0
+        self.flags: set[str] = set()
+
+    def run(self) -> int:
+        wake_r, wake_w = os.pipe()
+        os.set_blocking(wake_w, False)
+        signal.set_wakeup_fd(wake_w)
+        for sig, flag in ((signal.SIGCHLD, "chld"), (signal.SIGUSR1, "kill"), (signal.SIGTERM, "term")):
+            signal.signal(sig, lambda *_a, f=flag: self.flags.add(f))
+        signal.signal(signal.SIGHUP, signal.SIG_IGN)
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        sel = selectors.DefaultSelector()
+        sel.register(self.child.fd, selectors.EVENT_READ, "out")
+        sel.register(wake_r, selectors.EVENT_READ, "wake")
+        next_check = self.started + 1.0
+        ended_at: float | None = None
+        try:
+            while True:
+                for key, _ in sel.select(self._timeout(next_check)):
+                    if key.data == "out":
+                        self._read_output(sel)
+                    else:
+                        os.read(wake_r, 512)
+                now = time.monotonic()
+                self._reap()
+                if "kill" in self.flags or now >= next_check:
+                    self.flags.discard("kill")
+                    self._check_kill_request(now)
+                    next_check = now + 1.0
+                if "term" in self.flags and self.stop_reason is None:
+                    self.stop_reason = "monitor_signal"
+                    self._terminate(now, self.grace)
+                if self.deadline is not None and now >= self.deadline and not self.timed_out:
+                    self.timed_out = True
+                    self._terminate(now, self.grace)
+                if self.kill_at is not None and now >= self.kill_at:
+                    procs.signal_group(self.child.pid, signal.SIGKILL)
+                    self.kill_at = None
+                self._flush_idle(now)
+                self._send_progress(now, final=False)
+                if self.status is not None:
+                    if ended_at is None:
+                        ended_at = now
+                        # The command is done; what it left in its group goes too.
+                        if procs.group_alive(self.child.pid):
+                            self._terminate(now, min(self.grace, 2.0))
+                    if not procs.group_alive(self.child.pid) and (self.eof or now - ended_at > 0.5):
+                        break
+        finally:
+            signal.set_wakeup_fd(-1)
+        return self._finish()
+
+    # -- loop steps ---------------------------------------------------------------------
+
+    def _timeout(self, next_check: float) -> float:
+        now = time.monotonic()
+        due = [next_check, now + 0.05 if self.status is not None else now + 1.0]
+        for t in (self.deadline if not self.timed_out else None, self.kill_at):
+            if t is not None:
+                due.append(t)
+        if self.progress is not None:
+            due.append(self.progress_sent_at + PROGRESS_INTERVAL)
+        if self.writer.has_partial:
+            due.append(self.last_output + _IDLE_FLUSH)
+        return max(0.0, min(due) - now)
+
+    def _read_output(self, sel: selectors.BaseSelector) -> None:
+        try:
+            data = os.read(self.child.fd, 65536)
+        except OSError:  # EIO: every holder of the terminal's other end is gone
+            data = b""
+        if not data:
+            self.eof = True
+            sel.unregister(self.child.fd)
+            return
+        self.last_output = time.monotonic()
+        self._scan_progress(self.writer.feed(data))
+
+    def _scan_progress(self, lines: list[tuple[int, str]]) -> None:
+        for seq, text in lines:
+            body = text.lstrip()
+            if not body.startswith(PROGRESS_MARK) or len(body) > MAX_PROGRESS_BYTES:
+                continue
+            try:
+                data = json.loads(body[len(PROGRESS_MARK):])
+            except ValueError:
+                continue
+            if isinstance(data, dict):
+                self.progress = (seq, data)
+
+    def _send_progress(self, now: float, *, final: bool) -> None:
+        if self.progress is None or (not final and now - self.progress_sent_at < PROGRESS_INTERVAL):
+            return
+        seq, data = self.progress
+        self.progress, self.progress_sent_at = None, now
+        self.service.record_progress(self.quest, self.sid, seq, data)
+
+    def _flush_idle(self, now: float) -> None:
+        if self.writer.has_partial and now - self.last_output >= _IDLE_FLUSH:
+            self._scan_progress(self.writer.flush_partial())
+
+    def _reap(self) -> None:
+        # As a subreaper we also collect the command's orphaned descendants.
+        while True:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid == 0:
+                return
+            if pid == self.child.pid:
+                self.status = status
+
+    def _check_kill_request(self, now: float) -> None:
+        if self.kill_seen:
+            return
+        session = self.quest.state("bash_sessions").sessions.get(self.sid)
+        if session is not None and session.kill_requested:
+            self.kill_seen = True
+            self._terminate(now, 0.0 if session.kill_force else session.kill_grace_seconds)
+
+    def _terminate(self, now: float, grace: float) -> None:
+        if grace <= 0:
+            procs.signal_group(self.child.pid, signal.SIGKILL)
+            return
+        procs.signal_group(self.child.pid, signal.SIGTERM)
+        at = now + grace
+        self.kill_at = at if self.kill_at is None else min(self.kill_at, at)
+
+    def _finish(self) -> int:
+        self._scan_progress(self.writer.flush_partial())
+        self._send_progress(time.monotonic(), final=True)
+        self.writer.close()
+        status = self.status if self.status is not None else 0
+        exit_code = os.waitstatus_to_exitcode(status)
+        signal_name = procs.signal_name(-exit_code) if exit_code < 0 else None
+        self.service.record_exit(
+            self.quest,
+            self.sid,
+            exit_code=None if signal_name else exit_code,
+            signal_name=signal_name,
+            timed_out=self.timed_out,
+            stop_reason=self.stop_reason,
+            lines=self.writer.seq,
+            nbytes=self.writer.bytes,
+            duration_seconds=time.monotonic() - self.started,
+        )
+        self.quest.close()
+        return 0
+
+
+# -- private helpers -------------------------------------------------------------------
+
+
+def _answer(payload: dict[str, Any]) -> None:
+    sys.stdout.write(json.dumps(payload) + "\n")
+    sys.stdout.flush()
+
+
+def _wait_for_go() -> bool:
+    import select
+
+    ready, _, _ = select.select([sys.stdin.buffer], [], [], _GO_TIMEOUT)
+    return bool(ready) and sys.stdin.buffer.readline().strip() == b"go"
+
+
+def _detach_stdio() -> None:
+    null = os.open(os.devnull, os.O_RDWR)
+    os.dup2(null, 0)
+    os.dup2(null, 1)
+    os.close(null)
+
+
+def _become_subreaper() -> None:
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
+    except (OSError, AttributeError):  # not Linux: orphans go to init instead
+        pass
+
+
+def _tune_terminal(fd: int) -> None:
+    """No echo, "\\n" kept as is, and a wide window so tools do not wrap their output."""
+    try:
+        import fcntl
+        import struct
+        import termios
+
+        attrs = termios.tcgetattr(fd)
+        attrs[1] &= ~termios.ONLCR
+        attrs[3] &= ~termios.ECHO
+        termios.tcsetattr(fd, termios.TCSANOW, attrs)
+        fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", 50, 200, 0, 0))
+    except (ImportError, OSError):
+        pass
+
+
+if __name__ == "__main__":
+    sys.exit(main())
