@@ -1,0 +1,194 @@
+"""The memory health report, and taking hand edits of card files in as events.
+
+:func:`audit` is read-only: counts per kind, near-duplicate clusters among active
+cards, config-polluted titles, broken supersession (and promotion) links, and drift
+between the card files on disk and what the log renders. :func:`import_hand_edits`
+turns that drift into events (``memory.card_imported`` for an edited card, a new card
+for a hand-made file) so nothing on disk is silently overwritten or lost.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from typing import Any
+
+from ds_events.events.memory import CardImported, CardWritten
+from ds_events.services.errors import Invalid
+from ds_events.services.memory import (
+    as_tag_list,
+    card_summary,
+    check_tags,
+    check_title,
+    guard_keys,
+    new_card_id,
+    parse_card_text,
+)
+from ds_events.views import write_atomic
+from projections.memory import KINDS, RESERVED_KEYS, Card, MemoryState, render_card
+
+from .store import MemoryContext, MemoryStore, check_scope
+from .text import config_pollution, is_near_duplicate, similarity
+
+__all__ = ["audit", "import_hand_edits"]
+
+
+def audit(mem: MemoryContext, scope: str = "quest", *, records_only: bool = False) -> dict[str, Any]:
+    """A read-only health report of the stores of ``scope`` (``quest``, ``global``, ``both``)."""
+    check_scope(scope)
+    stores = [mem.store(s) for s in (("quest", "global") if scope == "both" else (scope,))]
+    keys = guard_keys(mem)
+    report: dict[str, Any] = {"scope": scope, "counts": {}, "duplicate_clusters": [], "config_polluted": [],
+                              "broken_links": [], "drift": []}  # fmt: skip
+    for store in stores:
+        state = store.state()
+        cards = [c for c in state.cards.values() if c.record_id or not records_only]
+        counts = report["counts"].setdefault(store.scope, {})
+        for card in cards:
+            slot = counts.setdefault(card.record_type if records_only else card.kind, {"active": 0, "superseded": 0})
+            slot["active" if card.active else "superseded"] += 1
+        report["duplicate_clusters"] += _clusters(store, state, [c for c in cards if c.active], records_only)
+        for card in cards:
+            if card.active:
+                found = config_pollution([card.title, str(card.metadata.get("summary", ""))], keys)
+                if found:
+                    report["config_polluted"].append({**card_summary(store, card), "settings": found})
+        report["broken_links"] += _broken_links(mem, store, state, cards)
+        ids = {c.id for c in cards}
+        report["drift"] += [
+            {"scope": store.scope, "id": d.card_id, "path": d.path, "problem": d.problem}
+            for d in store.drift(state)
+            if not records_only or d.card_id in ids
+        ]
+    report["total_active"] = sum(v["active"] for per in report["counts"].values() for v in per.values())
+    report["ok"] = not (report["duplicate_clusters"] or report["config_polluted"] or report["broken_links"] or report["drift"])
+    return report
+
+
+def import_hand_edits(mem: MemoryContext, scope: str = "quest", paths: Sequence[str] | None = None) -> dict[str, Any]:
+    """Take in hand edits: edited cards become ``memory.card_imported``, hand-made files
+    new cards (the file then moves to its id-named place), deleted files are written back.
+
+    Every file is parsed before anything is appended: one bad file refuses the lot.
+    """
+    check_scope(scope, ("quest", "global"))
+    store = mem.store(scope)
+    wanted = {os.path.normpath(p) for p in paths} if paths else None
+    imported: list[dict[str, Any]] = []
+    restored: list[str] = []
+    moved: list[tuple[str, str]] = []
+    with store.transaction() as txn:
+        state = store.state()
+        events: list[Any] = []
+        drifts = [d for d in store.drift(state) if wanted is None or d.path in wanted or d.card_id in wanted]
+        errors: list[str] = []
+        for d in drifts:
+            try:
+                if d.problem == "modified":
+                    events.append(_imported(store, state.cards[str(d.card_id)], d.path))
+                elif d.problem == "untracked":
+                    event = _new_card(mem, store, state, d.path, taken={e.card_id for e in events})
+                    events.append(event)
+                    moved.append((d.path, f"{store.prefix}{event.kind}/{event.card_id}.md"))
+                else:
+                    restored.append(d.path)
+            except Invalid as exc:
+                errors.append(f"{d.path}: {exc.message}")
+        if errors:
+            raise Invalid("nothing imported: " + "; ".join(errors), code="invalid_card_file", files=errors)
+        stored = txn.append(events) if events else []
+    state = store.state()
+    for rel in restored:
+        card = state.cards[os.path.splitext(os.path.basename(rel))[0]]
+        write_atomic(store.file_of(card), render_card(card))
+    for old, _new in moved:
+        os.unlink(store.root / old)  # its text is in the log now, and materialised at _new
+    for event in stored:
+        card = state.cards[event.card_id]
+        imported.append({**card_summary(store, card), "seq": event.seq, "event": event.type})
+    return {"imported": imported, "restored": restored, "moved": [{"from": a, "to": b} for a, b in moved]}
+
+
+# -- private helpers ---------------------------------------------------------------
+
+
+def _clusters(store: MemoryStore, state: MemoryState, cards: list[Card], records_only: bool) -> list[dict[str, Any]]:
+    parent: dict[str, str] = {}
+
+    def find(x: str) -> str:
+        while parent.get(x, x) != x:
+            x = parent[x] = parent.get(parent[x], parent[x])
+        return x
+
+    index = store.synced_index()
+    best: dict[tuple[str, str], float] = {}
+    for card in cards:
+        for hit in index.search(f"{card.title}\n{card.body}", limit=10, kind=card.kind, records_only=records_only):
+            other = state.cards.get(hit.card_id)
+            if other is None or other.id == card.id or not other.active:
+                continue
+            score = similarity(card.title, card.body, other.title, other.body)
+            if is_near_duplicate(score):
+                a, b = sorted((card.id, other.id))
+                best[(a, b)] = score
+                parent[find(a)] = find(b)
+    groups: dict[str, list[str]] = {}
+    for a, b in best:
+        for x in (a, b):
+            groups.setdefault(find(x), [])
+            if x not in groups[find(x)]:
+                groups[find(x)].append(x)
+    out = []
+    for members in groups.values():
+        members.sort()
+        pairs = [s for (a, b), s in best.items() if a in members]
+        out.append({"scope": store.scope, "kind": state.cards[members[0]].kind, "max_similarity": round(max(pairs), 3),
+                    "cards": [{"id": m, "title": state.cards[m].title} for m in members]})  # fmt: skip
+    return sorted(out, key=lambda c: c["cards"][0]["id"])
+
+
+def _broken_links(mem: MemoryContext, store: MemoryStore, state: MemoryState, cards: list[Card]) -> list[dict[str, Any]]:
+    out = []
+    global_cards = mem.store("global").state().cards if store.scope == "quest" else None
+    for card in cards:
+        problem = None
+        if card.supersedes and card.supersedes not in state.cards:
+            problem = ("supersedes_unknown", card.supersedes)
+        elif card.supersedes and state.cards[card.supersedes].active:
+            problem = ("supersedes_active", card.supersedes)
+        elif card.status == "superseded" and card.superseded_by not in state.cards:
+            problem = ("superseded_by_unknown", card.superseded_by)
+        elif card.promoted_to and global_cards is not None and card.promoted_to not in global_cards:
+            problem = ("promoted_copy_missing", card.promoted_to)
+        if problem:
+            out.append({"scope": store.scope, "id": card.id, "problem": problem[0], "target": problem[1]})
+    return out
+
+
+def _imported(store: MemoryStore, card: Card, rel: str) -> CardImported:
+    text = (store.root / rel).read_text(encoding="utf-8")
+    front, body = parse_card_text(text)
+    if front.get("id", card.id) != card.id:
+        raise Invalid(f"its frontmatter id {front.get('id')!r} is not the file's card {card.id}", code="id_mismatch")
+    title = check_title(str(front.get("title") or ""))
+    tags = check_tags(as_tag_list(front.get("tags", [])))
+    metadata = {k: v for k, v in front.items() if k not in RESERVED_KEYS}
+    return CardImported(card_id=card.id, kind=card.kind, title=title, body=body, tags=tags, metadata=metadata,
+                        content=text, path=rel)  # fmt: skip
+
+
+def _new_card(mem: MemoryContext, store: MemoryStore, state: MemoryState, rel: str, *, taken: set[str]) -> CardWritten:
+    kind = rel.replace("\\", "/").split("/")[-2]
+    if kind not in KINDS:
+        raise Invalid(f"{kind!r} is not a memory kind", code="invalid_kind")
+    front, body = parse_card_text((store.root / rel).read_text(encoding="utf-8"))
+    title = front.get("title") or next((ln.lstrip("# ").strip() for ln in body.splitlines() if ln.startswith("# ")), "")
+    card_id = new_card_id(kind, state)
+    while card_id in taken:
+        card_id = new_card_id(kind, state)
+    metadata = {k: v for k, v in front.items() if k not in RESERVED_KEYS}
+    metadata["imported_from"] = rel
+    return CardWritten(card_id=card_id, kind=kind, title=check_title(str(title)), body=body, scope=store.scope,
+                       tags=check_tags(as_tag_list(front.get("tags", []))), metadata=metadata,
+                       source_quest=mem.quest.id)  # fmt: skip
+

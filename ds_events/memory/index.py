@@ -1,0 +1,273 @@
+"""The ranked search index: a persisted projection of one memory log in SQLite FTS5.
+
+Only *active* cards have a row in the full-text table (title, body, tags, hints), so a
+superseded card can never be returned. BM25 (FTS5's built-in ``bm25``) ranks matches,
+with title and tags weighted over the body. A natural-language query is split into its
+content words and the words are OR-ed, so a multi-word question never comes back
+empty because one word is missing; BM25 puts cards matching more (and rarer) words first.
+
+The index records the seq (and the event id at that seq) it has applied in the same
+SQLite transaction as the rows, so it is never ahead of or out of step with itself;
+:meth:`MemoryIndex.sync` applies whatever any process appended since, and rebuilds from
+scratch when the file is missing, corrupt, or the log changed under it (a repair).
+Several processes may sync one index file: ``BEGIN IMMEDIATE`` serialises them and the
+seq is re-read inside the transaction.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sqlite3
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ds_events.events import decode_line
+from ds_events.events.memory import CardImported, CardSuperseded, CardWritten
+from ds_events.log import EventLog
+
+from .text import STOPWORDS, words
+
+__all__ = ["MemoryIndex", "Hit", "fts_query"]
+
+_SCHEMA_VERSION = "1"
+# Column weights for bm25(title, body, tags, hints).
+_RANK = "bm25(8.0, 1.0, 4.0, 3.0)"
+_SCHEMA = f"""
+CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS cards(
+    rowid INTEGER PRIMARY KEY,
+    card_id TEXT NOT NULL UNIQUE,
+    kind TEXT NOT NULL,
+    title TEXT NOT NULL,
+    quest_id TEXT NOT NULL,
+    record_type TEXT NOT NULL DEFAULT '',
+    active INTEGER NOT NULL,
+    seq INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS card_tags(tag TEXT NOT NULL, card_rowid INTEGER NOT NULL, PRIMARY KEY(tag, card_rowid))
+    WITHOUT ROWID;
+CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(title, body, tags, hints, tokenize='porter unicode61 remove_diacritics 2');
+INSERT OR IGNORE INTO fts(fts, rank) VALUES('rank', '{_RANK}');
+"""
+_MEMORY_PREFIX = b"memory."
+
+
+@dataclass(frozen=True)
+class Hit:
+    card_id: str
+    kind: str
+    title: str
+    quest_id: str
+    record_type: str
+    score: float  # higher is better (negated bm25)
+    snippet: str
+
+
+def fts_query(text: str) -> str | None:
+    """An FTS5 query that ORs the quoted content words of ``text`` (None if it has none)."""
+    tokens = words(text)
+    chosen = [t for t in tokens if t not in STOPWORDS] or tokens
+    seen: list[str] = []
+    for t in chosen:
+        if t not in seen:
+            seen.append(t)
+    if not seen:
+        return None
+    return " OR ".join('"' + t.replace('"', '""') + '"' for t in seen[:64])
+
+
+class MemoryIndex:
+    """The FTS5 index of one memory log, stored at ``path``."""
+
+    def __init__(self, path: str | os.PathLike[str], log: EventLog) -> None:
+        self.path = Path(path)
+        self.log = log
+        self._conn = self._connect()
+
+    # -- public API -----------------------------------------------------------------
+
+    @property
+    def applied_seq(self) -> int:
+        row = self._conn.execute("SELECT value FROM meta WHERE key='seq'").fetchone()
+        return int(row[0]) if row else 0
+
+    def sync(self) -> int:
+        """Apply every memory event appended since the index's seq; returns how many."""
+        last = self.log.last_seq
+        if not self._needs_rebuild(last) and self.applied_seq >= last:
+            return 0
+        if self._needs_rebuild(last):
+            self.rebuild()
+            return self.applied_seq
+        return self._apply_new()
+
+    def rebuild(self) -> None:
+        """Drop every row and fold the whole log again."""
+        self._conn.close()
+        for suffix in ("", "-wal", "-shm"):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(f"{self.path}{suffix}")
+        self._conn = self._connect()
+        self._apply_new()
+
+    def search(
+        self,
+        query: str,
+        *,
+        limit: int = 10,
+        kind: str | None = None,
+        tags: Sequence[str] | None = None,
+        records_only: bool = False,
+    ) -> list[Hit]:
+        """Active cards matching ``query`` best first (BM25), optionally filtered."""
+        match = fts_query(query)
+        if match is None:
+            return []
+        where, params = self._filters(kind, tags, records_only)
+        sql = (
+            "SELECT c.card_id, c.kind, c.title, c.quest_id, c.record_type, fts.rank, "
+            "snippet(fts, 1, '[', ']', '…', 16) FROM fts JOIN cards c ON c.rowid = fts.rowid "
+            f"WHERE fts MATCH ?{where} ORDER BY fts.rank LIMIT ?"
+        )
+        rows = self._conn.execute(sql, [match, *params, limit]).fetchall()
+        return [Hit(r[0], r[1], r[2], r[3], r[4], -float(r[5]), r[6] or "") for r in rows]
+
+    def active_ids(self, *, kind: str | None = None, tags: Sequence[str] | None = None, records_only: bool = False) -> list[str]:
+        """Ids of active cards matching the filters, newest first."""
+        where, params = self._filters(kind, tags, records_only)
+        sql = f"SELECT c.card_id FROM cards c WHERE c.active = 1{where} ORDER BY c.seq DESC"
+        return [r[0] for r in self._conn.execute(sql, params)]
+
+    def close(self) -> None:
+        self._conn.close()
+
+    # -- applying events ------------------------------------------------------------
+
+    def _apply_new(self) -> int:
+        conn = self._conn
+        count = 0
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            applied = self.applied_seq  # re-read: another process may have synced meanwhile
+            for seq, line in self.log.iter_lines(after_seq=applied):
+                if line[9 : 9 + len(_MEMORY_PREFIX)] == _MEMORY_PREFIX:
+                    self._apply(decode_line(line))
+                    count += 1
+                applied = seq
+            if count or applied != self.applied_seq:
+                event = self.log.get(applied) if applied else None
+                last_id = event.id if event is not None else ""
+                conn.executemany(
+                    "INSERT OR REPLACE INTO meta(key, value) VALUES(?, ?)",
+                    [("seq", str(applied)), ("event_id", last_id), ("schema", _SCHEMA_VERSION)],
+                )
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        return count
+
+    def _apply(self, event: Any) -> None:
+        match event:
+            case CardWritten():
+                hints = _hints(event.metadata, event.record_type)
+                self._upsert(event.card_id, event.kind, event.title, event.body, event.tags, hints, event.seq,
+                             quest_id=event.source_quest or event.quest_id, record_type=event.record_type)
+            case CardImported():
+                row = self._conn.execute("SELECT active, quest_id, record_type FROM cards WHERE card_id=?", (event.card_id,)).fetchone()
+                if row is not None and row[0]:
+                    hints = _hints(event.metadata, row[2])
+                    self._upsert(event.card_id, event.kind, event.title, event.body, event.tags, hints, event.seq,
+                                 quest_id=row[1], record_type=row[2])
+            case CardSuperseded(card_id=card_id):
+                row = self._conn.execute("SELECT rowid FROM cards WHERE card_id=?", (card_id,)).fetchone()
+                if row is not None:
+                    self._conn.execute("UPDATE cards SET active=0, seq=? WHERE rowid=?", (event.seq, row[0]))
+                    self._conn.execute("DELETE FROM fts WHERE rowid=?", (row[0],))
+                    self._conn.execute("DELETE FROM card_tags WHERE card_rowid=?", (row[0],))
+
+    def _upsert(self, card_id: str, kind: str, title: str, body: str, tags: list[str], hints: str, seq: int,
+                *, quest_id: str, record_type: str) -> None:  # fmt: skip
+        conn = self._conn
+        row = conn.execute("SELECT rowid, active FROM cards WHERE card_id=?", (card_id,)).fetchone()
+        if row is None:
+            cur = conn.execute(
+                "INSERT INTO cards(card_id, kind, title, quest_id, record_type, active, seq) VALUES(?,?,?,?,?,1,?)",
+                (card_id, kind, title, quest_id, record_type, seq),
+            )
+            rowid, active = cur.lastrowid, 1
+        else:
+            rowid, active = row
+            conn.execute("UPDATE cards SET kind=?, title=?, seq=? WHERE rowid=?", (kind, title, seq, rowid))
+            conn.execute("DELETE FROM fts WHERE rowid=?", (rowid,))
+            conn.execute("DELETE FROM card_tags WHERE card_rowid=?", (rowid,))
+        if active:
+            conn.execute("INSERT INTO fts(rowid, title, body, tags, hints) VALUES(?,?,?,?,?)",
+                         (rowid, title, body, " ".join(tags), hints))  # fmt: skip
+            conn.executemany("INSERT OR IGNORE INTO card_tags(tag, card_rowid) VALUES(?, ?)",
+                             [(t.lower(), rowid) for t in tags])  # fmt: skip
+
+    # -- plumbing -------------------------------------------------------------------
+
+    def _filters(self, kind: str | None, tags: Sequence[str] | None, records_only: bool) -> tuple[str, list[Any]]:
+        where, params = "", []
+        if kind:
+            where += " AND c.kind = ?"
+            params.append(kind)
+        if records_only:
+            where += " AND c.record_type != ''"
+        wanted = sorted({t.lower() for t in tags or [] if t})
+        if wanted:  # every given tag must be on the card
+            marks = ",".join("?" * len(wanted))
+            where += (
+                f" AND c.rowid IN (SELECT card_rowid FROM card_tags WHERE tag IN ({marks}) "
+                "GROUP BY card_rowid HAVING count(*) = ?)"
+            )
+            params += [*wanted, len(wanted)]
+        return where, params
+
+    def _needs_rebuild(self, last_seq: int) -> bool:
+        row = dict(self._conn.execute("SELECT key, value FROM meta").fetchall())
+        if row.get("schema", _SCHEMA_VERSION) != _SCHEMA_VERSION:
+            return True
+        applied = int(row.get("seq", 0))
+        if applied > last_seq:
+            return True  # the log is shorter than what we indexed: it was repaired
+        if applied:
+            event = self.log.get(applied)
+            return event is None or event.id != row.get("event_id")
+        return False
+
+    def _connect(self) -> sqlite3.Connection:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            return self._open()
+        except sqlite3.DatabaseError:
+            # A corrupt cache: it is rebuilt from the log, which is the truth.
+            for suffix in ("", "-wal", "-shm"):
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(f"{self.path}{suffix}")
+            return self._open()
+
+    def _open(self) -> sqlite3.Connection:
+        conn = sqlite3.connect(self.path, timeout=60, isolation_level=None, check_same_thread=False)
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=NORMAL")
+        conn.executescript(_SCHEMA)
+        return conn
+
+
+def _hints(metadata: dict[str, Any], record_type: str) -> str:
+    hints = metadata.get("retrieval_hints") or []
+    if isinstance(hints, str):
+        hints = [hints]
+    parts = [str(h) for h in hints] if isinstance(hints, list) else []
+    for key in ("stage", "summary"):
+        if isinstance(metadata.get(key), str):
+            parts.append(metadata[key])
+    if record_type:
+        parts.append(record_type.replace("_", " "))
+    return " ".join(parts)

@@ -1,0 +1,225 @@
+"""Where memory lives: a quest's log, the global log under ``DS_HOME``, other quests.
+
+:class:`MemoryStore` bundles one memory log with its live view, its search index and
+the directory its cards are materialised in. :class:`MemoryContext` is what services
+work through: the bound quest's store, the global store (opened on first use), and,
+when ``memory.shared_across_quests`` is on, other quests' stores, read-only.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ds_events.home import Home, Quest
+from ds_events.log import EventLog, LogError, Transaction
+from ds_events.services.errors import Invalid, NotFound
+from ds_events.views import Views
+from projections.memory import GLOBAL_PROJECTION, PROJECTION, Card, MemoryState, card_path, render_card
+
+from .index import MemoryIndex
+
+__all__ = ["MemoryStore", "MemoryContext", "Drift", "SCOPES", "INDEX_FILE"]
+
+SCOPES = ("quest", "global", "both")
+INDEX_FILE = "memory_index.sqlite"
+
+
+@dataclass(frozen=True)
+class Drift:
+    """A card file that differs from what the log says it should be."""
+
+    card_id: str | None
+    path: str  # relative to the store root
+    problem: str  # modified | missing | untracked
+
+
+class MemoryStore:
+    """One memory log: its view, index and card files."""
+
+    def __init__(
+        self,
+        *,
+        scope: str,
+        name: str,
+        log: EventLog,
+        views: Views,
+        root: Path,
+        prefix: str,
+        projection_name: str,
+        quest: Quest | None = None,
+        read_only: bool = False,
+    ) -> None:
+        self.scope = scope  # quest | global
+        self.name = name  # the quest id, or "global"
+        self.log = log
+        self.views = views
+        self.root = root
+        self.prefix = prefix
+        self.projection_name = projection_name
+        self.quest = quest
+        self.read_only = read_only
+        self.index = MemoryIndex(Path(log.path).parent / INDEX_FILE, log)
+
+    @property
+    def memory_dir(self) -> Path:
+        return self.root / self.prefix if self.prefix else self.root
+
+    def state(self) -> MemoryState:
+        self.views.catch_up()
+        return self.views.state(self.projection_name)  # type: ignore[no-any-return]
+
+    def synced_index(self) -> MemoryIndex:
+        self.index.sync()
+        return self.index
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[Transaction]:
+        """Hold this log's append lock; views and index are caught up inside."""
+        if self.read_only:
+            raise Invalid(f"memory of quest {self.name!r} is visible read-only here", code="read_only")
+        if self.quest is not None:
+            with self.quest.transaction() as txn:
+                self.index.sync()
+                yield txn
+        else:
+            with self.log.transaction() as txn:
+                self.views.catch_up()
+                self.index.sync()
+                yield txn
+            self.views.materialise(txn.appended)
+        self.index.sync()
+
+    def rel_path(self, card: Card) -> str:
+        """The card's file relative to the store root."""
+        return card_path(card, self.prefix)
+
+    def display_path(self, card: Card) -> str:
+        """What callers see: relative to the quest root, or absolute for global cards."""
+        rel = self.rel_path(card)
+        return rel if self.scope == "quest" and not self.read_only else str(self.root / rel)
+
+    def file_of(self, card: Card) -> Path:
+        return self.root / self.rel_path(card)
+
+    def drift(self, state: MemoryState | None = None) -> list[Drift]:
+        """Cards whose file was edited or deleted by hand, and card-like files the log never wrote."""
+        state = state if state is not None else self.state()
+        found: list[Drift] = []
+        for card in state.cards.values():
+            path = self.file_of(card)
+            try:
+                on_disk = path.read_bytes()
+            except FileNotFoundError:
+                found.append(Drift(card.id, self.rel_path(card), "missing"))
+                continue
+            if on_disk != render_card(card):
+                found.append(Drift(card.id, self.rel_path(card), "modified"))
+        for path in sorted(self.memory_dir.glob("*/*.md")):
+            if path.stem not in state.cards and not path.name.startswith("."):
+                found.append(Drift(None, str(path.relative_to(self.root)), "untracked"))
+        return found
+
+    def close(self) -> None:
+        self.index.close()
+        if self.quest is None:
+            self.log.close()
+
+
+@dataclass
+class MemoryContext:
+    """The stores a service call can reach from one bound quest."""
+
+    quest: Quest
+    actor: str = "cli"
+    _global: MemoryStore | None = None
+    _quest_store: MemoryStore | None = None
+    _shared: dict[str, MemoryStore] = field(default_factory=dict)
+
+    @property
+    def home(self) -> Home:
+        return self.quest.home
+
+    @property
+    def config(self) -> dict[str, Any]:
+        memory = self.home.config().get("memory") or {}
+        return memory if isinstance(memory, dict) else {}
+
+    def store(self, scope: str) -> MemoryStore:
+        """The writable store of ``scope`` (``quest`` or ``global``)."""
+        if scope == "quest":
+            if self._quest_store is None:
+                q = self.quest
+                self._quest_store = MemoryStore(
+                    scope="quest", name=q.id, log=q.log, views=q.views, root=q.root, prefix="memory/",
+                    projection_name=PROJECTION.name, quest=q,
+                )  # fmt: skip
+            return self._quest_store
+        if scope == "global":
+            if self._global is None:
+                gdir = self.home.global_memory_dir
+                log = EventLog(gdir / ".ds" / "events.jsonl", quest_id="global", actor=self.actor, policy=self.quest.log.policy)
+                views = Views(log, gdir, projections=[GLOBAL_PROJECTION]).load()
+                self._global = MemoryStore(
+                    scope="global", name="global", log=log, views=views, root=gdir, prefix="",
+                    projection_name=GLOBAL_PROJECTION.name,
+                )  # fmt: skip
+            return self._global
+        raise Invalid(f"unknown scope {scope!r}: use quest or global", code="invalid_scope")
+
+    def readable(self, scope: str) -> list[MemoryStore]:
+        """Stores searched for ``scope`` (``quest``, ``global`` or ``both``), own quest first."""
+        check_scope(scope)
+        stores: list[MemoryStore] = []
+        if scope in ("quest", "both"):
+            stores.append(self.store("quest"))
+            if self.config.get("shared_across_quests"):
+                stores.extend(self._shared_stores())
+        if scope in ("global", "both"):
+            stores.append(self.store("global"))
+        return stores
+
+    def find(self, card_id: str, scope: str = "both") -> tuple[MemoryStore, Card]:
+        """The card ``card_id`` (or record ``mem-NNN``) in the stores of ``scope``."""
+        for store in self.readable(scope):
+            state = store.state()
+            cid = state.records.get(card_id, card_id)
+            card = state.cards.get(cid)
+            if card is not None:
+                return store, card
+        raise NotFound(f"no card {card_id!r} in {scope} memory: search or list_recent to find ids", code="unknown_card")
+
+    def close(self) -> None:
+        for store in [self._global, self._quest_store, *self._shared.values()]:
+            if store is not None:
+                store.close()
+        self._global, self._quest_store = None, None
+        self._shared.clear()
+
+    def _shared_stores(self) -> list[MemoryStore]:
+        out = []
+        for qid in self.home.quest_ids():
+            if qid == self.quest.id:
+                continue
+            if qid not in self._shared:
+                root = self.home.quest_root(qid)
+                try:
+                    log = EventLog(root / ".ds" / "events.jsonl", quest_id=qid, actor=self.actor, recover=False)
+                except LogError:
+                    continue  # a quest being repaired is skipped, never modified from here
+                views = Views(log, root, projections=[PROJECTION]).load(use_snapshots=False)
+                self._shared[qid] = MemoryStore(
+                    scope="quest", name=qid, log=log, views=views, root=root, prefix="memory/",
+                    projection_name=PROJECTION.name, read_only=True,
+                )  # fmt: skip
+            out.append(self._shared[qid])
+        return out
+
+
+def check_scope(scope: str, allowed: tuple[str, ...] = SCOPES) -> str:
+    if scope not in allowed:
+        raise Invalid(f"unknown scope {scope!r}: use {', '.join(allowed)}", code="invalid_scope")
+    return scope

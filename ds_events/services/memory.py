@@ -1,0 +1,471 @@
+"""Memory commands: write, read, search, list, promote, guard, import hand edits.
+
+Every function takes a :class:`~ds_events.memory.store.MemoryContext`, validates
+against the current views (caught up with every process's appends, under the log's
+append lock where a rule must hold across processes), and only then emits events.
+A refused request raises a :class:`ServiceError` and writes nothing; a write that
+would add a near-duplicate or a config-polluted title *answers* with a status instead
+(``duplicate_candidates`` / ``config_polluted``) so the caller can decide.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import heapq
+import secrets
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import frontmatter
+import msgspec
+
+from ds_events.events.memory import CardPromoted, CardSuperseded, CardWritten, GuardConfigured
+from ds_events.memory.store import MemoryContext, MemoryStore, check_scope
+from ds_events.memory.text import DUPLICATE_THRESHOLD, config_pollution, is_near_duplicate, similarity, word_set
+from projections.memory import KINDS, RECORD_TYPES, RESERVED_KEYS, SINGULAR, Card, MemoryState, render_card
+
+from .errors import Conflict, Invalid, NotFound
+
+__all__ = [
+    "write_card",
+    "read_card",
+    "search",
+    "list_recent",
+    "promote_to_global",
+    "configure_guard",
+    "guard_keys",
+    "card_summary",
+    "resolve_path",
+    "near_duplicates",
+    "parse_card_text",
+    "check_tags",
+    "check_title",
+    "new_card_id",
+    "as_tag_list",
+    "MAX_TITLE",
+    "MAX_BODY",
+]
+
+MAX_TITLE = 300
+MAX_BODY = 200_000
+MAX_TAGS = 32
+MAX_LIMIT = 100
+_MMR_LAMBDA = 0.7  # relevance vs. difference when diverse=True
+
+
+def write_card(
+    mem: MemoryContext,
+    kind: str,
+    title: str,
+    body: str = "",
+    *,
+    markdown: str | None = None,
+    scope: str = "quest",
+    tags: Sequence[str] | None = None,
+    metadata: dict[str, Any] | None = None,
+    supersedes: str | None = None,
+    force: bool = False,
+    record_type: str = "",
+) -> dict[str, Any]:
+    """Write a new card (or refuse with a status); returns what happened."""
+    kind = _check_kind(kind)
+    check_scope(scope, ("quest", "global"))
+    tags = check_tags(tags)
+    metadata = _check_metadata(metadata)
+    if markdown is not None:
+        front, parsed_body = parse_card_text(markdown)
+        title = title or str(front.pop("title", "") or "")
+        tags = check_tags([*tags, *as_tag_list(front.pop("tags", []))])
+        metadata = _check_metadata({**{k: v for k, v in front.items() if k not in RESERVED_KEYS}, **metadata})
+        body = body or parsed_body
+    title = check_title(title)
+    body = _check_body(body)
+    if record_type and record_type not in RECORD_TYPES:
+        raise Invalid(f"unknown record_type {record_type!r}: use {', '.join(RECORD_TYPES)}", code="invalid_record_type")
+    store = mem.store(scope)
+    with store.transaction() as txn:
+        state = store.state()
+        old = _check_supersedes(store, state, supersedes, kind) if supersedes else None
+        polluted = config_pollution([title, str(metadata.get("summary", ""))], guard_keys(mem))
+        if polluted:
+            return {
+                "status": "config_polluted",
+                "settings": polluted,
+                "message": "the title or summary bakes in config settings "
+                f"({', '.join(polluted)}): state the lesson without them and put concrete values in the body",
+            }
+        if not force:
+            candidates = near_duplicates(store, state, kind, title, body, exclude={old.id} if old else set())
+            if candidates:
+                return {
+                    "status": "duplicate_candidates",
+                    "candidates": candidates,
+                    "message": f"{len(candidates)} active {kind} card(s) look like the same lesson; nothing was written. "
+                    "Re-call with supersedes=<id> to replace one, or force=True to keep both.",
+                }
+        card_id = new_card_id(kind, state)
+        record_id = f"mem-{len(state.records) + 1:03d}" if record_type else ""
+        events: list[Any] = [
+            CardWritten(
+                card_id=card_id, kind=kind, title=title, body=body, scope=scope, tags=tags, metadata=metadata,
+                source_quest=mem.quest.id, supersedes=old.id if old else None, record_id=record_id,
+                record_type=record_type,
+            )
+        ]  # fmt: skip
+        if old is not None:
+            events.append(CardSuperseded(card_id=old.id, by_card_id=card_id, reason="superseded on write"))
+        stored = txn.append(events)
+    card = store.state().cards[card_id]
+    return {
+        **card_summary(store, card),
+        "status": "written",
+        "seq": stored[0].seq,
+        "supersedes": old.id if old else None,
+    }
+
+
+def read_card(mem: MemoryContext, card_id: str | None = None, path: str | None = None, scope: str = "quest") -> dict[str, Any]:
+    """One card: its fields, body and file text (as on disk), and whether it was hand-edited."""
+    check_scope(scope)
+    if (card_id is None) == (path is None):
+        raise Invalid("give exactly one of card_id or path", code="invalid_arguments")
+    store, card = resolve_path(mem, path) if path is not None else mem.find(str(card_id), scope)
+    rendered = render_card(card)
+    try:
+        on_disk = store.file_of(card).read_bytes()
+    except FileNotFoundError:
+        on_disk = None
+    return {
+        **card_summary(store, card),
+        "status": card.status,
+        "body": card.body,
+        "metadata": dict(card.metadata),
+        "markdown": (on_disk if on_disk is not None else rendered).decode(),
+        "hand_edited": on_disk is not None and on_disk != rendered,
+        "file_missing": on_disk is None,
+    }
+
+
+def search(
+    mem: MemoryContext,
+    query: str,
+    *,
+    scope: str = "quest",
+    limit: int = 10,
+    kind: str | None = None,
+    tags: Sequence[str] | None = None,
+    diverse: bool = False,
+    records_only: bool = False,
+) -> list[dict[str, Any]]:
+    """Active cards ranked by BM25 over title, body, tags and hints (best first)."""
+    if not isinstance(query, str) or not query.strip():
+        raise Invalid("search needs a non-empty query", code="empty_query")
+    limit = _check_limit(limit)
+    kind = _check_kind(kind) if kind else None
+    tags = check_tags(tags)
+    fetch = max(limit * 4, 20) if diverse else limit
+    found: list[tuple[float, MemoryStore, Card, str]] = []
+    for store in mem.readable(scope):
+        state = store.state()
+        for hit in store.synced_index().search(query, limit=fetch, kind=kind, tags=tags, records_only=records_only):
+            card = state.cards.get(hit.card_id)
+            if card is not None and card.active:
+                found.append((hit.score, store, card, hit.snippet))
+    found.sort(key=lambda x: -x[0])
+    chosen = _mmr(found, limit) if diverse else found[:limit]
+    return [{**card_summary(store, card), "score": score, "snippet": snippet} for score, store, card, snippet in chosen]
+
+
+def list_recent(mem: MemoryContext, scope: str = "quest", limit: int = 10, kind: str | None = None) -> list[dict[str, Any]]:
+    """The most recently written or changed active cards, newest first."""
+    limit = _check_limit(limit)
+    kind = _check_kind(kind) if kind else None
+    rows: list[tuple[str, int, MemoryStore, Card]] = []
+    for store in mem.readable(scope):
+        cards = (c for c in store.state().cards.values() if c.active and (kind is None or c.kind == kind))
+        rows.extend((c.updated_at, c.seq, store, c) for c in heapq.nlargest(limit, cards, key=lambda c: c.seq))
+    rows.sort(key=lambda r: (r[0], r[1]), reverse=True)
+    return [card_summary(store, card) for _, _, store, card in rows[:limit]]
+
+
+def promote_to_global(mem: MemoryContext, card_id: str | None = None, path: str | None = None) -> dict[str, Any]:
+    """Copy an active quest card into global memory; both logs record the promotion.
+
+    The global id is derived from (quest, card), so a retry after a crash between the
+    two appends finds the copy and only completes the quest's record.
+    """
+    if (card_id is None) == (path is None):
+        raise Invalid("give exactly one of card_id or path", code="invalid_arguments")
+    qstore, gstore = mem.store("quest"), mem.store("global")
+    store, card = resolve_path(mem, path) if path is not None else mem.find(str(card_id), "both")
+    if store is not qstore:
+        raise Invalid(f"card {card.id} is not a card of quest {mem.quest.id}: only quest cards are promoted", code="not_a_quest_card")
+    with qstore.transaction() as qtxn:
+        card = qstore.state().cards[card.id]
+        if card.promoted_to:
+            raise Conflict(f"card {card.id} is already in global memory as {card.promoted_to}", code="already_promoted",
+                           global_card_id=card.promoted_to)  # fmt: skip
+        if not card.active:
+            raise Conflict(f"card {card.id} is superseded by {card.superseded_by}: promote that one", code="card_superseded")
+        _refuse_hand_edited(qstore, card)
+        digest = hashlib.blake2b(f"{mem.quest.id}:{card.id}".encode(), digest_size=4).hexdigest()
+        gid = f"{SINGULAR[card.kind]}-{digest}"
+        promoted = CardPromoted(card_id=card.id, global_card_id=gid, source_quest=mem.quest.id)
+        with gstore.transaction() as gtxn:
+            if gid not in gstore.state().cards:
+                gtxn.append([
+                    CardWritten(card_id=gid, kind=card.kind, title=card.title, body=card.body, scope="global",
+                                tags=list(card.tags), metadata=dict(card.metadata), source_quest=mem.quest.id),
+                    promoted,
+                ])  # fmt: skip
+        stored = qtxn.append(promoted)
+    gcard = gstore.state().cards[gid]
+    return {"status": "promoted", "id": card.id, "global_id": gid, "global_path": gstore.display_path(gcard), "seq": stored[0].seq}
+
+
+def configure_guard(mem: MemoryContext, keys: Sequence[str]) -> dict[str, Any]:
+    """Set the quest's config keys whose ``key=value`` settings titles must not bake in."""
+    if isinstance(keys, str) or not all(isinstance(k, str) and k.strip() and len(k) <= 64 and " " not in k.strip() for k in keys):
+        raise Invalid("config keys are non-empty strings without spaces, at most 64 characters", code="invalid_config_keys")
+    clean = list(dict.fromkeys(k.strip() for k in keys))
+    stored = mem.quest.emit(GuardConfigured(config_keys=clean))
+    return {"status": "configured", "config_keys": clean, "seq": stored[0].seq}
+
+
+def guard_keys(mem: MemoryContext) -> list[str]:
+    """The quest's guarded config keys (its ``memory.guard_configured``), else config.yaml's
+    ``memory.config_guard_keys``. They apply to the quest's writes in either scope."""
+    state = mem.store("quest").state()
+    if state.guard_keys:
+        return list(state.guard_keys)
+    keys = mem.config.get("config_guard_keys") or []
+    return [str(k) for k in keys] if isinstance(keys, list) else []
+
+
+def card_summary(store: MemoryStore, card: Card) -> dict[str, Any]:
+    """The fields every answer about a card carries."""
+    out: dict[str, Any] = {
+        "id": card.id,
+        "kind": card.kind,
+        "title": card.title,
+        "scope": store.scope,
+        "quest_id": card.quest_id,
+        "tags": list(card.tags),
+        "path": store.display_path(card),
+        "updated_at": card.updated_at,
+    }
+    if not card.active:
+        out["status"] = card.status
+    if card.record_id:
+        out["record_id"], out["record_type"] = card.record_id, card.record_type
+    if card.superseded_by:
+        out["superseded_by"] = card.superseded_by
+    if card.promoted_to:
+        out["promoted_to"] = card.promoted_to
+    if card.promoted_from:
+        out["promoted_from"] = card.promoted_from
+    if store.read_only:
+        out["read_only"] = True
+    return out
+
+
+def resolve_path(mem: MemoryContext, path: str) -> tuple[MemoryStore, Card]:
+    """The card whose file is ``path`` (relative to the quest root, or absolute).
+
+    Refuses anything that resolves (after ``..`` and symlinks) outside the quest's
+    ``memory/`` or the global memory directory.
+    """
+    if not isinstance(path, str) or not path.strip() or "\x00" in path:
+        raise Invalid("path must be a non-empty string", code="invalid_path")
+    raw = Path(path)
+    target = (raw if raw.is_absolute() else mem.quest.root / raw).resolve()
+    for scope in ("quest", "global"):
+        store = mem.store(scope)
+        base = store.memory_dir.resolve()
+        if base in target.parents:
+            parts = target.relative_to(base).parts
+            if len(parts) != 2 or parts[0] not in KINDS or target.suffix != ".md" or ".." in raw.parts:
+                break
+            card = store.state().cards.get(target.stem)
+            if card is None or card.kind != parts[0]:
+                raise NotFound(f"{path} is not a card the log knows: `ds memory audit` lists untracked files",
+                               code="unknown_card", path=path)  # fmt: skip
+            return store, card
+    raise Invalid(
+        f"path {path!r} is outside the memory roots: give memory/<kind>/<id>.md in the quest, or a global card path",
+        code="path_outside_memory",
+        path=path,
+    )
+
+
+def near_duplicates(
+    store: MemoryStore, state: MemoryState, kind: str, title: str, body: str, *, exclude: set[str] | None = None,
+    records_only: bool = False,
+) -> list[dict[str, Any]]:  # fmt: skip
+    """Active cards of ``kind`` whose similarity to (title, body) reaches the threshold."""
+    out = []
+    for hit in store.index.search(f"{title}\n{body}", limit=25, kind=kind, records_only=records_only):
+        card = state.cards.get(hit.card_id)
+        if card is None or not card.active or (exclude and card.id in exclude):
+            continue
+        score = similarity(title, body, card.title, card.body)
+        if is_near_duplicate(score):
+            out.append({**card_summary(store, card), "similarity": round(score, 3), "snippet": hit.snippet})
+    out.sort(key=lambda c: -c["similarity"])
+    return out
+
+
+def parse_card_text(text: str) -> tuple[dict[str, Any], str]:
+    """Frontmatter (only with a line-anchored ``---`` fence) and body of a card file."""
+    if not isinstance(text, str):
+        raise Invalid("markdown must be a string", code="invalid_markdown")
+    try:
+        post = frontmatter.loads(text)
+    except Exception as exc:  # yaml errors come in several types
+        raise Invalid(f"the card's frontmatter is not valid YAML: {exc}", code="invalid_markdown") from None
+    front = dict(post.metadata)
+    if not isinstance(front, dict):
+        raise Invalid("the card's frontmatter must be a mapping", code="invalid_markdown")
+    return _jsonable(front, "frontmatter"), post.content
+
+
+# -- private helpers ---------------------------------------------------------------
+
+
+def _check_supersedes(store: MemoryStore, state: MemoryState, supersedes: str, kind: str) -> Card:
+    old = state.cards.get(state.records.get(supersedes, supersedes))
+    if old is None:
+        raise NotFound(f"supersedes={supersedes!r} is not a card in {store.scope} memory", code="unknown_card")
+    if not old.active:
+        raise Conflict(f"card {old.id} is already superseded by {old.superseded_by}", code="already_superseded",
+                       superseded_by=old.superseded_by)  # fmt: skip
+    if old.kind != kind:
+        raise Invalid(f"card {old.id} is a {old.kind} card; a {kind} card cannot supersede it", code="kind_mismatch")
+    _refuse_hand_edited(store, old)
+    return old
+
+
+def _refuse_hand_edited(store: MemoryStore, card: Card) -> None:
+    # The change would re-render this card's file; a hand edit there would be lost.
+    try:
+        on_disk = store.file_of(card).read_bytes()
+    except FileNotFoundError:
+        return
+    if on_disk != render_card(card):
+        raise Conflict(
+            f"{store.rel_path(card)} was edited by hand: take the edit in first with `ds memory import {store.name}`",
+            code="hand_edited",
+            path=store.rel_path(card),
+        )
+
+
+def _mmr(found: list[tuple[float, MemoryStore, Card, str]], limit: int) -> list[tuple[float, MemoryStore, Card, str]]:
+    """Maximal marginal relevance: relevant, and unlike what was already chosen.
+
+    Near-duplicates of a chosen card are skipped outright, so the top-k are mutually
+    different, not just re-ordered.
+    """
+    if not found:
+        return []
+    top = found[0][0] or 1.0
+    sets = [word_set(c.title, c.body) for _, _, c, _ in found]
+    chosen: list[int] = []
+    left = list(range(len(found)))
+    while left and len(chosen) < limit:
+        best, best_value = None, float("-inf")
+        for i in left:
+            overlap = max((_jaccard(sets[i], sets[j]) for j in chosen), default=0.0)
+            if overlap >= DUPLICATE_THRESHOLD:
+                continue
+            value = _MMR_LAMBDA * (found[i][0] / top) - (1 - _MMR_LAMBDA) * overlap
+            if value > best_value:
+                best, best_value = i, value
+        if best is None:
+            break
+        chosen.append(best)
+        left.remove(best)
+    return [found[i] for i in chosen]
+
+
+def _jaccard(a: frozenset[str], b: frozenset[str]) -> float:
+    return len(a & b) / len(a | b) if a or b else 0.0
+
+
+def new_card_id(kind: str, state: MemoryState) -> str:
+    while True:
+        card_id = f"{SINGULAR[kind]}-{secrets.token_hex(4)}"
+        if card_id not in state.cards:
+            return card_id
+
+
+def _check_kind(kind: str) -> str:
+    if kind not in KINDS:
+        raise Invalid(f"unknown kind {kind!r}: use one of {', '.join(KINDS)}", code="invalid_kind")
+    return kind
+
+
+def check_title(title: str) -> str:
+    if not isinstance(title, str) or not title.strip():
+        raise Invalid("a card needs a non-empty title", code="missing_title")
+    title = title.strip()
+    if "\n" in title or len(title) > MAX_TITLE:
+        raise Invalid(f"a title is one line of at most {MAX_TITLE} characters", code="invalid_title")
+    return title
+
+
+def _check_body(body: str) -> str:
+    if not isinstance(body, str):
+        raise Invalid("body must be a string", code="invalid_body")
+    if len(body) > MAX_BODY:
+        raise Invalid(f"a body is at most {MAX_BODY} characters: split the card", code="body_too_long")
+    return body
+
+
+def check_tags(tags: Sequence[str] | None) -> list[str]:
+    if tags is None:
+        return []
+    if isinstance(tags, str) or not all(isinstance(t, str) for t in tags):
+        raise Invalid("tags must be a list of strings", code="invalid_tags")
+    clean = list(dict.fromkeys(t.strip() for t in tags if t.strip()))
+    if len(clean) > MAX_TAGS or any(len(t) > 64 or "\n" in t for t in clean):
+        raise Invalid(f"at most {MAX_TAGS} tags of at most 64 characters each", code="invalid_tags")
+    return clean
+
+
+def _check_metadata(metadata: dict[str, Any] | None) -> dict[str, Any]:
+    if metadata is None:
+        return {}
+    if not isinstance(metadata, dict) or not all(isinstance(k, str) for k in metadata):
+        raise Invalid("metadata must be an object with string keys", code="invalid_metadata")
+    clash = sorted(set(metadata) & RESERVED_KEYS)
+    if clash:
+        raise Invalid(f"metadata may not set the card's own fields {clash}", code="invalid_metadata", keys=clash)
+    return _jsonable(metadata, "metadata")
+
+
+def _check_limit(limit: int) -> int:
+    if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= MAX_LIMIT:
+        raise Invalid(f"limit must be an integer from 1 to {MAX_LIMIT}", code="invalid_limit")
+    return limit
+
+
+def _jsonable(value: dict[str, Any], what: str) -> dict[str, Any]:
+    # YAML gives dates and the like; the log stores JSON, so normalise once here.
+    try:
+        data = msgspec.json.encode(value)
+    except (TypeError, msgspec.EncodeError) as exc:
+        raise Invalid(f"{what} must be JSON-compatible: {exc}", code="invalid_metadata") from None
+    if len(data) > 50_000:
+        raise Invalid(f"{what} is at most 50 kB of JSON", code="invalid_metadata")
+    return msgspec.json.decode(data)  # type: ignore[no-any-return]
+
+
+def as_tag_list(value: Any) -> list[str]:
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, list):
+        return [str(v) for v in value]
+    raise Invalid("frontmatter tags must be a list", code="invalid_tags")
