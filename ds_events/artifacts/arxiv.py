@@ -1,0 +1,162 @@
+"""arXiv papers through a local cache under ``DS_HOME/cache/arxiv/`` and a pluggable fetcher.
+
+A fetcher is any callable ``fetcher(paper_id) -> dict | Awaitable[dict]`` returning at
+least ``title`` (and usually ``authors``, ``abstract``, ``published``, ``sections`` as
+``[{"title", "text"}]`` or a plain ``text``). The default one asks the arXiv Atom API at
+``config.yaml: arxiv.api_url``; without a network it fails with ``arxiv_offline``.
+Only a validated paper is cached, so an outage or a bad answer never poisons the cache.
+Error codes: ``invalid_paper_id``, ``invalid_mode``, ``arxiv_offline``,
+``arxiv_not_found``, ``arxiv_bad_response``, ``arxiv_fetch_failed``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import re
+import xml.etree.ElementTree as ET
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import msgspec
+
+from ds_events.home import Home
+from ds_events.services.errors import Invalid, NotFound, ServiceError
+from ds_events.views import write_atomic
+
+__all__ = ["Fetcher", "ArxivApiFetcher", "DEFAULT_API_URL", "read_paper", "normalise_paper_id", "MODES"]
+
+Fetcher = Callable[[str], "dict[str, Any] | Awaitable[dict[str, Any]]"]
+DEFAULT_API_URL = "https://export.arxiv.org/api/query"
+MODES = ("read", "list")
+_NEW_ID = re.compile(r"^\d{4}\.\d{4,5}(v\d+)?$")
+_OLD_ID = re.compile(r"^[a-z][a-z-]*(\.[A-Z]{2})?/\d{7}(v\d+)?$")
+_PREFIXES = ("https://arxiv.org/abs/", "http://arxiv.org/abs/", "https://arxiv.org/pdf/", "arxiv:", "arXiv:")
+_ATOM = "{http://www.w3.org/2005/Atom}"
+
+
+class ArxivApiFetcher:
+    """Fetch metadata and abstract from an arXiv-compatible Atom API."""
+
+    def __init__(self, api_url: str = DEFAULT_API_URL, *, timeout: float = 20.0) -> None:
+        self.api_url = api_url
+        self.timeout = timeout
+
+    async def __call__(self, paper_id: str) -> dict[str, Any]:
+        try:
+            async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=self.timeout)) as session:
+                async with session.get(self.api_url, params={"id_list": paper_id}) as resp:
+                    if resp.status == 404:
+                        raise NotFound(f"arXiv has no paper {paper_id!r}", code="arxiv_not_found", paper_id=paper_id)
+                    if resp.status >= 400:
+                        raise ServiceError(f"arXiv answered HTTP {resp.status}", code="arxiv_fetch_failed", status=resp.status)
+                    body = await resp.read()
+        except (aiohttp.ClientConnectionError, asyncio.TimeoutError, OSError) as exc:
+            raise ServiceError(
+                f"cannot reach arXiv at {self.api_url} ({type(exc).__name__}): offline? Nothing was cached.",
+                code="arxiv_offline",
+                paper_id=paper_id,
+            ) from None
+        return _parse_atom(body, paper_id)
+
+
+async def read_paper(home: Home, paper_id: Any, mode: Any = "read", fetcher: Fetcher | None = None) -> dict[str, Any]:
+    """The paper from the cache, or fetched (then cached). ``mode="list"`` returns its
+    metadata and section titles; ``mode="read"`` also the abstract and full text."""
+    pid = normalise_paper_id(paper_id)
+    if mode not in MODES:
+        raise Invalid(f"unknown mode {mode!r}: use read or list", code="invalid_mode", allowed=list(MODES))
+    path = _cache_path(home, pid)
+    cached = True
+    try:
+        paper = msgspec.json.decode(path.read_bytes())
+    except (FileNotFoundError, msgspec.DecodeError):
+        cached = False
+        paper = await _fetch(home, pid, fetcher)
+        write_atomic(path, msgspec.json.encode(paper))
+    out = {k: paper[k] for k in ("paper_id", "title", "authors", "published", "abstract")}
+    out["sections"] = [s["title"] for s in paper["sections"]]
+    out.update(mode=mode, cached=cached, cache_path=str(path))
+    if mode == "read":
+        out["text"] = paper["text"] or "\n\n".join(f"## {s['title']}\n\n{s['text']}" for s in paper["sections"])
+        out["section_texts"] = paper["sections"]
+    return out
+
+
+def normalise_paper_id(value: Any) -> str:
+    """``2401.01234``, ``2401.01234v2``, ``hep-th/9901001``, also with an ``arXiv:`` or
+    ``https://arxiv.org/abs/`` prefix."""
+    pid = value.strip() if isinstance(value, str) else ""
+    for prefix in _PREFIXES:
+        if pid.startswith(prefix):
+            pid = pid[len(prefix) :]
+    pid = pid.removesuffix(".pdf")
+    if not (_NEW_ID.match(pid) or _OLD_ID.match(pid)):
+        raise Invalid(
+            f"invalid arXiv id {value!r}: use e.g. 2401.01234 (optionally v2) or hep-th/9901001",
+            code="invalid_paper_id",
+        )
+    return pid
+
+
+async def _fetch(home: Home, pid: str, fetcher: Fetcher | None) -> dict[str, Any]:
+    if fetcher is None:
+        api_url = (home.config().get("arxiv") or {}).get("api_url") or DEFAULT_API_URL
+        fetcher = ArxivApiFetcher(api_url)
+    try:
+        result = fetcher(pid)
+        if inspect.isawaitable(result):
+            result = await result
+    except ServiceError:
+        raise
+    except (ConnectionError, OSError, asyncio.TimeoutError, aiohttp.ClientConnectionError) as exc:
+        raise ServiceError(f"cannot fetch {pid}: {exc}; offline? Nothing was cached.", code="arxiv_offline", paper_id=pid) from None
+    except Exception as exc:  # a third-party fetcher: report, never cache
+        raise ServiceError(f"fetching {pid} failed: {type(exc).__name__}: {exc}", code="arxiv_fetch_failed", paper_id=pid) from None
+    return _clean(result, pid)
+
+
+def _clean(raw: Any, pid: str) -> dict[str, Any]:
+    bad = ServiceError(f"the fetcher returned no usable paper for {pid}; nothing was cached", code="arxiv_bad_response", paper_id=pid)
+    if not isinstance(raw, dict) or not isinstance(raw.get("title"), str) or not raw["title"].strip():
+        raise bad
+    sections = raw.get("sections") or []
+    if not isinstance(sections, list) or not all(
+        isinstance(s, dict) and isinstance(s.get("title"), str) and isinstance(s.get("text", ""), str) for s in sections
+    ):
+        raise bad
+    authors = raw.get("authors") or []
+    if not isinstance(authors, list) or not all(isinstance(a, str) for a in authors):
+        raise bad
+    return {
+        "paper_id": pid,
+        "title": " ".join(raw["title"].split()),
+        "authors": authors,
+        "published": str(raw.get("published") or ""),
+        "abstract": str(raw.get("abstract") or "").strip(),
+        "sections": [{"title": s["title"], "text": s.get("text", "")} for s in sections],
+        "text": str(raw.get("text") or ""),
+    }
+
+
+def _parse_atom(body: bytes, pid: str) -> dict[str, Any]:
+    try:
+        root = ET.fromstring(body)
+    except ET.ParseError:
+        raise ServiceError("arXiv answered with malformed XML; nothing was cached", code="arxiv_bad_response", paper_id=pid) from None
+    entry = root.find(f"{_ATOM}entry")
+    title = entry.findtext(f"{_ATOM}title") if entry is not None else None
+    if entry is None or not title or entry.findtext(f"{_ATOM}id", "").endswith("/api/errors"):
+        raise NotFound(f"arXiv has no paper {pid!r}", code="arxiv_not_found", paper_id=pid)
+    return {
+        "title": title,
+        "authors": [a.findtext(f"{_ATOM}name", "").strip() for a in entry.findall(f"{_ATOM}author")],
+        "published": entry.findtext(f"{_ATOM}published", ""),
+        "abstract": entry.findtext(f"{_ATOM}summary", ""),
+    }
+
+
+def _cache_path(home: Home, pid: str) -> Path:
+    return home.root / "cache" / "arxiv" / f"{pid.replace('/', '_')}.json"
