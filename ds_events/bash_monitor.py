@@ -73,6 +73,7 @@ class _Child:
 
     def __init__(self, pid: int, fd: int, pty: bool) -> None:
         self.pid, self.fd, self.pty = pid, fd, pty
+        self.started = time.monotonic()  # the timeout and the duration count from here
 
     @classmethod
     def start(cls, spec: dict[str, Any]) -> _Child:
@@ -125,7 +126,7 @@ class _Monitor:
         self.child = child
         self.quest = Quest.at(spec["quest_root"], actor="bash_monitor")
         self.writer = linelog.LineLogWriter(spec["log_path"])
-        self.started = time.monotonic()
+        self.started = child.started
         timeout = spec.get("timeout_seconds")
         self.deadline = self.started + timeout if timeout else None
         self.grace = float(spec.get("grace_seconds") or 0.0)

@@ -32,7 +32,13 @@ def control(quest: Quest, action: str, *, reason: str = "") -> Event:
     status = quest.state("status").status
     if status == "completed":
         raise Conflict("the quest is completed; it cannot be paused, stopped or resumed", code="quest_completed")
-    return quest.emit(QuestControl(action=action, reason=reason))[0]  # type: ignore[arg-type]
+    event = quest.emit(QuestControl(action=action, reason=reason))[0]  # type: ignore[arg-type]
+    if action in ("pause", "stop"):
+        # A paused or stopped quest runs nothing: end its shell sessions (TERM, then KILL).
+        from .bash_exec import kill_quest_sessions
+
+        kill_quest_sessions(quest, reason=f"quest_{action}")
+    return event
 
 
 def change_anchor(quest: Quest, anchor: str, *, reason: str = "") -> Event:
