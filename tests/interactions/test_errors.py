@@ -1,0 +1,165 @@
+"""Every validation error code of interactions and delivery: structured, and nothing written."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import mcp
+import pytest
+
+from ds_events.cli import main
+from ds_events.cli import interact as _interact_cli  # noqa: F401 - registers ds reply/inbox/binding
+from ds_events.home import Home, Quest
+from ds_events.services import connectors
+from ds_events.services import interactions as service
+from ds_events.services.errors import ServiceError
+from tests.helpers import tool_error
+
+from .clients import artifact_client
+
+OPTIONS = [{"id": "a", "label": "A"}, {"id": "b", "label": "B"}]
+Act = Callable[[Quest, mcp.Client, dict[str, str]], Awaitable[dict[str, Any]]]
+
+
+def tool(name: str, args: dict[str, Any]) -> Act:
+    async def act(quest: Quest, client: mcp.Client, ids: dict[str, str]) -> dict[str, Any]:
+        return tool_error(await client.call_tool(name, {k: ids.get(v, v) if isinstance(v, str) else v for k, v in args.items()}))
+
+    return act
+
+
+def svc(fn: Callable[[Quest, dict[str, str]], Any]) -> Act:
+    async def act(quest: Quest, client: mcp.Client, ids: dict[str, str]) -> dict[str, Any]:
+        with pytest.raises(ServiceError) as info:
+            fn(quest, ids)
+        return info.value.to_dict()
+
+    return act
+
+
+def reply(key: str, text: str = "ok", **kw: Any) -> Act:
+    return svc(lambda q, ids: service.reply(q, ids[key], text, **kw))
+
+
+CASES: list[tuple[str, str, Act]] = [
+    ("invalid_kind", "unknown kind", tool("interact", {"kind": "gossip", "message": "hi"})),
+    ("empty_message", "blank message", tool("interact", {"message": "   "})),
+    ("empty_message", "blank reply", reply("threaded", "  ")),
+    ("message_too_long", "huge message", tool("interact", {"message": "x" * 20_001})),
+    ("message_too_long", "huge reply", reply("threaded", "x" * 20_001)),
+    ("invalid_reply_mode", "unknown reply mode", tool("interact", {"message": "hi", "reply_mode": "sometimes"})),
+    ("invalid_reply_mode", "blocking progress", tool("interact", {"message": "hi", "reply_mode": "blocking"})),
+    ("invalid_reply_mode", "unanswerable decision",
+     tool("interact", {"kind": "decision_request", "message": "?", "reply_mode": "none", "options": OPTIONS})),
+    ("missing_options", "decision without options", tool("interact", {"kind": "decision_request", "message": "?"})),
+    ("options_not_allowed", "options on progress", tool("interact", {"message": "hi", "options": OPTIONS})),
+    ("invalid_options", "one option", tool("interact", {"kind": "decision_request", "message": "?", "options": OPTIONS[:1]})),
+    ("invalid_options", "duplicate option ids",
+     tool("interact", {"kind": "decision_request", "message": "?", "options": [OPTIONS[0], OPTIONS[0]]})),
+    ("invalid_options", "bad option id",
+     tool("interact", {"kind": "decision_request", "message": "?", "options": [{"id": "a b", "label": "A"}, OPTIONS[1]]})),
+    ("invalid_options", "unknown option key",
+     tool("interact", {"kind": "decision_request", "message": "?", "options": [{**OPTIONS[0], "colour": "red"}, OPTIONS[1]]})),
+    ("invalid_reply_schema", "schema without a type",
+     tool("interact", {"kind": "decision_request", "message": "?", "options": OPTIONS, "reply_schema": {"properties": {}}})),
+    ("unknown_interaction", "reply_to unknown id", tool("interact", {"message": "hi", "reply_to_interaction_id": "ia-nope"})),
+    ("unknown_interaction", "get unknown interaction", tool("get_interaction", {"interaction_id": "ia-nope"})),
+    ("unknown_interaction", "reply to unknown interaction", svc(lambda q, ids: service.reply(q, "ia-nope", "x"))),
+    ("invalid_dedupe_key", "empty dedupe key", tool("interact", {"message": "hi", "dedupe_key": ""})),
+    ("invalid_limit", "limit too large", tool("interact", {"message": "hi", "recent_message_limit": 51})),
+    ("invalid_limit", "negative limit", tool("interact", {"message": "hi", "recent_message_limit": -1})),
+    ("invalid_wait", "waiting on progress", tool("interact", {"message": "hi", "wait_timeout_seconds": 5})),
+    ("invalid_wait", "wait too long",
+     tool("interact", {"kind": "decision_request", "message": "?", "options": OPTIONS, "wait_timeout_seconds": 301})),
+    ("reply_not_expected", "reply to a progress update", reply("progress")),
+    ("already_answered", "second reply to a blocking request", reply("answered")),
+    ("unknown_option", "option not offered", reply("blocking", option_id="c")),
+    ("invalid_reply_data", "data not an object", reply("blocking", data=[1, 2])),  # type: ignore[arg-type]
+    ("reply_schema_mismatch", "data misses a required key", reply("schema", data={"lr": "high"})),
+    ("unknown_connector", "unknown connector", svc(lambda q, ids: connectors.bind(q, "carrier-pigeon", "http://x.test/"))),
+    ("invalid_url", "not http", svc(lambda q, ids: connectors.bind(q, "webhook", "ftp://x.test/hook"))),
+    ("invalid_url", "no host", svc(lambda q, ids: connectors.bind(q, "webhook", "http:///hook"))),
+    ("invalid_binding_id", "bad binding id",
+     svc(lambda q, ids: connectors.bind(q, "webhook", "http://x.test/", binding_id="Bad Id"))),
+    ("invalid_binding_settings", "zero attempts",
+     svc(lambda q, ids: connectors.bind(q, "webhook", "http://x.test/", settings={"max_attempts": 0}))),
+    ("invalid_binding_settings", "unknown setting",
+     svc(lambda q, ids: connectors.bind(q, "webhook", "http://x.test/", settings={"colour": "red"}))),
+    ("invalid_binding_settings", "bad token env",
+     svc(lambda q, ids: connectors.bind(q, "webhook", "http://x.test/", settings={"token_env": "1 bad"}))),
+    ("binding_exists", "same URL twice", svc(lambda q, ids: connectors.bind(q, "webhook", "http://hook.test/bound"))),
+    ("binding_exists", "binding local", svc(lambda q, ids: connectors.bind(q, "local", "quest"))),
+    ("unknown_binding", "unbind unknown", svc(lambda q, ids: connectors.unbind(q, "hook-nope"))),
+    ("cannot_unbind_local", "unbind local", svc(lambda q, ids: connectors.unbind(q, "local"))),
+    ("invalid_policy", "unknown policy", svc(lambda q, ids: connectors.set_routing_policy(q, "broadcast"))),
+]
+
+
+def _setup(quest: Quest) -> dict[str, str]:
+    """Interactions the cases refer to (made before the 'nothing written' snapshot)."""
+    schema = {"type": "object", "properties": {"lr": {"type": "number"}}, "required": ["lr", "epochs"]}
+    ids = {
+        "progress": service.interact(quest, message="progress")["interaction_id"],
+        "threaded": service.interact(quest, kind="answer", message="answer", reply_mode="threaded")["interaction_id"],
+        "blocking": service.interact(quest, kind="decision_request", message="?", options=OPTIONS)["interaction_id"],
+        "answered": service.interact(quest, kind="decision_request", message="??", options=OPTIONS)["interaction_id"],
+        "schema": service.interact(quest, kind="decision_request", message="lr?", options=OPTIONS,
+                                   reply_schema=schema)["interaction_id"],
+    }
+    service.reply(quest, ids["answered"], "a", option_id="a")
+    connectors.bind(quest, "webhook", "http://hook.test/bound", settings={"max_attempts": 1})
+    return ids
+
+
+def _files(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in root.rglob("*")
+            if p.is_file() and ".git" not in p.parts and ".ds" not in p.parts}
+
+
+@pytest.mark.parametrize(("code", "case", "act"), CASES, ids=[f"{c}-{n}" for c, n, _ in CASES])
+async def test_bad_input_gets_a_structured_error_with_a_stable_code_and_writes_nothing(
+    home: Home, quest: Quest, code: str, case: str, act: Act
+) -> None:
+    ids = _setup(quest)
+    async with artifact_client(home) as client:
+        seq, files = quest.log.last_seq, _files(quest.root)
+        error = await act(quest, client, ids)
+    assert error["error"] == code, error
+    assert error["message"]
+    assert quest.log.last_seq == seq and _files(quest.root) == files
+
+
+def test_every_error_code_of_interactions_and_delivery_has_a_case() -> None:
+    assert {code for code, _, _ in CASES} == set(service.ERROR_CODES)
+
+
+def test_the_cli_reports_a_bad_reply_or_binding_as_one_line_and_exits_non_zero(
+    quest: Quest, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for argv, expected in [
+        (["reply", "q1", "ia-nope", "yes"], "error: no interaction 'ia-nope' in quest q1"),
+        (["binding", "add", "q1", "ftp://x.test/"], "error: a webhook target must be an http(s) URL"),
+        (["binding", "remove", "q1", "local"], "error: the local binding cannot be removed"),
+        (["reply", "q1", "ia-nope", "yes", "--data", "{bad"], "error: --data is not valid JSON"),
+    ]:
+        seq = quest.log.last_seq
+        with pytest.raises(SystemExit) as exit_info:
+            main(argv)
+        assert exit_info.value.code == 1
+        err = capsys.readouterr().err
+        assert err.startswith(expected) and err.count("\n") == 1, err
+        assert quest.log.last_seq == seq
+
+
+def test_the_cli_answers_a_request_and_lists_what_waits(quest: Quest, capsys: pytest.CaptureFixture[str]) -> None:
+    iid = service.interact(quest, kind="decision_request", message="Which seed?", options=OPTIONS)["interaction_id"]
+    with pytest.raises(SystemExit) as exit_info:
+        main(["inbox", "q1"])
+    assert exit_info.value.code == 0 and iid in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        main(["reply", "q1", iid, "Seed 0", "--option", "a", "--data", '{"seed": 0}'])
+    assert f"replied to {iid}" in capsys.readouterr().out
+    [pending] = service.consume_mailbox(quest)[1]
+    assert (pending.interaction_id, pending.option_id, pending.data) == (iid, "a", {"seed": 0})
