@@ -147,6 +147,7 @@ def apply(state: State, event: Event) -> State:
                         state.open_requests.remove(iid)
         case MailboxDelivered(batch_id=batch_id, message_ids=ids):
             state.batches += 1
+            taken: set[str] = set()
             for mid in ids:
                 item = state.inbound.get(mid)
                 if item is None:
@@ -155,8 +156,9 @@ def apply(state: State, event: Event) -> State:
                     state.duplicate_deliveries += 1
                     continue
                 item.delivered_batch, item.delivered_seq = batch_id, event.seq
-                if mid in state.pending:
-                    state.pending.remove(mid)
+                taken.add(mid)
+            if taken:  # one pass, so a large backlog costs O(pending), not O(pending^2)
+                state.pending = [i for i in state.pending if i not in taken]
         case ConnectorBound():
             if event.primary:  # one primary at a time: the newest wins
                 for b in state.bindings.values():
