@@ -40,7 +40,14 @@ _IDLE_FLUSH = 2.0  # a line without newline is written after this long without o
 _GO_TIMEOUT = 120.0
 
 
+_FLAGS: set[str] = set()  # signals seen, set by handlers installed before anything else
+
+
 def main() -> int:
+    # A kill may arrive while the monitor is still starting: SIGUSR1's default action
+    # would end the monitor, so catch it (and TERM) from the first instant.
+    for sig, flag in ((signal.SIGCHLD, "chld"), (signal.SIGUSR1, "kill"), (signal.SIGTERM, "term")):
+        signal.signal(sig, lambda *_a, f=flag: _FLAGS.add(f))
     spec = json.loads(sys.stdin.buffer.readline() or b"null")
     if not isinstance(spec, dict):
         return 2
@@ -139,14 +146,13 @@ class _Monitor:
         self.last_output = self.started
         self.progress: tuple[int, dict[str, Any]] | None = None
         self.progress_sent_at = 0.0
-        self.flags: set[str] = set()
+        self.flags = _FLAGS
 
     def run(self) -> int:
         wake_r, wake_w = os.pipe()
         os.set_blocking(wake_w, False)
         signal.set_wakeup_fd(wake_w)
-        for sig, flag in ((signal.SIGCHLD, "chld"), (signal.SIGUSR1, "kill"), (signal.SIGTERM, "term")):
-            signal.signal(sig, lambda *_a, f=flag: self.flags.add(f))
+        # Ignored only now: an ignored signal would stay ignored in the command after exec.
         signal.signal(signal.SIGHUP, signal.SIG_IGN)
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         sel = selectors.DefaultSelector()

@@ -420,6 +420,7 @@ class _Handle:
 def _spawn(spec: StartSpec) -> _Handle:
     """Start the monitor in its own OS session and wait for its handshake."""
     spec.dir.mkdir(parents=True, exist_ok=True)
+    (spec.dir / "output.log").touch()  # readable (empty) from the first instant
     payload = {
         "quest_root": str(spec.quest_root),
         "session_id": spec.session_id,

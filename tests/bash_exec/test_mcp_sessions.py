@@ -1,0 +1,178 @@
+"""bash_exec through an in-process MCP client, with real processes under real monitors."""
+
+from __future__ import annotations
+
+import os
+import signal
+
+import pytest
+
+from ds_events.bash import procs
+
+from .support import await_until, bash_events, call, call_error, client_for, group_members
+
+
+async def test_a_command_that_exits_zero_completes_and_its_output_is_readable(quest):
+    async with client_for(quest) as c:
+        r = await call(c, command="echo hello; echo world >&2", mode="await", wait_timeout_seconds=20)
+    assert r["done"] is True and r["status"] == "completed"
+    assert r["session"]["exit_code"] == 0 and r["session"]["reason"] == ""
+    assert r["output"].splitlines() == ["hello", "world"]
+    assert (r["first_seq"], r["last_seq"], r["total_lines"]) == (1, 2, 2)
+    types = [e.type for e in bash_events(quest, r["id"])]
+    assert types == ["bash.session_started", "bash.session_exited"]  # state changes, not lines
+
+
+async def test_a_non_zero_exit_is_recorded_as_failed_with_its_exit_code(quest):
+    async with client_for(quest) as c:
+        r = await call(c, command="echo about to fail; exit 7", mode="await", wait_timeout_seconds=20)
+    assert (r["status"], r["session"]["exit_code"], r["session"]["reason"]) == ("failed", 7, "exit_code")
+    exited = bash_events(quest, r["id"])[-1]
+    assert exited.type == "bash.session_exited" and exited.exit_code == 7 and exited.status == "failed"
+
+
+async def test_timeout_seconds_ends_a_session_as_terminated_by_timeout(quest):
+    async with client_for(quest) as c:
+        r = await call(c, command="echo start; sleep 60", mode="await", timeout_seconds=1, wait_timeout_seconds=20)
+    assert r["done"] is True
+    s = r["session"]
+    assert (s["status"], s["reason"], s["signal"], s["exit_code"]) == ("terminated", "timeout", "SIGTERM", None)
+    assert not procs.group_alive(s["pgid"])
+
+
+async def test_await_that_times_out_says_so_and_the_session_keeps_running(quest):
+    async with client_for(quest) as c:
+        started = await call(c, command="echo waiting; read -t 30 x < /dev/zero; sleep 30", mode="detach")
+        r = await call(c, mode="await", id=started["id"], wait_timeout_seconds=0.3)
+        assert r["done"] is False and r["status"] == "running"
+        assert "still running" in r["message"] and "mode='await'" in r["next"] and "kill" in r["next"]
+        assert procs.is_alive(r["session"]["pid"], r["session"]["start_time"])
+        listed = await call(c, mode="list")
+        assert [s["id"] for s in listed["sessions"]] == [started["id"]] and listed["counts"]["running"] == 1
+        killed = await call(c, mode="kill", id=started["id"], force=True, wait=True)
+    assert killed["status"] == "terminated" and killed["session"]["reason"] == "user_stop"
+
+
+async def test_kill_ends_the_whole_process_tree_and_leaves_no_orphan(quest):
+    # children and grandchildren in background subshells, one of them ignoring TERM
+    tree = (
+        "(sleep 300 & sleep 300 & wait) & "
+        "(bash -c 'trap \"\" TERM; sleep 300 & wait') & "
+        "(bash -c 'sleep 300 & wait') & "
+        "echo ready; wait"
+    )
+    async with client_for(quest) as c:
+        started = await call(c, command=tree, mode="detach")
+        pgid = started["session"]["pgid"]
+        await await_until(lambda: len(group_members(pgid)) >= 8, what="the whole tree to start")
+        members = group_members(pgid)
+        r = await call(c, mode="kill", id=started["id"], wait=True, reason="tree test")
+    assert r["status"] == "terminated" and r["session"]["reason"] == "tree test"
+    assert group_members(pgid) == []
+    with pytest.raises(ProcessLookupError):
+        os.killpg(pgid, 0)
+    assert not any(os.path.exists(f"/proc/{pid}") and pgid in group_members(pgid) for pid in members)
+    kinds = [e.type for e in bash_events(quest, started["id"])]
+    assert kinds == ["bash.session_started", "bash.kill_requested", "bash.session_exited"]
+
+
+async def test_kill_with_force_sends_kill_at_once(quest):
+    async with client_for(quest) as c:
+        started = await call(c, command="trap '' TERM; echo up; sleep 300", mode="detach")
+        await await_until(lambda: "up" in (quest.root / started["session"]["log_path"]).read_text(), what="output")
+        r = await call(c, mode="kill", id=started["id"], force=True, wait=True)
+    assert (r["status"], r["session"]["signal"]) == ("terminated", "SIGKILL")
+    assert r["session"]["kill_force"] is True
+
+
+async def test_a_command_that_ignores_term_is_killed_after_the_grace_period(home, quest):
+    (home.root / "config.yaml").write_text("bash_exec:\n  kill_grace_seconds: 0.5\n")
+    async with client_for(quest) as c:
+        started = await call(c, command="trap '' TERM; echo up; sleep 300", mode="detach")
+        await await_until(lambda: "up" in (quest.root / started["session"]["log_path"]).read_text(), what="output")
+        r = await call(c, mode="kill", id=started["id"], wait=True)
+    assert (r["status"], r["session"]["signal"], r["session"]["kill_grace_seconds"]) == ("terminated", "SIGKILL", 0.5)
+
+
+async def test_killing_an_ended_session_changes_nothing(quest):
+    async with client_for(quest) as c:
+        done = await call(c, command="true", mode="await", wait_timeout_seconds=20)
+        before = quest.log.last_seq
+        r = await call(c, mode="kill", id=done["id"])
+    assert r["status"] == "completed" and "ended" in r["message"]
+    assert quest.log.last_seq == before
+
+
+async def test_progress_lines_become_progress_events_and_show_on_the_session(quest):
+    cmd = "echo '__DS_PROGRESS__ {\"step\": 1}'; echo '__DS_PROGRESS__ {\"step\": 2, \"loss\": 0.5}'; echo '__DS_PROGRESS__ not json'"
+    async with client_for(quest) as c:
+        r = await call(c, command=cmd, mode="await", wait_timeout_seconds=20)
+    progress = [e for e in bash_events(quest, r["id"]) if e.type == "bash.progress"]
+    # throttled: at least the latest report is recorded, and never one per line
+    assert 1 <= len(progress) <= 2 and progress[-1].data == {"step": 2, "loss": 0.5} and progress[-1].line == 2
+    assert r["session"]["progress"] == {"step": 2, "loss": 0.5}
+    assert "not json" in r["output"]
+
+
+async def test_workdir_and_env_reach_the_command_and_only_env_keys_are_recorded(quest):
+    (quest.root / "sub" / "dir").mkdir(parents=True)
+    async with client_for(quest) as c:
+        r = await call(c, command='pwd; echo "$SECRET_TOKEN $DS_BASH_SESSION_ID"', mode="await",
+                       workdir="sub/dir", env={"SECRET_TOKEN": "s3cr3t"}, wait_timeout_seconds=20)
+    lines = r["output"].splitlines()
+    assert lines[0] == str((quest.root / "sub" / "dir").resolve())
+    assert lines[1] == f"s3cr3t {r['id']}"
+    started = bash_events(quest, r["id"])[0]
+    assert started.workdir == "sub/dir" and started.env_keys == ["SECRET_TOKEN"]
+    assert "s3cr3t" not in (quest.root / ".ds" / "events.jsonl").read_text()
+
+
+async def test_list_and_history_show_sessions_with_status_counts(quest):
+    async with client_for(quest) as c:
+        ok = await call(c, command="true", mode="await", wait_timeout_seconds=20)
+        bad = await call(c, command="false", mode="await", wait_timeout_seconds=20)
+        running = await call(c, command="sleep 300", mode="detach")
+        listed = await call(c, mode="list")
+        history = await call(c, mode="history")
+        limited = await call(c, mode="history", limit=1)
+        await call(c, mode="kill", id=running["id"], wait=True)
+        after = await call(c, mode="history")
+    assert [s["id"] for s in listed["sessions"]] == [running["id"]]
+    assert [s["id"] for s in history["sessions"]] == [running["id"], bad["id"], ok["id"]]
+    assert [s["id"] for s in limited["sessions"]] == [running["id"]]
+    assert history["counts"] == {"running": 1, "completed": 1, "failed": 1, "terminated": 0, "lost": 0}
+    assert after["counts"] == {"running": 0, "completed": 1, "failed": 1, "terminated": 1, "lost": 0}
+
+
+async def test_read_pages_a_long_log_by_seq_and_previews_head_and_tail(quest):
+    async with client_for(quest) as c:
+        r = await call(c, command="seq 1 5000", mode="await", wait_timeout_seconds=30)
+        sid = r["id"]
+        preview = await call(c, mode="read", id=sid)
+        tail = await call(c, mode="read", id=sid, tail=3)
+        page = await call(c, mode="read", id=sid, after_seq=100, limit=5)
+        back = await call(c, mode="read", id=sid, before_seq=11, limit=4)
+        between = await call(c, mode="read", id=sid, after_seq=10, before_seq=13)
+    assert preview["total_lines"] == 5000 and preview["omitted"] == [51, 4850]
+    out = preview["output"].splitlines()
+    assert out[:2] == ["1", "2"] and out[50] == "... 4800 lines omitted (seq 51..4850) ..." and out[-1] == "5000"
+    assert tail["output"].splitlines() == ["4998", "4999", "5000"] and tail["first_seq"] == 4998
+    assert page["output"].splitlines() == ["101", "102", "103", "104", "105"]
+    assert (back["first_seq"], back["last_seq"]) == (7, 10)
+    assert between["output"].splitlines() == ["11", "12"]
+
+
+async def test_the_command_runs_under_a_terminal_in_its_own_process_group(quest):
+    async with client_for(quest) as c:
+        r = await call(c, command="test -t 1 && echo tty; ps -o pgid= -p $$", mode="await", wait_timeout_seconds=20)
+    lines = r["output"].split()
+    assert lines[0] == "tty" and int(lines[1]) == r["session"]["pgid"] == r["session"]["pid"]
+    assert r["session"]["pgid"] != os.getpgid(0) and r["session"]["monitor_pid"] != r["session"]["pid"]
+
+
+async def test_a_session_stopped_from_outside_is_recorded_as_failed_by_signal(quest):
+    async with client_for(quest) as c:
+        started = await call(c, command="sleep 300", mode="detach")
+        os.killpg(started["session"]["pgid"], signal.SIGKILL)
+        r = await call(c, mode="await", id=started["id"], wait_timeout_seconds=20)
+    assert (r["status"], r["session"]["signal"], r["session"]["reason"]) == ("failed", "SIGKILL", "signal")
