@@ -100,7 +100,9 @@ def optional_id(value: Any, field: str) -> str | None:
 
 
 def check_text(value: Any, field: str, *, required: bool = True, max_chars: int = 20_000) -> str:
-    if value is None and not required:
+    if value is None:
+        if required:
+            raise Invalid(f"{field} is required", code="missing_fields", missing=[field])
         return ""
     if not isinstance(value, str):
         raise Invalid(f"{field} must be a string", code="invalid_field", field=field, expected="string")

@@ -196,6 +196,7 @@ def record_main_experiment(
         raise Invalid("details must be an object", code="invalid_field", field="details")
     if branch is not None and not isinstance(branch, str):
         raise Invalid("branch must be a branch name", code="invalid_field", field="branch")
+    protocol = normalise_protocol(evaluation_protocol)
     with quest.transaction() as txn:
         state = quest.state("artifacts")
         baseline = _baseline_for_run(state, optional_id(baseline_id, "baseline_id"))
@@ -203,7 +204,7 @@ def record_main_experiment(
         assert confirmed is not None
         if state.id_taken(run_id):
             raise Conflict(f"run {run_id!r} is already recorded", code="run_exists", run_id=run_id)
-        problems, comparisons = compare_to_contract(confirmed.contract, metrics, directions, evaluation_protocol)
+        problems, comparisons = compare_to_contract(confirmed.contract, metrics, directions, protocol)
         if problems:
             raise Invalid(_problem_message(problems), code=_problem_code(problems), baseline_id=baseline.baseline_id, **problems)
         run_branch = branch or next((b.branch for b in state.branches.values() if b.run == run_id), state.active_branch)
@@ -222,7 +223,7 @@ def record_main_experiment(
             head_sha=head,
             idea_id=idea_id or (info.idea_id if info else None),
             summary=summary_text,
-            evaluation_protocol=normalise_protocol(evaluation_protocol) or confirmed.contract.get("evaluation_protocol"),
+            evaluation_protocol=protocol or confirmed.contract.get("evaluation_protocol"),
             details=details or {},
         )
         stored = txn.append(event)[0]

@@ -21,6 +21,8 @@ from .common import QuestBinding, ToolContext, new_server, tool_context, tool_er
 
 __all__ = ["build_server", "INSTRUCTIONS"]
 
+# Free-form JSON arguments are typed Any on purpose: the services validate them and a
+# wrong shape then gets our structured error code rather than a generic schema error.
 INSTRUCTIONS = """\
 Quest state for a research agent. Record what you decide and learn with `record`; branch
 the quest repository per idea or run with `prepare_branch` (you get a worktree under
@@ -51,7 +53,7 @@ def build_server(binding: QuestBinding, *, arxiv_fetcher: Fetcher | None = None)
 def _register_records(server: MCPServer[ToolContext]) -> None:
     @server.tool()
     @tool_errors
-    async def record(ctx: Context, payload: dict[str, Any]) -> Result:  # type: ignore[type-arg]
+    async def record(ctx: Context, payload: Any) -> Result:  # type: ignore[type-arg]
         """Record a quest artifact; it is stored as artifacts/<kind dir>/<artifact_id>.json.
 
         Use it for every idea, decision, progress note, answer, milestone, run, report,
@@ -180,7 +182,7 @@ def _register_git(server: MCPServer[ToolContext]) -> None:
 def _register_baselines(server: MCPServer[ToolContext]) -> None:
     @server.tool()
     @tool_errors
-    async def publish_baseline(ctx: Context, payload: dict[str, Any]) -> Result:  # type: ignore[type-arg]
+    async def publish_baseline(ctx: Context, payload: Any) -> Result:  # type: ignore[type-arg]
         """Register a baseline in the quest so it can be attached and confirmed.
 
         Args:
@@ -209,10 +211,10 @@ def _register_baselines(server: MCPServer[ToolContext]) -> None:
         ctx: Context,  # type: ignore[type-arg]
         baseline_path: str,
         baseline_id: str,
-        metric_contract: dict[str, Any],
-        metrics_summary: dict[str, Any],
+        metric_contract: Any,
+        metrics_summary: Any,
         primary_metric: str,
-        metric_directions: dict[str, str] | None = None,
+        metric_directions: Any = None,
         summary: str | None = None,
         variant_id: str | None = None,
     ) -> Result:
@@ -254,14 +256,14 @@ def _register_baselines(server: MCPServer[ToolContext]) -> None:
         ctx: Context,  # type: ignore[type-arg]
         run_id: str,
         title: str,
-        metrics_summary: dict[str, Any],
+        metrics_summary: Any,
         baseline_id: str | None = None,
-        metric_directions: dict[str, str] | None = None,
-        evaluation_protocol: dict[str, Any] | str | None = None,
+        metric_directions: Any = None,
+        evaluation_protocol: Any = None,
         summary: str | None = None,
         idea_id: str | None = None,
         branch: str | None = None,
-        details: dict[str, Any] | None = None,
+        details: Any = None,
     ) -> Result:
         """Record a main experiment against the confirmed baseline's metric contract.
 
@@ -303,7 +305,7 @@ def _register_campaigns(server: MCPServer[ToolContext]) -> None:
         ctx: Context,  # type: ignore[type-arg]
         campaign_title: str,
         campaign_goal: str,
-        slices: list[Any],
+        slices: Any,
         parent_run_id: str | None = None,
     ) -> Result:
         """Split follow-up analysis into slices, each a child branch with its own worktree.
@@ -332,9 +334,9 @@ def _register_campaigns(server: MCPServer[ToolContext]) -> None:
         campaign_id: str,
         slice_id: str,
         status: str = "completed",
-        metrics_summary: dict[str, Any] | None = None,
+        metrics_summary: Any = None,
         summary: str | None = None,
-        details: dict[str, Any] | None = None,
+        details: Any = None,
     ) -> Result:
         """Report one analysis slice's outcome (checkpoint its worktree first).
 
