@@ -100,7 +100,10 @@ class Home:
         except FileNotFoundError:
             loaded = {}
         except yaml.YAMLError as exc:
-            raise Invalid(f"{self.config_path} is not valid YAML: {exc}", code="bad_config") from None
+            mark = getattr(exc, "problem_mark", None)
+            where = f" at line {mark.line + 1}" if mark is not None else ""
+            problem = getattr(exc, "problem", None) or "parse error"
+            raise Invalid(f"{self.config_path} is not valid YAML{where} ({problem}): fix or delete it", code="bad_config") from None
         if not isinstance(loaded, dict):
             raise Invalid(f"{self.config_path} must hold a mapping", code="bad_config")
         _deep_merge(merged, loaded)

@@ -342,9 +342,16 @@ class EventLog:
         return results
 
     def _commit_locked(self, batches: list[list[Event]]) -> tuple[list[list[Event]], bool]:
-        """Under the lock and caught up: assign seqs, chain, write once, sync per policy."""
+        """Under the lock and caught up: assign seqs, chain, write once, sync per policy.
+
+        This is the hot path of every append (and of group commit, once per group), so
+        it binds what it calls to locals and only tracks index points and ids it needs.
+        """
         ts = utc_now()
         seq, prev, offset = self._last_seq, self._last_hash, self._size
+        replace, enc, blake = msgspec.structs.replace, encode, hashlib.blake2b
+        quest_id, actor = self.quest_id, self.actor
+        track_all_ids = self._ids is not None
         chunks: list[bytes] = []
         new_offsets: list[tuple[int, int]] = []
         new_ids: dict[str, int] = {}
@@ -352,43 +359,50 @@ class EventLog:
         for events in batches:
             stored: list[Event] = []
             for event in events:
-                if event.id:
-                    existing = new_ids.get(event.id) or self._id_seq(event.id)
+                event_id = event.id
+                if event_id:
+                    existing = new_ids.get(event_id) or self._id_seq(event_id)
                     if existing:
-                        stored.append(self._stored_duplicate(existing, chunks, seq))
+                        stored.append(self._stored_duplicate(existing, chunks))
                         continue
+                    new_ids[event_id] = seq + 1
+                else:
+                    event_id = new_event_id()
+                    if track_all_ids:
+                        new_ids[event_id] = seq + 1
                 seq += 1
-                event = msgspec.structs.replace(
+                event = replace(
                     event,
                     seq=seq,
-                    id=event.id or new_event_id(),
+                    id=event_id,
                     ts=event.ts or ts,
-                    quest_id=event.quest_id or self.quest_id,
-                    actor=event.actor or self.actor,
+                    quest_id=event.quest_id or quest_id,
+                    actor=event.actor or actor,
                     prev=prev,
                 )
-                line = encode(event)
-                prev = line_hash(line)
-                new_offsets.append((seq, offset))
-                new_ids[event.id] = seq
+                line = enc(event)
+                prev = blake(line, digest_size=16).hexdigest()
+                if (seq - 1) % INDEX_EVERY == 0:
+                    new_offsets.append((seq, offset))
                 offset += len(line) + 1
-                chunks.append(line + b"\n")
+                chunks.append(line)
                 stored.append(event)
             results.append(stored)
         if chunks:
-            _write_all(self._fd, b"".join(chunks))
+            chunks.append(b"")
+            _write_all(self._fd, b"\n".join(chunks))
             if self.policy != "never":
                 os.fdatasync(self._fd)
             self._last_seq, self._last_hash, self._size = seq, prev, offset
-            self._add_offsets(new_offsets, persist=True)
+            if new_offsets:
+                self._add_offsets(new_offsets, persist=True)
             if self._ids is not None:
                 self._ids.update(new_ids)
         return results, bool(chunks)
 
-    def _stored_duplicate(self, seq: int, chunks: list[bytes], pending_last: int) -> Event:
+    def _stored_duplicate(self, seq: int, chunks: list[bytes]) -> Event:
         if seq > self._last_seq:  # duplicated inside the batch being written
-            line = chunks[seq - self._last_seq - 1].rstrip(b"\n")
-            return decode_line(line)
+            return decode_line(chunks[seq - self._last_seq - 1])
         found = self.get(seq)
         assert found is not None
         return found
@@ -644,15 +658,11 @@ class EventLog:
                 break
             base = pos - len(carry)
             pos += len(chunk)
-            data = carry + chunk if carry else chunk
-            start = 0
-            while True:
-                nl = data.find(b"\n", start)
-                if nl < 0:
-                    break
-                yield data[start:nl], base + nl + 1
-                start = nl + 1
-            carry = data[start:]
+            lines = (carry + chunk if carry else chunk).split(b"\n")
+            carry = lines.pop()  # after the last newline: partial (or empty)
+            for line in lines:
+                base += len(line) + 1
+                yield line, base
 
 
 class Transaction:

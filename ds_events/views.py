@@ -87,13 +87,17 @@ class Views:
         """
         applied: list[Event] = []
         count, last = 0, 0
-        pairs = [(p, self.seqs[p.name]) for p in self.projections]
-        for _seq, line in self.log.iter_lines(after_seq=self.last_seq):
+        start = self.last_seq
+        # Projections whose snapshot is ahead of ``start`` skip the events they have.
+        behind = [(p.name, p.apply, self.seqs[p.name]) for p in self.projections]
+        states = self.states
+        for _seq, line in self.log.iter_lines(after_seq=start):
             event = decode_line(line)
-            for p, done in pairs:
-                if event.seq > done:
-                    self.states[p.name] = p.apply(self.states[p.name], event)
-            count, last = count + 1, event.seq
+            seq = event.seq
+            for name, apply, done in behind:
+                if seq > done:
+                    states[name] = apply(states[name], event)
+            count, last = count + 1, seq
             if keep:
                 applied.append(event)
             if progress is not None:
@@ -119,18 +123,18 @@ class Views:
             fcntl.flock(fd, fcntl.LOCK_EX)
             fresh = self.catch_up()
             touched = list(events or []) + fresh
-            changed: list[str] = []
+            # Collect first, then write: when two projections render the same path the
+            # later one in the registry owns it, and the file is written once.
+            files: dict[str, bytes] = {}
             for p in self.projections:
                 state = self.states[p.name]
                 if full or p.render_changed is None:
                     if not full and not touched and self._written:
                         continue
-                    files = p.render(state) if p.render is not None else {}
+                    files.update(p.render(state) if p.render is not None else {})
                 else:
-                    files = p.render_changed(state, touched)
-                for rel, data in files.items():
-                    if self._write_if_changed(rel, data):
-                        changed.append(rel)
+                    files.update(p.render_changed(state, touched))
+            changed = [rel for rel, data in files.items() if self._write_if_changed(rel, data)]
             if self._since_snapshot >= _SNAPSHOT_EVERY:
                 self.save_snapshots()
             return changed

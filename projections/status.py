@@ -49,8 +49,15 @@ def initial() -> StatusState:
 def apply(state: StatusState, event: Event) -> StatusState:
     state.last_seq = event.seq
     state.updated_at = event.ts
-    state.counts[event.type] = state.counts.get(event.type, 0) + 1
-    match event:
+    tag = event.TAG
+    state.counts[tag] = state.counts.get(tag, 0) + 1
+    match event:  # most frequent first: replay of long logs runs this per event
+        case ConversationMessage(role=role):
+            if role == "user":
+                state.user_messages += 1
+                state.last_user_message = event.content
+            elif role == "assistant":
+                state.assistant_messages += 1
         case QuestCreated(title=title, brief=brief, tags=tags):
             state.quest_id = event.quest_id
             state.title, state.brief, state.tags = title, brief, list(tags)
@@ -64,11 +71,6 @@ def apply(state: StatusState, event: Event) -> StatusState:
         case QuestCompleted(summary=summary):
             state.status = "completed"
             state.completed_summary = summary
-        case ConversationMessage(role="user", content=content):
-            state.user_messages += 1
-            state.last_user_message = content
-        case ConversationMessage(role="assistant"):
-            state.assistant_messages += 1
     return state
 
 

@@ -36,11 +36,15 @@ ALL_EVENT_TYPES: tuple[type[Event], ...] = (
     core.EVENTS + memory.EVENTS + bash.EVENTS + artifact.EVENTS + interaction.EVENTS
 )
 TYPES_BY_TAG: dict[str, type[Event]] = {t.__struct_config__.tag: t for t in ALL_EVENT_TYPES}
+for _tag, _cls in TYPES_BY_TAG.items():
+    _cls.TAG = _tag
 if len(TYPES_BY_TAG) != len(ALL_EVENT_TYPES):  # pragma: no cover - programming error
     raise RuntimeError("two event types share a tag")
 CURRENT_VERSION: dict[str, int] = {
     tag: next(f.default for f in msgspec.structs.fields(t) if f.name == "v") for tag, t in TYPES_BY_TAG.items()
 }
+
+_CURRENT_BY_CLASS: dict[type[Event], int] = {TYPES_BY_TAG[tag]: v for tag, v in CURRENT_VERSION.items()}
 
 AnyEvent = typing.Union[ALL_EVENT_TYPES]  # type: ignore[valid-type]
 
@@ -67,7 +71,7 @@ def decode_line(line: bytes) -> Event:
         return _decode_via_upcast(line, exc)
     except msgspec.DecodeError as exc:
         raise EventDecodeError(f"bad JSON: {exc}") from None
-    if event.v != CURRENT_VERSION[event.type]:
+    if event.v != _CURRENT_BY_CLASS[type(event)]:
         return _decode_via_upcast(line, None)
     return event
 

@@ -53,8 +53,8 @@ def test_a_stored_line_starts_with_its_type_and_round_trips():
 def test_event_ids_are_unique_and_sortable_by_time():
     ids = [new_event_id() for _ in range(2000)]
     assert len(set(ids)) == len(ids)
-    assert all(len(i) == 26 for i in ids)
-    assert [i[:10] for i in ids] == sorted(i[:10] for i in ids)
+    assert all(len(i) == 32 and int(i, 16) >= 0 for i in ids)
+    assert [i[:12] for i in ids] == sorted(i[:12] for i in ids)
 
 
 def test_the_recorded_v1_line_decodes_through_the_upcaster():

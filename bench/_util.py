@@ -1,0 +1,35 @@
+"""Small helpers shared by the benchmark scripts."""
+
+from __future__ import annotations
+
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+
+def best_rate(fn: Callable[[], int], repeats: int = 3) -> float:
+    """Highest ops/second over ``repeats`` runs of ``fn`` (which returns its op count)."""
+    rates = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        n = fn()
+        rates.append(n / (time.perf_counter() - start))
+    return max(rates)
+
+
+def median_seconds(fn: Callable[[], object], repeats: int) -> float:
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def verdict(ratio: float, target: float, higher_is_better: bool = True) -> str:
+    met = ratio >= target if higher_is_better else ratio <= target
+    return f"target {'>=' if higher_is_better else '<='} {target}x: {'met' if met else 'NOT met'}"
