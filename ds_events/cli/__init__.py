@@ -15,6 +15,7 @@ from ds_events.log import LogError
 from ds_events.services.errors import ServiceError
 
 from . import bash as _bash  # noqa: F401 - each module registers its commands
+from . import interact as _interact  # noqa: F401
 from . import log as _log  # noqa: F401
 from . import mcp as _mcp  # noqa: F401
 from . import memory as _memory  # noqa: F401
