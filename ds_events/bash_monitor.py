@@ -106,6 +106,7 @@ class _Child:
             finally:
                 os._exit(127)
         _tune_terminal(fd)
+        _wait_for_own_group(pid)
         return cls(pid, fd, True)
 
     @classmethod
@@ -315,6 +316,19 @@ def _detach_stdio() -> None:
     os.dup2(null, 0)
     os.dup2(null, 1)
     os.close(null)
+
+
+def _wait_for_own_group(pid: int) -> None:
+    """Return once the forked child leads its own group (it calls setsid after fork):
+    before that, a kill of the group we report would find nothing to signal."""
+    deadline = time.monotonic() + 5.0
+    while time.monotonic() < deadline:
+        try:
+            if os.getpgid(pid) == pid:
+                return
+        except ProcessLookupError:
+            return  # it already ended; the exit is recorded as usual
+        time.sleep(0.001)
 
 
 def _become_subreaper() -> None:

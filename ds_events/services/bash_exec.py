@@ -55,6 +55,7 @@ __all__ = [
     "start_async",
     "get_session",
     "await_session",
+    "check_wait_timeout",
     "read_output",
     "kill",
     "kill_async",
@@ -193,8 +194,7 @@ async def await_session(quest: Quest, session_id: str, wait_timeout_seconds: flo
     as ``lost`` instead of being waited on for ever.
     """
     get_session(quest, session_id)
-    timeout = _check_seconds("wait_timeout_seconds", wait_timeout_seconds, allow_zero=True)
-    deadline = time.monotonic() + (60.0 if timeout is None else min(timeout, MAX_WAIT_SECONDS))
+    deadline = time.monotonic() + check_wait_timeout(wait_timeout_seconds)
     next_check = time.monotonic() + 1.0
     while True:
         session = get_session(quest, session_id)
@@ -205,6 +205,12 @@ async def await_session(quest: Quest, session_id: str, wait_timeout_seconds: flo
             reconcile(quest, only=[session_id])
             next_check = now + 1.0
         await asyncio.sleep(min(0.05, max(0.0, deadline - now)))
+
+
+def check_wait_timeout(wait_timeout_seconds: float | None) -> float:
+    """Seconds an await may wait: default 60, at most 30 minutes; negative is refused."""
+    timeout = _check_seconds("wait_timeout_seconds", wait_timeout_seconds, allow_zero=True)
+    return 60.0 if timeout is None else min(timeout, MAX_WAIT_SECONDS)
 
 
 def read_output(

@@ -114,6 +114,8 @@ def build_server(binding: QuestBinding) -> MCPServer[ToolContext]:
             raise Invalid("mode='detach' starts a new session: leave out id", code="unexpected_id")
         if not starting and command:
             raise Invalid(f"mode={mode!r} does not take a command", code="unexpected_command")
+        if mode == "await":
+            service.check_wait_timeout(wait_timeout_seconds)  # refuse before starting anything
         if starting:
             session = await service.start_async(
                 quest, command, workdir=workdir, env=env, timeout_seconds=timeout_seconds

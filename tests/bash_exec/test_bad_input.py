@@ -1,0 +1,79 @@
+"""Every bad bash_exec request gets a structured error, and nothing starts or is written."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from .support import call, call_error, client_for
+
+OUTSIDE = "/tmp"
+
+
+def _cases(quest):
+    (quest.root / "data").mkdir(exist_ok=True)
+    os.symlink(OUTSIDE, quest.root / "escape")
+    (quest.root / "file.txt").write_text("x")
+    return [
+        ({"command": ""}, "empty_command"),
+        ({"command": "   \n"}, "empty_command"),
+        ({"command": "echo \x00"}, "invalid_command"),
+        ({"command": "true", "workdir": OUTSIDE}, "workdir_outside_quest"),
+        ({"command": "true", "workdir": "data/../.."}, "workdir_outside_quest"),
+        ({"command": "true", "workdir": "escape"}, "workdir_outside_quest"),
+        ({"command": "true", "workdir": "missing"}, "workdir_not_found"),
+        ({"command": "true", "workdir": "file.txt"}, "workdir_not_directory"),
+        ({"command": "true", "env": {"1BAD": "x"}}, "invalid_env_name"),
+        ({"command": "true", "env": {"A-B": "x"}}, "invalid_env_name"),
+        ({"command": "true", "env": {"DS_BASH_SESSION_ID": "x"}}, "invalid_env_name"),
+        ({"command": "true", "timeout_seconds": -1}, "invalid_timeout"),
+        ({"command": "true", "timeout_seconds": 0}, "invalid_timeout"),
+        ({"command": "true", "mode": "await", "wait_timeout_seconds": -5}, "invalid_timeout"),
+        ({"command": "true", "mode": "run"}, "invalid_mode"),
+        ({"command": "true", "id": "bx-00000000"}, "unexpected_id"),
+        ({"mode": "read", "id": "bx-00000000"}, "unknown_session"),
+        ({"mode": "kill", "id": "bx-00000000"}, "unknown_session"),
+        ({"mode": "await", "id": "bx-00000000"}, "unknown_session"),
+        ({"mode": "read"}, "missing_id"),
+        ({"mode": "read", "id": "bx-1", "command": "ls"}, "unexpected_command"),
+        ({"mode": "history", "limit": 0}, "invalid_window"),
+    ]
+
+
+async def test_bad_requests_get_a_structured_error_and_change_nothing(quest):
+    cases = _cases(quest)
+    before = quest.log.last_seq
+    async with client_for(quest) as c:
+        for args, code in cases:
+            err = await call_error(c, **args)
+            assert err["error"] == code, (args, err)
+            assert err["message"]
+    assert quest.log.last_seq == before
+    assert not (quest.root / ".ds" / "bash_exec").exists()
+
+
+@pytest.mark.parametrize(
+    "window, code",
+    [
+        ({"tail": 0}, "invalid_window"),
+        ({"tail": 5, "after_seq": 1}, "conflicting_window"),
+        ({"after_seq": -1}, "invalid_window"),
+        ({"after_seq": 5, "before_seq": 6}, "empty_window"),
+        ({"limit": 100000}, "invalid_window"),
+    ],
+)
+async def test_bad_read_windows_are_refused(quest, window, code):
+    async with client_for(quest) as c:
+        done = await call(c, command="seq 3", mode="await", wait_timeout_seconds=20)
+        err = await call_error(c, mode="read", id=done["id"], **window)
+    assert err["error"] == code
+
+
+async def test_a_workdir_in_a_git_worktree_outside_the_quest_is_allowed(quest, tmp_path):
+    repo = quest.repo()
+    tree = tmp_path / "wt"
+    repo.add_worktree("wt", str(tree))
+    async with client_for(quest) as c:
+        r = await call(c, command="pwd", mode="await", workdir=str(tree), wait_timeout_seconds=20)
+    assert r["output"] == str(tree.resolve()) and r["session"]["workdir"] == str(tree.resolve())
