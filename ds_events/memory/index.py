@@ -49,8 +49,12 @@ CREATE TABLE IF NOT EXISTS cards(
 );
 CREATE TABLE IF NOT EXISTS card_tags(tag TEXT NOT NULL, card_rowid INTEGER NOT NULL, PRIMARY KEY(tag, card_rowid))
     WITHOUT ROWID;
-CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(title, body, tags, hints, tokenize='porter unicode61 remove_diacritics 2');
-INSERT OR IGNORE INTO fts(fts, rank) VALUES('rank', '{_RANK}');
+"""
+# Created once: writing the rank setting again would bump FTS5's config cookie and make
+# the next query on every other open connection fail.
+_FTS = f"""
+CREATE VIRTUAL TABLE fts USING fts5(title, body, tags, hints, tokenize='porter unicode61 remove_diacritics 2');
+INSERT INTO fts(fts, rank) VALUES('rank', '{_RANK}');
 """
 _MEMORY_PREFIX = b"memory."
 
@@ -105,13 +109,12 @@ class MemoryIndex:
         return self._apply_new()
 
     def rebuild(self) -> None:
-        """Drop every row and fold the whole log again."""
-        self._conn.close()
-        for suffix in ("", "-wal", "-shm"):
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(f"{self.path}{suffix}")
-        self._conn = self._connect()
-        self._apply_new()
+        """Drop every row and fold the whole log again, in one transaction.
+
+        Rows are deleted rather than the file replaced, so other processes' open
+        connections keep seeing the one index.
+        """
+        self._apply_new(reset=True)
 
     def search(
         self,
@@ -146,11 +149,14 @@ class MemoryIndex:
 
     # -- applying events ------------------------------------------------------------
 
-    def _apply_new(self) -> int:
+    def _apply_new(self, *, reset: bool = False) -> int:
         conn = self._conn
         count = 0
         conn.execute("BEGIN IMMEDIATE")
         try:
+            if reset:
+                for table in ("meta", "cards", "card_tags", "fts"):
+                    conn.execute(f"DELETE FROM {table}")  # noqa: S608 - fixed table names
             applied = self.applied_seq  # re-read: another process may have synced meanwhile
             for seq, line in self.log.iter_lines(after_seq=applied):
                 if line[9 : 9 + len(_MEMORY_PREFIX)] == _MEMORY_PREFIX:
@@ -257,6 +263,14 @@ class MemoryIndex:
         conn.execute("PRAGMA journal_mode=WAL")
         conn.execute("PRAGMA synchronous=NORMAL")
         conn.executescript(_SCHEMA)
+        if conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'fts'").fetchone() is None:
+            try:
+                conn.executescript(f"BEGIN IMMEDIATE; {_FTS} COMMIT;")
+            except sqlite3.OperationalError as exc:  # another process created it first
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                if "already exists" not in str(exc):
+                    raise
         return conn
 
 

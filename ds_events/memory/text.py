@@ -2,7 +2,7 @@
 
 Near-duplicate measure (documented in the README): the Jaccard similarity of the two
 cards' *content-word sets* — title and body lower-cased, split on non-word characters,
-stop words and one-letter tokens dropped, a light suffix strip (``-ing``, ``-ed``,
+stop words and one-letter tokens (but not digits) dropped, a light suffix strip (``-ing``, ``-ed``,
 ``-es``, ``-s``) so "diverges"/"diverged" meet — and two cards are near-duplicates when
 it is at least :data:`DUPLICATE_THRESHOLD` (0.5), or when their titles have the same
 content words (a same-titled card is almost always a rewrite of the same lesson).
@@ -45,8 +45,8 @@ def words(text: str) -> list[str]:
 
 
 def content_words(text: str) -> list[str]:
-    """Words that carry meaning: stop words and one-letter tokens dropped, light stemming."""
-    return [_stem(w) for w in words(text) if len(w) > 1 and w not in STOPWORDS]
+    """Words that carry meaning: stop words and one-letter tokens (but not digits) dropped, light stemming."""
+    return [_stem(w) for w in words(text) if (len(w) > 1 or w.isdigit()) and w not in STOPWORDS]
 
 
 def word_set(title: str, body: str = "") -> frozenset[str]:
