@@ -226,3 +226,15 @@ def test_the_console_script_module_exits_non_zero_with_one_line(home):
     assert proc.returncode == 1
     assert proc.stderr.strip().splitlines() == [f"error: no quest 'missing' in {home.root}: see `ds quest list`"]
     assert Path(sys.executable).exists()
+
+
+def test_replay_of_a_long_log_shows_progress_on_stderr(home, capsys, q):
+    from ds_events.events import ConversationMessage
+
+    with home.open_quest(q) as quest:
+        for _ in range(10):
+            quest.log.append([ConversationMessage(role="user", content="x" * 1000) for _ in range(1000)])
+    code, out, err = run(capsys, "replay", q)
+    assert code == 0, err
+    assert "replaying" in err
+    assert "replayed 10001 events" in out
