@@ -1,0 +1,86 @@
+"""The search index as a persisted projection, the stage memory plan, and the text measures."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from ds_events.home import Home, Quest
+from ds_events.memory.index import fts_query
+from ds_events.memory.plan import STAGE_PLANS, pull_for_stage, stage_memory_plan
+from ds_events.memory.store import INDEX_FILE, MemoryContext
+from ds_events.memory.text import config_pollution, similarity
+from ds_events.services import memory as svc
+from ds_events.services.errors import Invalid
+from ds_events.services.quests import ANCHORS
+
+
+def test_the_index_catches_up_with_another_handles_appends_before_checking_duplicates(home: Home, quest: Quest, mem: MemoryContext):
+    assert svc.search(mem, "anything at all") == []  # index built and synced at seq 1
+    other_quest = home.open_quest("q1", actor="other")  # a second handle: its own log fd, views, index connection
+    other = MemoryContext(other_quest)
+    try:
+        written = svc.write_card(other, "knowledge", "Cache the tokenizer per vocabulary", "rebuild it when the vocab changes")
+        assert [r["id"] for r in svc.search(mem, "tokenizer vocabulary")] == [written["id"]]
+        dup = svc.write_card(mem, "knowledge", "Cache the tokenizer per vocabulary size", "rebuild it when the vocab changes")
+        assert dup["status"] == "duplicate_candidates"
+    finally:
+        other.close()
+        other_quest.close()
+
+
+def test_the_index_records_its_seq_and_is_rebuilt_from_the_log_when_missing(quest: Quest, mem: MemoryContext):
+    a = svc.write_card(mem, "ideas", "Distil from a CNN teacher", "DeiT token")
+    b = svc.write_card(mem, "ideas", "Distil from a bigger CNN teacher", "DeiT token too", supersedes=a["id"])
+    index = mem.store("quest").index
+    assert index.applied_seq == quest.log.last_seq
+    mem.close()
+    os.unlink(quest.root / ".ds" / INDEX_FILE)
+    fresh = MemoryContext(quest)
+    try:
+        assert [r["id"] for r in svc.search(fresh, "distil teacher")] == [b["id"]]
+        assert fresh.store("quest").index.applied_seq == quest.log.last_seq
+    finally:
+        fresh.close()
+
+
+def test_multi_word_queries_are_or_ed_without_stop_words():
+    assert fts_query("why does the loss diverge") == '"loss" OR "diverge"'
+    assert fts_query("the") == '"the"'
+    assert fts_query("  ...  ") is None
+    assert fts_query('say "hi"') == '"say" OR "hi"'
+
+
+def test_the_near_duplicate_measure_and_threshold():
+    assert similarity("AdamW needs warmup for ViT", "Without warmup the loss diverges in the first 1k steps.",
+                      "ViT with AdamW needs learning-rate warmup", "Loss diverged early without warmup.") >= 0.5  # fmt: skip
+    assert similarity("Label smoothing hurts calibration", "ECE doubled", "Seed variance is large", "5 seeds, 1.2 points") < 0.1
+    assert similarity("Run 1 finished", "alpha", "Run 2 finished", "beta") < 0.5  # digits count
+    assert similarity("Mixup for ViT", "a", "mixup for vit", "b") == 1.0  # same title words
+
+
+def test_config_pollution_matches_guarded_keys_only():
+    assert config_pollution(["lr=3e-4 and LR: 0.1", "clr=1, lr mentioned"], ["lr"]) == ["lr=3e-4", "LR: 0.1"]
+    assert config_pollution(["optimizer.lr = 0.1"], ["optimizer.lr"]) == ["optimizer.lr = 0.1"]
+    assert config_pollution(["lr=1"], []) == []
+
+
+def test_every_stage_has_a_memory_plan_with_quest_and_global_kinds():
+    assert set(STAGE_PLANS) == set(ANCHORS)
+    plan = stage_memory_plan("baseline")
+    assert plan.quest[0] == "episodes" and plan.steps()[:2] == [("quest", "episodes"), ("global", "episodes")]
+    with pytest.raises(Invalid) as exc:
+        stage_memory_plan("lunch")
+    assert exc.value.code == "invalid_stage"
+
+
+def test_pull_for_stage_returns_cards_in_plan_order_from_quest_and_global(mem: MemoryContext):
+    ep = svc.write_card(mem, "episodes", "Baseline run OOM at batch 256", "used checkpointing")
+    kn = svc.write_card(mem, "knowledge", "Checkpointing trades compute for memory", "60 percent less memory")
+    gl = svc.write_card(mem, "episodes", "Global: OOM on 24 GB cards with long sequences", "checkpointing", scope="global")
+    pulled = pull_for_stage(mem, "baseline")
+    assert [(p["scope"], p["kind"]) for p in pulled] == [("quest", "episodes"), ("global", "episodes"), ("quest", "knowledge")]
+    assert [c["id"] for p in pulled for c in p["cards"]] == [ep["id"], gl["id"], kn["id"]]
+    searched = pull_for_stage(mem, "baseline", query="memory checkpointing", per_kind=1)
+    assert {c["id"] for p in searched for c in p["cards"]} == {ep["id"], gl["id"], kn["id"]}
