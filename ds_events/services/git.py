@@ -66,14 +66,7 @@ def checkpoint(quest: Quest, message: str, *, allow_empty: bool = False, branch:
         target = branch if branch is not None else state.active_branch
         repo, worktree = _open_target(quest, state, target)
         scan = scan_worktree(repo, max_bytes)
-        index = repo.index
-        index.read(force=True)
-        keep = set(scan.files)
-        for entry in list(index):
-            if entry.path not in keep:
-                index.remove(entry.path)
-        for path in scan.files:
-            index.add(path)
+        index = _stage(repo, scan.files)
         tree = index.write_tree()
         parent = repo.head.peel(pygit2.Commit)
         if tree == parent.tree_id and not allow_empty:
@@ -357,6 +350,26 @@ def _remove_branches(quest: Quest, repo: pygit2.Repository, specs: list[BranchSp
         ref = repo.branches.local.get(spec.branch)
         if ref is not None:
             ref.delete()
+
+
+_WT_CHANGED = pygit2.enums.FileStatus.WT_MODIFIED | pygit2.enums.FileStatus.WT_TYPECHANGE
+
+
+def _stage(repo: pygit2.Repository, files: list[str]) -> pygit2.Index:
+    """The index holding exactly ``files``. Only new and changed files are hashed: git's
+    stat cache (through ``status``) tells which tracked files changed, so an incremental
+    checkpoint costs what ``git add`` costs, not a re-read of the whole tree."""
+    index = repo.index
+    index.read(force=True)
+    tracked = {entry.path for entry in index}
+    changed = {path for path, flags in repo.status(untracked_files="no").items() if flags & _WT_CHANGED}
+    keep = set(files)
+    for path in tracked - keep:
+        index.remove(path)
+    for path in files:
+        if path not in tracked or path in changed:
+            index.add(path)
+    return index
 
 
 def _open_target(quest: Quest, state: Any, target: Any) -> tuple[pygit2.Repository, str | None]:

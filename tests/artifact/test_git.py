@@ -248,3 +248,24 @@ def test_worktrees_live_under_the_ds_area_which_the_quest_gitignore_covers(quest
     r = git_service.prepare_branch(quest, run_id="r1")
     assert Path(r["worktree_path"]).is_relative_to(quest.root / ".ds" / "worktrees")
     assert git(quest.root, "check-ignore", "-q", r["worktree"]).returncode == 0
+
+
+async def test_a_later_checkpoint_records_edits_deletions_and_files_grown_past_the_limit(home: Home, quest: Quest) -> None:
+    cfg = home.config()
+    cfg["git"]["max_file_bytes"] = 100
+    home.config_path.write_text(yaml.safe_dump(cfg))
+    async with client_for(home) as c:
+        await ok(c, "prepare_branch", run_id="r1")
+        wt = quest.root / ".ds/worktrees/run__r1"
+        for name in ("keep.txt", "edit.txt", "gone.txt", "grow.txt"):
+            (wt / name).write_text(name)
+        await ok(c, "checkpoint", message="four files")
+        (wt / "edit.txt").write_text("edited")
+        (wt / "gone.txt").unlink()
+        (wt / "grow.txt").write_text("x" * 101)
+        r = await ok(c, "checkpoint", message="edit, delete, grow")
+    files = set(git_ok(quest.root, "ls-tree", "--name-only", r["sha"]).split())
+    assert {"keep.txt", "edit.txt"} <= files and not {"gone.txt", "grow.txt"} & files
+    assert git_ok(quest.root, "show", f"{r['sha']}:edit.txt") == "edited"
+    assert {"path": "grow.txt", "reason": "too_large", "size": 101} in r["skipped"]
+    assert git_ok(quest.root, "diff", "--name-status", r["parent"], r["sha"]).split() == ["M", "edit.txt", "D", "gone.txt", "D", "grow.txt"]
