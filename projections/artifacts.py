@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, TypeVar
 
 import msgspec
 
@@ -63,6 +63,7 @@ KIND_DIRS: dict[str, str] = {
     "graph": "graphs",
 }
 _RECENT = 20
+T = TypeVar("T")
 
 
 class Record(msgspec.Struct, kw_only=True):
@@ -212,45 +213,16 @@ def apply(state: State, event: Event) -> State:
     state.quest = status_projection.apply(state.quest, event)
     match event:
         case ArtifactRecorded():
-            state.records[event.artifact_id] = Record(
-                artifact_id=event.artifact_id,
-                kind=event.kind,
-                seq=event.seq,
-                ts=event.ts,
-                branch=event.branch,
-                payload=event.payload,
-            )
+            state.records[event.artifact_id] = _copy(Record, event)
             state.counters[event.kind] = state.counters.get(event.kind, 0) + 1
             _remember(state.recent.setdefault(event.kind, []), event.artifact_id)
         case BranchPrepared():
-            state.branches[event.branch] = BranchInfo(
-                branch=event.branch,
-                kind=event.branch_kind,
-                start_sha=event.start_sha,
-                start_point=event.start_point,
-                worktree=event.worktree,
-                run=event.run,
-                idea_id=event.idea_id,
-                campaign_id=event.campaign_id,
-                slice_id=event.slice_id,
-                seq=event.seq,
-                head_sha=event.start_sha,
-            )
+            state.branches[event.branch] = _copy(BranchInfo, event, kind=event.branch_kind, head_sha=event.start_sha)
             if event.activate:
                 state.active_branch, state.active_worktree = event.branch, event.worktree
         case GitCheckpointed():
             state.checkpoint_count += 1
-            state.checkpoints.append(
-                Checkpoint(
-                    sha=event.sha,
-                    message=event.message,
-                    branch=event.branch,
-                    worktree=event.worktree,
-                    skipped=len(event.skipped),
-                    seq=event.seq,
-                    ts=event.ts,
-                )
-            )
+            state.checkpoints.append(_copy(Checkpoint, event, skipped=len(event.skipped)))
             del state.checkpoints[:-_RECENT]
             if event.branch in state.branches:
                 state.branches[event.branch].head_sha = event.sha
@@ -263,50 +235,15 @@ def apply(state: State, event: Event) -> State:
             state.attached = {"baseline_id": event.baseline_id, "variant_id": event.variant_id}
         case BaselineConfirmed():
             baseline = state.baselines.setdefault(event.baseline_id, Baseline(baseline_id=event.baseline_id))
-            baseline.confirmed = Confirmation(
-                variant_id=event.variant_id,
-                baseline_path=event.baseline_path,
-                contract_path=event.contract_path,
-                contract=event.contract,
-                metrics_summary=event.metrics_summary,
-                primary_metric=event.primary_metric,
-                metric_directions=event.metric_directions,
-                summary=event.summary,
-                seq=event.seq,
-                ts=event.ts,
-            )
+            baseline.confirmed = _copy(Confirmation, event)
             state.confirmed_baseline = event.baseline_id
         case MainExperimentRecorded():
-            state.runs[event.run] = MainRun(
-                run=event.run,
-                title=event.title,
-                baseline_id=event.baseline_id,
-                metrics_summary=event.metrics_summary,
-                comparisons=event.comparisons,
-                primary_metric=event.primary_metric,
-                branch=event.branch,
-                head_sha=event.head_sha,
-                idea_id=event.idea_id,
-                summary=event.summary,
-                evaluation_protocol=event.evaluation_protocol,
-                details=event.details,
-                seq=event.seq,
-                ts=event.ts,
-            )
+            state.runs[event.run] = _copy(MainRun, event)
             state.latest_run = event.run
         case AnalysisCampaignCreated():
-            state.campaigns[event.campaign_id] = Campaign(
-                campaign_id=event.campaign_id,
-                title=event.title,
-                goal=event.goal,
-                parent_run=event.parent_run,
-                parent_branch=event.parent_branch,
-                parent_sha=event.parent_sha,
-                slices=[msgspec.convert(s, Slice) for s in event.slices],
-                seq=event.seq,
-                ts=event.ts,
-            )
-            for s in state.campaigns[event.campaign_id].slices:
+            campaign = _copy(Campaign, event, slices=[msgspec.convert(s, Slice) for s in event.slices])
+            state.campaigns[event.campaign_id] = campaign
+            for s in campaign.slices:
                 state.branches[s.branch] = BranchInfo(
                     branch=s.branch,
                     kind="analysis",
@@ -336,6 +273,12 @@ def apply(state: State, event: Event) -> State:
         case GitGraphRendered():
             state.graph = event.graph
     return state
+
+
+def _copy(cls: type[T], event: Event, **override: Any) -> T:
+    """A view struct from the event fields of the same names (``override`` for the rest)."""
+    fields = {f: getattr(event, f) for f in cls.__struct_fields__ if f not in override and hasattr(event, f)}  # type: ignore[attr-defined]
+    return cls(**fields, **override)
 
 
 def _remember(ids: list[str], artifact_id: str) -> None:

@@ -8,13 +8,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from ds_events.events.artifact import ArtifactRecorded
 from ds_events.home import Home, Quest
 from ds_events.replay import replay_quest
 from projections import fold
-from projections.artifacts import KIND_DIRS, PROJECTION
+from projections.artifacts import KIND_DIRS, PROJECTION, State
 
 from .support import client_for, confirm_args, fails, ok
 
@@ -115,6 +116,8 @@ async def test_replay_rewrites_every_artifact_file_byte_for_byte(home: Home, que
     # folding the whole log at once equals the live, event-by-event state
     folded = fold(PROJECTION, quest.log.read())
     assert PROJECTION.render(folded) == PROJECTION.render(quest.state("artifacts"))
+    # and the state survives a snapshot round trip unchanged
+    assert msgspec.json.decode(msgspec.json.encode(folded), type=State) == folded
 
 
 def _materialised(root: Path, p: Path) -> bool:
