@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import os
 import time
 from collections.abc import Callable
@@ -15,7 +14,7 @@ from handlers.mcp.bash_exec import build_server
 from handlers.mcp.common import QuestBinding
 from tests.helpers import tool_error
 
-__all__ = ["wait_until", "await_until", "group_members", "call", "call_error", "client_for", "bash_events"]
+__all__ = ["wait_until", "group_members", "call", "call_error", "client_for", "bash_events"]
 
 
 def wait_until(predicate: Callable[[], Any], timeout: float = 15.0, what: str = "condition") -> Any:
@@ -28,17 +27,6 @@ def wait_until(predicate: Callable[[], Any], timeout: float = 15.0, what: str = 
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out waiting for {what}")
         time.sleep(0.02)
-
-
-async def await_until(predicate: Callable[[], Any], timeout: float = 15.0, what: str = "condition") -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        await asyncio.sleep(0.02)
 
 
 def group_members(pgid: int) -> list[int]:

@@ -9,7 +9,7 @@ import pytest
 
 from ds_events.bash import procs
 
-from .support import await_until, bash_events, call, call_error, client_for, group_members
+from .support import bash_events, call, client_for, group_members, wait_until
 
 
 async def test_a_command_that_exits_zero_completes_and_its_output_is_readable(quest):
@@ -64,7 +64,7 @@ async def test_kill_ends_the_whole_process_tree_and_leaves_no_orphan(quest):
     async with client_for(quest) as c:
         started = await call(c, command=tree, mode="detach")
         pgid = started["session"]["pgid"]
-        await await_until(lambda: len(group_members(pgid)) >= 8, what="the whole tree to start")
+        wait_until(lambda: len(group_members(pgid)) >= 8, what="the whole tree to start")
         members = group_members(pgid)
         r = await call(c, mode="kill", id=started["id"], wait=True, reason="tree test")
     assert r["status"] == "terminated" and r["session"]["reason"] == "tree test"
@@ -79,7 +79,7 @@ async def test_kill_ends_the_whole_process_tree_and_leaves_no_orphan(quest):
 async def test_kill_with_force_sends_kill_at_once(quest):
     async with client_for(quest) as c:
         started = await call(c, command="trap '' TERM; echo up; sleep 300", mode="detach")
-        await await_until(lambda: "up" in (quest.root / started["session"]["log_path"]).read_text(), what="output")
+        wait_until(lambda: "up" in (quest.root / started["session"]["log_path"]).read_text(), what="output")
         r = await call(c, mode="kill", id=started["id"], force=True, wait=True)
     assert (r["status"], r["session"]["signal"]) == ("terminated", "SIGKILL")
     assert r["session"]["kill_force"] is True
@@ -89,7 +89,7 @@ async def test_a_command_that_ignores_term_is_killed_after_the_grace_period(home
     (home.root / "config.yaml").write_text("bash_exec:\n  kill_grace_seconds: 0.5\n")
     async with client_for(quest) as c:
         started = await call(c, command="trap '' TERM; echo up; sleep 300", mode="detach")
-        await await_until(lambda: "up" in (quest.root / started["session"]["log_path"]).read_text(), what="output")
+        wait_until(lambda: "up" in (quest.root / started["session"]["log_path"]).read_text(), what="output")
         r = await call(c, mode="kill", id=started["id"], wait=True)
     assert (r["status"], r["session"]["signal"], r["session"]["kill_grace_seconds"]) == ("terminated", "SIGKILL", 0.5)
 
