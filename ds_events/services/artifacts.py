@@ -139,6 +139,7 @@ def confirm_baseline(
         metric_contract, metrics, primary_metric, directions, baseline_id=baseline_id, variant_id=variant_id
     )
     contract_path = "json/metric_contract.json" if rel == "." else f"{rel}/json/metric_contract.json"
+    _check_writable_dirs(quest, contract_path)
     directions = {m: e["direction"] for m, e in contract["metrics"].items()}
     with quest.transaction() as txn:
         state = quest.state("artifacts")
@@ -366,6 +367,18 @@ def refresh_summary(quest: Quest, reason: Any = None) -> dict[str, Any]:
 
 
 # -- helpers ------------------------------------------------------------------------------
+
+
+def _check_writable_dirs(quest: Quest, rel_file: str) -> None:
+    # The contract is materialised on every replay: a file where a directory must be
+    # (or a directory where the file must be) would break that, so refuse it up front.
+    parts = rel_file.split("/")
+    for i in range(1, len(parts)):
+        p = quest.root.joinpath(*parts[:i])
+        if p.exists() and not p.is_dir():
+            raise Invalid(f"{'/'.join(parts[:i])} is a file, not a directory", code="invalid_field", field="baseline_path")
+    if quest.root.joinpath(*parts).is_dir():
+        raise Invalid(f"{rel_file} is a directory", code="invalid_field", field="baseline_path")
 
 
 def _variant_ids(variants: Any) -> list[str]:

@@ -142,6 +142,16 @@ async def test_bad_confirm_baseline_input_is_refused_and_writes_nothing(home: Ho
     assert not (quest.root / "baselines").exists()
 
 
+async def test_a_baseline_path_that_is_a_file_is_refused_so_materialising_can_never_break(home: Home, quest: Quest) -> None:
+    async with client_for(home) as c:
+        err = await fails(c, "confirm_baseline", "invalid_field", **confirm_args(baseline_path="SUMMARY.md"))
+        assert err["field"] == "baseline_path"
+        (quest.root / "b/json").mkdir(parents=True)
+        (quest.root / "b/json/metric_contract.json").mkdir()
+        await fails(c, "confirm_baseline", "invalid_field", **confirm_args(baseline_path="b"))
+    assert quest.log.read(types=["artifact.baseline_confirmed"]) == []
+
+
 async def test_incomplete_contract_entries_are_listed_per_metric(home: Home, quest: Quest) -> None:
     async with client_for(home) as c:
         err = await fails(c, "confirm_baseline", "invalid_metric_contract", **confirm_args(metric_contract=_incomplete_contract()))
