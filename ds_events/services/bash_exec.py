@@ -230,6 +230,8 @@ def read_output(
     returned, whatever the log's size.
     """
     session = get_session(quest, session_id)
+    if session.status == "running":
+        reconcile(quest, only=[session_id])  # a reader must not be told "running" by a dead session
     tail = _check_count("tail", tail)
     limit = _check_count("limit", limit)
     after_seq = _check_seq("after_seq", after_seq)

@@ -162,3 +162,23 @@ async def test_pausing_or_stopping_the_quest_kills_its_running_sessions(quest):
     quest_service.control(quest, "stop")
     wait_until(lambda: service.get_session(quest, third.id).status != "running", what="the third session to end")
     assert service.get_session(quest, third.id).reason == "quest_stop"
+
+
+async def test_a_new_server_marks_sessions_that_died_while_no_server_ran_before_any_call(quest):
+    session = service.start(quest, "echo up; sleep 300")
+    os.kill(session.monitor_pid, signal.SIGKILL)
+    wait_until(lambda: not procs.is_alive(session.monitor_pid, session.monitor_start_time), what="the monitor to die")
+    assert service.get_session(quest, session.id).status == "running"  # nobody has looked yet
+    async with client_for(quest):
+        lost = [e for e in bash_events(quest, session.id) if e.type == "bash.session_lost"]
+    assert len(lost) == 1 and lost[0].actor == "mcp:bash_exec"
+    wait_until(lambda: not procs.group_alive(session.pgid), what="the group to be gone")
+
+
+def test_a_monitor_told_to_terminate_stops_its_session_and_records_why(quest):
+    session = service.start(quest, "echo up; sleep 300")
+    os.kill(session.monitor_pid, signal.SIGTERM)
+    wait_until(lambda: service.get_session(quest, session.id).status != "running", what="the session to end")
+    ended = service.get_session(quest, session.id)
+    assert (ended.status, ended.reason, ended.signal) == ("terminated", "monitor_signal", "SIGTERM")
+    assert group_members(session.pgid) == []
