@@ -142,7 +142,7 @@ def check_record(payload: Any, root: Path) -> tuple[str, str | None, dict[str, A
     if len(msgspec.json.encode(payload)) > MAX_PAYLOAD_BYTES:
         raise Invalid(f"payload is larger than {MAX_PAYLOAD_BYTES} bytes: store big data in files", code="payload_too_large")
     kind = payload.get("kind")
-    if kind not in _REQUIRED:
+    if not isinstance(kind, str) or kind not in _REQUIRED:
         raise Invalid(f"unknown kind {kind!r}: use one of {', '.join(RECORD_KINDS)}", code="unknown_kind", allowed=list(RECORD_KINDS))
     missing = [f for f in _REQUIRED[kind] if not _present(payload.get(f))]
     if missing:
@@ -197,7 +197,7 @@ def normalise_directions(value: Any, field: str = "metric_directions") -> dict[s
         raise Invalid(f"{field} must be an object of metric id -> 'higher' | 'lower'", code="invalid_metric_direction")
     out = {}
     for key, direction in value.items():
-        norm = _DIRECTIONS.get(direction) if isinstance(direction, str) else None
+        norm = _direction(direction)
         if norm is None:
             raise Invalid(
                 f"{field}[{key!r}] is {direction!r}: use 'higher' or 'lower'",
@@ -233,9 +233,9 @@ def normalise_contract(
             missing.append("derivation|origin_path")
         if missing:
             problems.append({"metric_id": metric_id, "missing": missing})
-        if "direction" in entry and _DIRECTIONS.get(entry["direction"]) is None:
+        if "direction" in entry and _direction(entry["direction"]) is None:
             problems.append({"metric_id": metric_id, "problem": f"direction {entry['direction']!r}: use higher or lower"})
-        elif metric_id in directions and "direction" in entry and _DIRECTIONS[entry["direction"]] != directions[metric_id]:
+        elif metric_id in directions and "direction" in entry and _direction(entry["direction"]) != directions[metric_id]:
             problems.append({"metric_id": metric_id, "problem": "metric_directions and the contract entry disagree"})
     for metric_id in metrics_summary:
         if metric_id not in entries:
@@ -253,7 +253,7 @@ def normalise_contract(
             code="invalid_metric_contract",
             problems=problems,
         )
-    if primary_metric not in metrics_summary:
+    if not isinstance(primary_metric, str) or primary_metric not in metrics_summary:
         raise Invalid(
             f"primary_metric {primary_metric!r} is not in metrics_summary",
             code="unknown_primary_metric",
@@ -265,7 +265,7 @@ def normalise_contract(
     metrics = {}
     for metric_id, entry in sorted(entries.items()):
         clean = {k: v for k, v in entry.items() if k not in ("metric_id", "id")}
-        clean["direction"] = directions.get(metric_id) or _DIRECTIONS.get(entry.get("direction", "higher"), "higher")
+        clean["direction"] = directions.get(metric_id) or _direction(entry.get("direction", "higher")) or "higher"
         clean["value"] = metrics_summary[metric_id]
         metrics[metric_id] = clean
     extra = {k: v for k, v in contract.items() if k not in ("metrics", "evaluation_protocol")}
@@ -355,6 +355,10 @@ def normalise_protocol(value: Any) -> dict[str, Any] | None:
     if isinstance(value, dict):
         return dict(value)
     raise Invalid("evaluation_protocol must be an object or a string", code="invalid_field", field="evaluation_protocol")
+
+
+def _direction(value: Any) -> str | None:
+    return _DIRECTIONS.get(value) if isinstance(value, str) else None
 
 
 def _present(value: Any) -> bool:

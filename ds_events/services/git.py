@@ -65,6 +65,8 @@ def checkpoint(quest: Quest, message: str, *, allow_empty: bool = False, branch:
         state = quest.state("artifacts")
         target = branch if branch is not None else state.active_branch
         repo, worktree = _open_target(quest, state, target)
+        if worktree is None and not repo.head_is_detached:
+            target = repo.head.shorthand  # whatever the quest root has checked out (normally main)
         scan = scan_worktree(repo, max_bytes)
         index = _stage(repo, scan.files)
         tree = index.write_tree()
