@@ -364,7 +364,7 @@ def _run_file(state: State, run: str) -> Files:
     if main is None:
         return {}
     body = msgspec.to_builtins(main)
-    body.update(artifact_id=run, kind="run", run_kind="main_experiment")
+    body.update(artifact_id=run, run_id=run, kind="run", run_kind="main_experiment")
     return {record_path("run", run): _json(body)}
 
 
