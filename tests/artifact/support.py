@@ -10,13 +10,14 @@ from pathlib import Path
 from typing import Any
 
 import mcp
+import yaml
 
 from ds_events.home import Home
 from handlers.mcp.artifact import build_server
 from handlers.mcp.common import QuestBinding
 from tests.helpers import tool_error
 
-__all__ = ["client_for", "ok", "fails", "git", "git_ok", "CONTRACT", "confirm_args"]
+__all__ = ["client_for", "ok", "fails", "git", "git_ok", "set_config", "CONTRACT", "confirm_args"]
 
 
 @asynccontextmanager
@@ -48,6 +49,13 @@ def git_ok(repo: Path, *args: str) -> str:
     done = git(repo, *args)
     assert done.returncode == 0, (args, done.stderr)
     return done.stdout
+
+
+def set_config(home: Home, section: str, **values: Any) -> None:
+    """Merge ``values`` into ``section`` of the home's config.yaml."""
+    cfg = home.config()
+    cfg.setdefault(section, {}).update(values)
+    home.config_path.write_text(yaml.safe_dump(cfg))
 
 
 CONTRACT: dict[str, Any] = {

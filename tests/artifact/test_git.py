@@ -8,12 +8,11 @@ import os
 from pathlib import Path
 
 import pytest
-import yaml
 
 from ds_events.events.artifact import BranchPrepared, GitCheckpointed
 from ds_events.home import Home, Quest
 
-from .support import client_for, fails, git, git_ok, ok
+from .support import client_for, fails, git, git_ok, ok, set_config
 
 
 async def test_prepare_branch_creates_a_run_branch_with_a_worktree_that_git_lists(home: Home, quest: Quest) -> None:
@@ -155,9 +154,7 @@ async def test_a_checkpoint_skips_a_200_mb_file_a_venv_and_caches_and_reports_th
 
 
 async def test_the_size_limit_comes_from_config(home: Home, quest: Quest) -> None:
-    cfg = home.config()
-    cfg["git"]["max_file_bytes"] = 1000
-    home.config_path.write_text(yaml.safe_dump(cfg))
+    set_config(home, "git", max_file_bytes=1000)
     async with client_for(home) as c:
         await ok(c, "prepare_branch", run_id="r1")
         wt = quest.root / ".ds/worktrees/run__r1"
@@ -251,9 +248,7 @@ def test_worktrees_live_under_the_ds_area_which_the_quest_gitignore_covers(quest
 
 
 async def test_a_later_checkpoint_records_edits_deletions_and_files_grown_past_the_limit(home: Home, quest: Quest) -> None:
-    cfg = home.config()
-    cfg["git"]["max_file_bytes"] = 100
-    home.config_path.write_text(yaml.safe_dump(cfg))
+    set_config(home, "git", max_file_bytes=100)
     async with client_for(home) as c:
         await ok(c, "prepare_branch", run_id="r1")
         wt = quest.root / ".ds/worktrees/run__r1"

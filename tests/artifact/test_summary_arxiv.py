@@ -7,14 +7,13 @@ import socket
 from pathlib import Path
 
 import pytest
-import yaml
 from aiohttp import web
 
 from ds_events.home import Home, Quest
 from ds_events.replay import replay_quest
 from ds_events.services import quests as quest_service
 
-from .support import client_for, confirm_args, fails, ok
+from .support import client_for, confirm_args, fails, ok, set_config
 
 ATOM = """<?xml version="1.0" encoding="UTF-8"?>
 <feed xmlns="http://www.w3.org/2005/Atom">
@@ -58,12 +57,6 @@ async def test_refresh_summary_rejects_a_non_text_reason(home: Home, quest: Ques
     assert quest.log.last_seq == seq
 
 
-def _set_api_url(home: Home, url: str) -> None:
-    cfg = home.config()
-    cfg["arxiv"] = {"api_url": url}
-    home.config_path.write_text(yaml.safe_dump(cfg))
-
-
 @pytest.fixture
 async def arxiv_server(aiohttp_server):  # type: ignore[no-untyped-def]
     """A local arXiv-like Atom API; ``state['body']`` / ``state['status']`` set its answer."""
@@ -86,7 +79,7 @@ def _cache(home: Home) -> Path:
 
 
 async def test_arxiv_fetches_once_through_the_default_client_then_serves_from_cache(home: Home, quest: Quest, arxiv_server) -> None:  # type: ignore[no-untyped-def]
-    _set_api_url(home, arxiv_server["url"])
+    set_config(home, "arxiv", api_url=arxiv_server["url"])
     async with client_for(home) as c:
         listed = await ok(c, "arxiv", paper_id="arXiv:1512.03385", mode="list")
         read = await ok(c, "arxiv", paper_id="1512.03385")
@@ -110,7 +103,7 @@ async def test_arxiv_fetches_once_through_the_default_client_then_serves_from_ca
 async def test_arxiv_failures_from_the_server_are_reported_and_nothing_is_cached(
     home: Home, quest: Quest, arxiv_server, status: int, body: str, code: str  # type: ignore[no-untyped-def]
 ) -> None:
-    _set_api_url(home, arxiv_server["url"])
+    set_config(home, "arxiv", api_url=arxiv_server["url"])
     arxiv_server.update(status=status, body=body)
     async with client_for(home) as c:
         await fails(c, "arxiv", code, paper_id="1512.03385")
@@ -123,7 +116,7 @@ async def test_arxiv_without_a_network_fails_offline_and_caches_nothing(home: Ho
     with socket.socket() as s:  # a loopback port nobody listens on
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    _set_api_url(home, f"http://127.0.0.1:{port}/api/query")
+    set_config(home, "arxiv", api_url=f"http://127.0.0.1:{port}/api/query")
     async with client_for(home) as c:
         err = await fails(c, "arxiv", "arxiv_offline", paper_id="2401.01234v2")
     assert "offline" in err["message"] and err["paper_id"] == "2401.01234v2"
