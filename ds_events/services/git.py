@@ -21,6 +21,7 @@ from ds_events.artifacts.hygiene import scan_worktree
 from ds_events.artifacts.validate import check_text, optional_id
 from ds_events.events.artifact import BranchPrepared, GitCheckpointed, GitGraphRendered
 from ds_events.home import GIT_SIGNATURE, Quest
+from projections.artifacts import render_graph_svg
 
 from .errors import Conflict, Invalid, NotFound
 
@@ -163,8 +164,6 @@ def prepare_branch(
 def render_git_graph(quest: Quest, *, max_commits: int = 200) -> dict[str, Any]:
     """Snapshot the branch graph into the log; ``artifacts/graphs/git_graph.{json,svg}``
     are materialised from it. Returns the graph, the SVG text and the file paths."""
-    from projections.artifacts import render_graph_svg
-
     if not isinstance(max_commits, int) or isinstance(max_commits, bool) or not 1 <= max_commits <= 2000:
         raise Invalid("max_commits must be an integer from 1 to 2000", code="invalid_field", field="max_commits")
     state = quest.state("artifacts")
