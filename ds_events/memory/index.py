@@ -17,6 +17,7 @@ seq is re-read inside the transaction.
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import sqlite3
 from collections.abc import Sequence
@@ -30,11 +31,15 @@ from ds_events.log import EventLog
 
 from .text import STOPWORDS, words
 
-__all__ = ["MemoryIndex", "Hit", "fts_query"]
+__all__ = ["MemoryIndex", "Hit", "fts_query", "query_terms"]
 
 _SCHEMA_VERSION = "1"
 # Column weights for bm25(title, body, tags, hints).
-_RANK = "bm25(8.0, 1.0, 4.0, 3.0)"
+_WEIGHTS = (8.0, 1.0, 4.0, 3.0)
+_RANK = f"bm25({', '.join(map(str, _WEIGHTS))})"
+_K1 = 1.2
+_COMMON_SHARE = 0.1  # a word in more than this share of the cards is "common"
+_COMMON_MIN_DOCS = 2000
 _SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS cards(
@@ -68,19 +73,44 @@ class Hit:
     record_type: str
     score: float  # higher is better (negated bm25)
     snippet: str
+    text: tuple[str, ...] = ()  # title, body, tags, hints when asked for (rescoring)
+
+
+def query_terms(text: str) -> list[str]:
+    """The distinct words of a query, stop words dropped (unless that leaves none)."""
+    tokens = words(text)
+    chosen = [t for t in tokens if t not in STOPWORDS] or tokens
+    return list(dict.fromkeys(chosen))[:64]
 
 
 def fts_query(text: str) -> str | None:
     """An FTS5 query that ORs the quoted content words of ``text`` (None if it has none)."""
-    tokens = words(text)
-    chosen = [t for t in tokens if t not in STOPWORDS] or tokens
-    seen: list[str] = []
-    for t in chosen:
-        if t not in seen:
-            seen.append(t)
-    if not seen:
-        return None
-    return " OR ".join('"' + t.replace('"', '""') + '"' for t in seen[:64])
+    terms = query_terms(text)
+    return _or(terms) if terms else None
+
+
+def _quote(term: str) -> str:
+    return '"' + term.replace('"', '""') + '"'
+
+
+def _or(terms: Sequence[str]) -> str:
+    return " OR ".join(_quote(t) for t in terms)
+
+
+def _and(terms: Sequence[str]) -> str:
+    return " AND ".join(_quote(t) for t in terms)
+
+
+def _bonus(hit: Hit, common: dict[str, float]) -> float:
+    """The BM25 share of the common words in one candidate (see ``MemoryIndex.search``)."""
+    total = 0.0
+    for weight, column in zip(_WEIGHTS, hit.text):
+        counts: dict[str, int] = {}
+        for w in words(column or ""):
+            if w in common:
+                counts[w] = counts.get(w, 0) + 1
+        total += weight * sum(common[t] * tf * (_K1 + 1) / (tf + _K1) for t, tf in counts.items())
+    return total
 
 
 class MemoryIndex:
@@ -90,6 +120,8 @@ class MemoryIndex:
         self.path = Path(path)
         self.log = log
         self._conn = self._connect()
+        self._count: tuple[int, int] = (-1, 0)  # (applied seq, active cards)
+        self._dfs: dict[str, tuple[int, int]] = {}  # term -> (document frequency, cards then)
 
     # -- public API -----------------------------------------------------------------
 
@@ -125,18 +157,36 @@ class MemoryIndex:
         tags: Sequence[str] | None = None,
         records_only: bool = False,
     ) -> list[Hit]:
-        """Active cards matching ``query`` best first (BM25), optionally filtered."""
-        match = fts_query(query)
-        if match is None:
+        """Active cards matching ``query`` best first (BM25), optionally filtered.
+
+        Common-terms optimisation (what triggers it: a query mixing words found in more
+        than :data:`_COMMON_SHARE` of the cards with rarer ones, on an index of at least
+        :data:`_COMMON_MIN_DOCS` cards): FTS5 ranks the cards matching the rarer words,
+        then the common words add their BM25 share (idf x saturated tf, per column
+        weight, no length normalisation) to those candidates only. Scoring every card
+        that contains a near-ubiquitous word is what makes OR queries slow, and such a
+        word can barely change the order among cards that already match a rare one.
+        """
+        terms = query_terms(query)
+        if not terms:
             return []
         where, params = self._filters(kind, tags, records_only)
-        sql = (
-            "SELECT c.card_id, c.kind, c.title, c.quest_id, c.record_type, fts.rank, "
-            "snippet(fts, 1, '[', ']', '…', 16) FROM fts JOIN cards c ON c.rowid = fts.rowid "
-            f"WHERE fts MATCH ?{where} ORDER BY fts.rank LIMIT ?"
-        )
-        rows = self._conn.execute(sql, [match, *params, limit]).fetchall()
-        return [Hit(r[0], r[1], r[2], r[3], r[4], -float(r[5]), r[6] or "") for r in rows]
+        n = self._doc_count()
+        common: dict[str, float] = {}
+        if n >= _COMMON_MIN_DOCS:
+            for t in terms:
+                df = self._df(t, n)
+                if df > _COMMON_SHARE * n:
+                    common[t] = math.log((n - df + 0.5) / (df + 0.5) + 1)
+        rare = [t for t in terms if t not in common]
+        if not common:
+            return self._query(_or(terms), where, params, limit)
+        if not rare:  # only common words: cards with all of them, else any of them
+            hits = self._query(_and(terms), where, params, limit)
+            return hits if len(hits) >= limit else self._query(_or(terms), where, params, limit)
+        hits = self._query(_or(rare), where, params, max(limit * 5, 50), with_text=True)
+        rescored = sorted(((h.score + _bonus(h, common), i, h) for i, h in enumerate(hits)), key=lambda x: (-x[0], x[1]))
+        return [Hit(h.card_id, h.kind, h.title, h.quest_id, h.record_type, score, h.snippet) for score, _, h in rescored[:limit]]
 
     def active_ids(self, *, kind: str | None = None, tags: Sequence[str] | None = None, records_only: bool = False) -> list[str]:
         """Ids of active cards matching the filters, newest first."""
@@ -215,6 +265,33 @@ class MemoryIndex:
                          (rowid, title, body, " ".join(tags), hints))  # fmt: skip
             conn.executemany("INSERT OR IGNORE INTO card_tags(tag, card_rowid) VALUES(?, ?)",
                              [(t.lower(), rowid) for t in tags])  # fmt: skip
+
+    # -- querying -------------------------------------------------------------------
+
+    def _query(self, match: str, where: str, params: list[Any], limit: int, *, with_text: bool = False) -> list[Hit]:
+        text = ", fts.title, fts.body, fts.tags, fts.hints" if with_text else ""
+        sql = (
+            "SELECT c.card_id, c.kind, c.title, c.quest_id, c.record_type, fts.rank, "
+            f"snippet(fts, 1, '[', ']', '…', 16){text} FROM fts JOIN cards c ON c.rowid = fts.rowid "
+            f"WHERE fts MATCH ?{where} ORDER BY fts.rank LIMIT ?"
+        )
+        rows = self._conn.execute(sql, [match, *params, limit]).fetchall()
+        return [Hit(r[0], r[1], r[2], r[3], r[4], -float(r[5]), r[6] or "", tuple(r[7:]) if with_text else ()) for r in rows]
+
+    def _doc_count(self) -> int:
+        seq = self.applied_seq
+        if self._count[0] != seq:
+            self._count = (seq, self._conn.execute("SELECT count(*) FROM fts").fetchone()[0])
+        return self._count[1]
+
+    def _df(self, term: str, n: int) -> int:
+        # Document frequencies drift slowly: recount a term only when the index grew or
+        # shrank by a tenth since it was counted.
+        cached = self._dfs.get(term)
+        if cached is None or abs(n - cached[1]) > 0.1 * max(cached[1], 1):
+            df = self._conn.execute("SELECT count(*) FROM fts WHERE fts MATCH ?", (_or([term]),)).fetchone()[0]
+            self._dfs[term] = cached = (df, n)
+        return cached[0]
 
     # -- plumbing -------------------------------------------------------------------
 

@@ -84,3 +84,22 @@ def test_pull_for_stage_returns_cards_in_plan_order_from_quest_and_global(mem: M
     assert [c["id"] for p in pulled for c in p["cards"]] == [ep["id"], gl["id"], kn["id"]]
     searched = pull_for_stage(mem, "baseline", query="memory checkpointing", per_kind=1)
     assert {c["id"] for p in searched for c in p["cards"]} == {ep["id"], gl["id"], kn["id"]}
+
+
+def test_common_words_only_rescore_cards_that_match_rarer_words(quest: Quest, mem: MemoryContext):
+    from ds_events.events.memory import CardWritten
+    from ds_events.memory.index import _or
+
+    # 2,400 cards that all say "training loss"; a few also name a rare failure.
+    events = [CardWritten(card_id=f"knowledge-{i:08x}", kind="knowledge", title=f"training loss note {i}", body=f"filler{i} words")
+              for i in range(2400)]  # fmt: skip
+    events[7] = CardWritten(card_id="knowledge-0000a007", kind="knowledge", title="training loss diverged", body="divergence")
+    events[9] = CardWritten(card_id="knowledge-0000a009", kind="knowledge", title="diverged once", body="unrelated")
+    quest.log.append(events)
+    index = mem.store("quest").synced_index()
+    hits = index.search("why did the training loss diverge", limit=2)
+    assert {h.card_id for h in hits} == {"knowledge-0000a007", "knowledge-0000a009"}
+    # The same order as scoring every card with all the words (the slow, exact path).
+    exact = index._query(_or(["training", "loss", "diverge"]), "", [], 2)
+    assert [h.card_id for h in exact] == [h.card_id for h in hits]
+    assert len(index.search("training loss", limit=5)) == 5  # only common words still answers
