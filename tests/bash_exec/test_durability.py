@@ -128,6 +128,9 @@ async def test_replay_rebuilds_the_session_list_byte_for_byte(home, quest, capsy
         await call(c, mode="kill", id=running["id"], wait=True)
         history = await call(c, mode="history")
     sessions_file = quest.root / ".ds" / "bash_exec" / "sessions.json"
+    # Files are materialised just after the append that changes them: the monitor that
+    # recorded the last exit may still be writing.
+    wait_until(lambda: json.loads(sessions_file.read_bytes())["counts"] == history["counts"], what="the file")
     original = sessions_file.read_bytes()
     state = quest.state("bash_sessions")
     assert [s["id"] for s in json.loads(original)["sessions"]][::-1] == [s["id"] for s in history["sessions"]]
