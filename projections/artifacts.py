@@ -320,7 +320,7 @@ def render_changed(state: State, events: Iterable[Event]) -> Files:
             case GitGraphRendered():
                 files.update(_graph_files(state))
     if any_event:
-        # status.py also renders SUMMARY.md on every event; ours must follow it each time.
+        # SUMMARY.md shows status, anchor and counts, which any event may change.
         files.update(_summary_file(state))
     return files
 

@@ -1,7 +1,7 @@
 """Quest status: title, lifecycle status, active anchor, counts by event type, last seq.
 
-Materialises ``quest.yaml``, ``brief.md``, ``plan.md``, ``status.md`` and
-``SUMMARY.md`` at the quest root.
+Materialises ``quest.yaml``, ``brief.md``, ``plan.md`` and ``status.md`` at the quest
+root. ``SUMMARY.md`` belongs to :mod:`projections.artifacts`, which knows the results.
 """
 
 from __future__ import annotations
@@ -94,19 +94,16 @@ def render(state: StatusState) -> Files:
         f"- status: **{state.status}**\n"
         f"- active anchor: `{state.anchor}`\n"
         f"- messages: {state.user_messages} from the user, {state.assistant_messages} from the agent\n"
-        f"- last event: seq {state.last_seq} at {state.updated_at}\n\n"
+        f"- last event: seq {state.last_seq} at {state.updated_at}\n"
+        + (f"- outcome: {state.completed_summary}\n" if state.completed_summary else "")
+        + "\n"
         f"| event type | count |\n|---|---|\n{counts}\n"
     )
-    summary_md = f"# {state.title}\n\n{state.brief or '_No brief yet._'}\n\n"
-    summary_md += f"Status: **{state.status}**, anchor `{state.anchor}`, {state.last_seq} events.\n"
-    if state.completed_summary:
-        summary_md += f"\n## Outcome\n\n{state.completed_summary}\n"
     return {
         "quest.yaml": yaml.safe_dump(quest_yaml, sort_keys=False, allow_unicode=True).encode(),
         "brief.md": f"# Brief: {state.title}\n\n{state.brief}\n".encode(),
         "plan.md": f"# Plan: {state.title}\n\n_The agent keeps its plan here; it starts at the `{state.anchor}` stage._\n".encode(),
         "status.md": status_md.encode(),
-        "SUMMARY.md": summary_md.encode(),
     }
 
 
