@@ -81,8 +81,9 @@ async def test_a_session_outlives_the_mcp_server_that_started_it_and_a_new_serve
 
 @pytest.mark.slow
 def test_a_session_whose_monitor_died_unseen_is_marked_lost_exactly_once(home, quest):
-    session = service.start(quest, "trap '' HUP; echo up; sleep 300")
-    wait_until(lambda: group_members(session.pgid), what="the command")
+    session = service.start(quest, "trap '' HUP; echo up; exec sleep 300")
+    # "up" is printed after the trap is set: from then on, losing the terminal is survivable.
+    wait_until(lambda: "up" in (quest.root / session.log_path).read_text(), what="the trap to be set")
     os.kill(session.monitor_pid, signal.SIGKILL)
     wait_until(lambda: not procs.is_alive(session.monitor_pid, session.monitor_start_time), what="the monitor to die")
     assert procs.group_alive(session.pgid)  # nobody supervises it now
