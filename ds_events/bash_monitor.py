@@ -7,7 +7,7 @@ stdout, and waits for "go" — sent once ``bash.session_started`` is in the log.
 
 - writes the output to the numbered line log (``.ds/bash_exec/<id>/output.log``),
 - turns ``__DS_PROGRESS__ {json}`` lines into ``bash.progress`` events (latest wins,
-  at most one a second),
+  at most one per ``progress_interval`` seconds, from config),
 - enforces ``timeout_seconds``: TERM to the group, KILL after the grace period,
 - on SIGUSR1 (sent by a kill) reads the kill request from the log and escalates to
   KILL after its grace period,
@@ -31,10 +31,9 @@ from typing import Any
 
 from ds_events.bash import linelog, procs
 
-__all__ = ["main", "PROGRESS_MARK", "PROGRESS_INTERVAL"]
+__all__ = ["main", "PROGRESS_MARK"]
 
 PROGRESS_MARK = "__DS_PROGRESS__"
-PROGRESS_INTERVAL = 1.0  # seconds between progress events; the latest report wins
 MAX_PROGRESS_BYTES = 4096
 _IDLE_FLUSH = 2.0  # a line without newline is written after this long without output
 _GO_TIMEOUT = 120.0
@@ -138,6 +137,7 @@ class _Monitor:
         timeout = spec.get("timeout_seconds")
         self.deadline = self.started + timeout if timeout else None
         self.grace = float(spec.get("grace_seconds") or 0.0)
+        self.progress_interval = float(spec.get("progress_interval") or 0.0)
         self.kill_at: float | None = None  # when TERM becomes KILL
         self.timed_out = False
         self.stop_reason: str | None = None
@@ -146,7 +146,7 @@ class _Monitor:
         self.eof = False
         self.last_output = self.started
         self.progress: tuple[int, dict[str, Any]] | None = None
-        self.progress_sent_at = 0.0
+        self.progress_sent_at = float("-inf")  # the first report goes out at once
         self.flags = _FLAGS
 
     def run(self) -> int:
@@ -206,7 +206,7 @@ class _Monitor:
             if t is not None:
                 due.append(t)
         if self.progress is not None:
-            due.append(self.progress_sent_at + PROGRESS_INTERVAL)
+            due.append(self.progress_sent_at + self.progress_interval)
         if self.writer.has_partial:
             due.append(self.last_output + _IDLE_FLUSH)
         return max(0.0, min(due) - now)
@@ -236,7 +236,7 @@ class _Monitor:
                 self.progress = (seq, data)
 
     def _send_progress(self, now: float, *, final: bool) -> None:
-        if self.progress is None or (not final and now - self.progress_sent_at < PROGRESS_INTERVAL):
+        if self.progress is None or (not final and now - self.progress_sent_at < self.progress_interval):
             return
         seq, data = self.progress
         self.progress, self.progress_sent_at = None, now

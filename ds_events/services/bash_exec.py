@@ -66,6 +66,7 @@ __all__ = [
     "record_exit",
     "session_dir",
     "kill_grace_seconds",
+    "progress_interval_seconds",
 ]
 
 MODES = ("detach", "await", "read", "kill", "list", "history")
@@ -74,6 +75,7 @@ MAX_ENV_KEYS = 200
 MAX_WAIT_SECONDS = 1800.0
 MAX_LINES = 2000
 DEFAULT_GRACE_SECONDS = 5.0
+DEFAULT_PROGRESS_INTERVAL = 5.0
 HANDSHAKE_TIMEOUT = 60.0
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _RESERVED_ENV = frozenset({"DS_BASH_SESSION_ID", "DS_QUEST_ID", "DS_QUEST_ROOT"})
@@ -90,6 +92,7 @@ class StartSpec:
     env: dict[str, str]
     timeout_seconds: float | None
     grace_seconds: float
+    progress_interval: float
     started_by: str
     quest_root: Path
     env_keys: list[str]
@@ -140,6 +143,7 @@ def prepare_start(
         env=child_env,
         timeout_seconds=timeout,
         grace_seconds=kill_grace_seconds(quest),
+        progress_interval=progress_interval_seconds(quest),
         started_by=quest.log.actor,
         quest_root=quest.root.resolve(),
         env_keys=sorted(extra),
@@ -393,11 +397,13 @@ def session_dir(quest: Quest, session_id: str) -> Path:
 
 def kill_grace_seconds(quest: Quest) -> float:
     """Seconds between TERM and KILL: ``bash_exec.kill_grace_seconds`` in config.yaml."""
-    section = quest.home.config().get("bash_exec") or {}
-    value = section.get("kill_grace_seconds", DEFAULT_GRACE_SECONDS) if isinstance(section, dict) else None
-    if not isinstance(value, (int, float)) or isinstance(value, bool) or not 0 <= value <= 3600:
-        raise Invalid("config bash_exec.kill_grace_seconds must be a number of seconds (0-3600)", code="bad_config")
-    return float(value)
+    return _config_seconds(quest, "kill_grace_seconds", DEFAULT_GRACE_SECONDS)
+
+
+def progress_interval_seconds(quest: Quest) -> float:
+    """Least seconds between two ``bash.progress`` events of a session (the latest wins):
+    ``bash_exec.progress_interval_seconds`` in config.yaml."""
+    return _config_seconds(quest, "progress_interval_seconds", DEFAULT_PROGRESS_INTERVAL)
 
 
 # -- private helpers -----------------------------------------------------------------
@@ -437,6 +443,7 @@ def _spawn(spec: StartSpec) -> _Handle:
         "env": spec.env,
         "timeout_seconds": spec.timeout_seconds,
         "grace_seconds": spec.grace_seconds,
+        "progress_interval": spec.progress_interval,
         "log_path": str(spec.dir / "output.log"),
     }
     with open(spec.dir / "monitor.log", "ab") as monitor_log:
@@ -607,6 +614,14 @@ def _worktrees(quest: Quest) -> list[Path]:
         return [Path(repo.lookup_worktree(name).path).resolve() for name in repo.list_worktrees()]
     except Exception:  # noqa: BLE001 - no worktrees is the safe answer
         return []
+
+
+def _config_seconds(quest: Quest, key: str, default: float) -> float:
+    section = quest.home.config().get("bash_exec") or {}
+    value = section.get(key, default) if isinstance(section, dict) else None
+    if not isinstance(value, (int, float)) or isinstance(value, bool) or not 0 <= value <= 3600:
+        raise Invalid(f"config bash_exec.{key} must be a number of seconds (0-3600)", code="bad_config")
+    return float(value)
 
 
 def _check_env(env: dict[str, Any] | None) -> dict[str, str]:

@@ -176,3 +176,19 @@ async def test_a_session_stopped_from_outside_is_recorded_as_failed_by_signal(qu
         os.killpg(started["session"]["pgid"], signal.SIGKILL)
         r = await call(c, mode="await", id=started["id"], wait_timeout_seconds=20)
     assert (r["status"], r["session"]["signal"], r["session"]["reason"]) == ("failed", "SIGKILL", "signal")
+
+
+async def test_a_burst_of_progress_lines_is_throttled_to_the_first_and_the_latest(home, quest):
+    (home.root / "config.yaml").write_text("bash_exec:\n  progress_interval_seconds: 600\n")
+    gate = quest.root / "gate"
+    burst = "; ".join(f"echo '__DS_PROGRESS__ {{\"step\": {i}}}'" for i in range(2, 52))
+    cmd = f"echo '__DS_PROGRESS__ {{\"step\": 1}}'; while [ ! -f {gate} ]; do sleep 0.02; done; {burst}"
+    async with client_for(quest) as c:
+        started = await call(c, command=cmd, mode="detach")
+        wait_until(lambda: quest.state("bash_sessions").sessions[started["id"]].progress == {"step": 1},
+                   what="the first progress report")
+        gate.write_text("go")
+        r = await call(c, mode="await", id=started["id"], wait_timeout_seconds=20)
+    progress = [e.data for e in bash_events(quest, started["id"]) if e.type == "bash.progress"]
+    assert progress == [{"step": 1}, {"step": 51}]
+    assert r["session"]["progress_updates"] == 2 and r["session"]["progress_line"] == 51
