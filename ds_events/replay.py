@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
+from .events import new_event_id
 from .log import EventLog
 from .views import Views
 
@@ -18,10 +19,16 @@ class ReplayResult:
     events: int
     last_seq: int
     files_written: list[str]
+    # Files whose on-disk bytes differed from the log (hand edits): copied here first.
+    replaced: list[str] = field(default_factory=list)
+    replaced_dir: str | None = None
 
 
 def replay_quest(root: str | os.PathLike[str], *, quest_id: str, progress: Callable[[int], None] | None = None) -> ReplayResult:
     """Fold all projections from seq 0 (snapshots ignored), rewrite files and snapshots.
+
+    A file that differs from what the log renders is kept under ``.ds/replaced/<id>/``
+    before it is overwritten (see ``ReplayResult.replaced``).
 
     ``progress`` receives byte counts as lines are consumed (for a progress bar).
     Running it twice gives identical files.
@@ -32,8 +39,15 @@ def replay_quest(root: str | os.PathLike[str], *, quest_id: str, progress: Calla
         views = Views(log, root)
         views.catch_up(progress=progress, keep=False)
         events = views.applied
-        written = views.materialise(full=True)
+        keep = root / ".ds" / "replaced" / new_event_id()
+        written = views.materialise(full=True, keep_replaced=keep)
         views.save_snapshots()
-        return ReplayResult(events=events, last_seq=views.last_seq, files_written=written)
+        return ReplayResult(
+            events=events,
+            last_seq=views.last_seq,
+            files_written=written,
+            replaced=list(views.replaced),
+            replaced_dir=str(keep) if views.replaced else None,
+        )
     finally:
         log.close()

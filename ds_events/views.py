@@ -56,6 +56,8 @@ class Views:
         self.seqs: dict[str, int] = {}
         self._written: dict[str, bytes] = {}
         self._since_snapshot = 0
+        self._keep_replaced: Path | None = None
+        self.replaced: list[str] = []
         self.applied = 0
         for p in self.projections:
             self.states[p.name] = p.initial()
@@ -111,12 +113,23 @@ class Views:
 
     # -- files ----------------------------------------------------------------------
 
-    def materialise(self, events: Iterable[Event] | None = None, *, full: bool = False) -> list[str]:
+    def materialise(
+        self,
+        events: Iterable[Event] | None = None,
+        *,
+        full: bool = False,
+        keep_replaced: str | os.PathLike[str] | None = None,
+    ) -> list[str]:
         """Write the files the projections render; returns the paths that changed.
 
         Takes ``.ds/materialise.lock`` and catches up first, so whichever process
-        writes last writes the newest state.
+        writes last writes the newest state. With ``keep_replaced``, a file whose bytes
+        on disk differ from what the log renders (a hand edit nobody imported) is
+        copied under that directory before it is overwritten, and listed in
+        ``self.replaced``: replay never silently destroys a person's edit.
         """
+        self.replaced: list[str] = []
+        self._keep_replaced = Path(keep_replaced) if keep_replaced is not None else None
         lock_path = Path(self.log.path).parent / "materialise.lock"
         fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
@@ -147,9 +160,13 @@ class Views:
         if self._written.get(rel) == data:
             return False
         try:
-            if target.read_bytes() == data:
+            on_disk = target.read_bytes()
+            if on_disk == data:
                 self._written[rel] = data
                 return False
+            if self._keep_replaced is not None:
+                write_atomic(self._keep_replaced / rel, on_disk)
+                self.replaced.append(rel)
         except (FileNotFoundError, IsADirectoryError):
             pass
         write_atomic(target, data)

@@ -165,11 +165,22 @@ def replay(home: Home, quest_id: str, as_json: bool) -> None:
         with click.progressbar(length=total, label="replaying", file=sys.stderr) as bar:
             result = replay_quest(root, quest_id=quest_id, progress=bar.update)
     if as_json:
-        emit_json({"events": result.events, "last_seq": result.last_seq, "files_written": result.files_written})
+        emit_json(
+            {
+                "events": result.events,
+                "last_seq": result.last_seq,
+                "files_written": result.files_written,
+                "replaced": result.replaced,
+                "replaced_dir": result.replaced_dir,
+            }
+        )
     else:
         out(f"replayed {result.events} events (last seq {result.last_seq}); {len(result.files_written)} file(s) rewritten")
         for rel in result.files_written:
             out(f"  {rel}")
+        if result.replaced:
+            out(f"{len(result.replaced)} file(s) differed from the log (hand edits?); the old copies are in {result.replaced_dir}")
+            out(f"  to keep an edited memory card, copy it back and run `ds memory import {quest_id}`")
 
 
 def _log_path(home: Home, quest_id: str) -> str:

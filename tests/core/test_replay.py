@@ -117,3 +117,17 @@ def test_folding_a_log_equals_applying_event_by_event_and_replay_is_deterministi
             views.catch_up()
             renders.append({p.name: p.render(views.state(p.name)) if p.render else {} for p in views.projections})
         assert renders[0] == renders[1]
+
+
+def test_replay_keeps_a_copy_of_a_hand_edited_file_before_restoring_it(quest):
+    drive(quest)
+    status = quest.root / "status.md"
+    original = status.read_bytes()
+    status.write_text("my own notes, typed by hand\n")
+    result = replay_quest(quest.root, quest_id=quest.id)
+    assert result.replaced == ["status.md"]
+    assert status.read_bytes() == original
+    assert (Path(result.replaced_dir) / "status.md").read_text() == "my own notes, typed by hand\n"
+    # An untouched tree replays without replacing anything.
+    again = replay_quest(quest.root, quest_id=quest.id)
+    assert again.replaced == [] and again.replaced_dir is None
