@@ -1,4 +1,9 @@
-"""``ds demo``: a quest end to end, in a throwaway or given home."""
+"""``ds demo``: one quest end to end, in a throwaway or given home.
+
+It drives the same service calls the MCP tools and the CLI use: quest lifecycle,
+memory cards and search, artifacts on a git branch with a metric contract, the
+mailbox, and a durable shell session. Then it verifies the log and replays it.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +12,8 @@ from pathlib import Path
 
 import click
 
-from ds_events.home import Home
+from ds_events.home import Home, Quest
+from ds_events.replay import replay_quest
 from ds_events.services import quests as quest_service
 from ds_events.verify import verify_log
 
@@ -17,10 +23,15 @@ __all__ = ["demo", "run_demo"]
 
 
 @click.command()
-@click.option("--home", "demo_home", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help="Home to create the demo quest in (default: a new temporary directory).")
+@click.option(
+    "--home",
+    "demo_home",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Home to create the demo quest in (default: a new temporary directory).",
+)
 def demo(demo_home: Path | None) -> None:
-    """Create a demo quest, drive it through a few steps, print its status and log.
+    """Create a demo quest, drive it through every namespace, print its status and log.
 
     Example: ds demo --home /tmp/ds-demo
     """
@@ -35,25 +46,111 @@ def run_demo(home: Home) -> str:
         brief="Reproduce the baseline, try label smoothing 0.1, and report the accuracy delta.",
     )
     with quest:
+        out(f"home:    {home.root}")
+        out(f"quest:   {quest.id}")
         quest_service.post_message(quest, "Start with the published ResNet-20 baseline, please.")
         quest_service.change_anchor(quest, "baseline", reason="scouting done: baseline paper found")
-        quest_service.post_message(quest, "Baseline reproduced at 91.6% top-1.", role="assistant", source="runner")
-        quest_service.control(quest, "pause", reason="user reviews the baseline")
+        _memory(quest)
+        _artifacts(quest)
+        _mailbox(quest)
+        _shell(quest)
+        quest_service.control(quest, "pause", reason="user reviews the results")
         quest_service.control(quest, "resume")
-        quest_service.change_anchor(quest, "experiment", reason="baseline confirmed")
-        quest_service.post_message(quest, "Label smoothing 0.1: 92.1% top-1 (+0.5).", role="assistant", source="runner")
-        s = quest.state("status")
-        out(f"home:    {home.root}")
-        out(f"quest:   {s.quest_id} — {s.title}")
-        out(f"status:  {s.status}, anchor {s.anchor}, {s.last_seq} events")
-        out("events by type:")
-        for kind, n in sorted(s.counts.items()):
-            out(f"  {kind:<26} {n}")
-        out("log:")
-        for event in quest.log.read():
-            out(f"  {event.seq:>3} {event.type:<24} {event.actor}")
-        report = verify_log(quest.log.path)
-        out(f"verify:  {'ok, hash chain intact' if report.ok else report.problems}")
-        out(f"files:   {', '.join(sorted(p.name for p in Path(quest.root).iterdir() if p.is_file()))}")
-        out(f"try:     ds --home {home.root} events tail {s.quest_id}")
-        return s.quest_id
+        _summary(quest)
+        return quest.id
+
+
+def _memory(quest: Quest) -> None:
+    from ds_events.memory.store import MemoryContext
+    from ds_events.services import memory as memory_service
+
+    mem = MemoryContext(quest, actor="demo")
+    try:
+        memory_service.write_card(
+            mem, "knowledge", "ResNet-20 baseline needs weight decay on BN",
+            "Without it we were 1.5 points under the paper.", tags=["baseline"],
+        )  # fmt: skip
+        memory_service.write_card(
+            mem, "papers", "Label smoothing (Szegedy et al.): 0.1 is the usual value",
+            "Hurts teacher calibration in distillation.",
+        )  # fmt: skip
+        dup = memory_service.write_card(
+            mem, "knowledge", "ResNet-20 baseline needs BN weight decay", "We were 1.5 points under the paper without it."
+        )
+        out(f"memory:  a near-duplicate write was refused ({dup['status']}, like {dup['candidates'][0]['id']})")
+        for hit in memory_service.search(mem, "why is our baseline below the paper", limit=2):
+            out(f"         search found {hit['id']}: {hit['title']}")
+    finally:
+        mem.close()
+
+
+def _artifacts(quest: Quest) -> None:
+    from ds_events.services import artifacts as artifact_service
+    from ds_events.services import git as git_service
+
+    idea = artifact_service.record(quest, {"kind": "idea", "title": "Label smoothing 0.1", "hypothesis": "better calibration"})
+    branch = git_service.prepare_branch(quest, run_id="ls-0.1", idea_id=idea["artifact_id"])
+    (Path(branch["worktree_path"]) / "train.py").write_text("LABEL_SMOOTHING = 0.1\n")
+    cp = git_service.checkpoint(quest, "label smoothing 0.1: training script")
+    artifact_service.confirm_baseline(
+        quest,
+        "baselines/resnet20",
+        "resnet20",
+        {
+            "metrics": {
+                "top1": {
+                    "description": "CIFAR-10 test top-1",
+                    "derivation": "correct / 10000",
+                    "source_ref": "He et al. 2016, Table 6",
+                }
+            },
+            "evaluation_protocol": {"split": "test"},
+        },
+        {"top1": 0.916},
+        "top1",
+        summary="ResNet-20 reproduced",
+    )
+    quest_service.change_anchor(quest, "experiment", reason="baseline confirmed")
+    run = artifact_service.record_main_experiment(quest, "ls-0.1", "Label smoothing 0.1", {"top1": 0.921})
+    out(
+        f"artifact: idea {idea['artifact_id']} on branch {branch['branch']}, checkpoint {cp['sha'][:10]}; "
+        f"top1 {run['primary']['delta']:+.3f} vs the confirmed baseline"
+    )
+
+
+def _mailbox(quest: Quest) -> None:
+    from ds_events.services import interactions
+
+    quest_service.post_message(quest, "Please report the accuracy delta with a 95% CI.")
+    first = interactions.interact(quest, message="Baseline reproduced at 91.6% top-1.", consumer="demo")
+    out(f"mailbox: interact() delivered {first['new_message_count']} new message(s): {[m['text'] for m in first['new_messages']]}")
+    again = interactions.interact(quest, message="Baseline reproduced at 91.6% top-1.", consumer="demo")
+    out(f"         the same progress again was suppressed: {again['suppressed']}")
+    ask = interactions.interact(
+        quest,
+        kind="decision_request",
+        message="Label smoothing helped (+0.5). Next?",
+        options=[{"id": "sweep", "label": "Sweep 0.05-0.2"}, {"id": "write", "label": "Write it up"}],
+    )
+    interactions.reply(quest, ask["interaction_id"], "Write it up", option_id="write", source="demo")
+    reply = interactions.interact(quest, message="Writing the report.", consumer="demo")["new_messages"][0]
+    out(f"         the decision request was answered: {reply['text']!r} (option {reply['option_id']})")
+
+
+def _shell(quest: Quest) -> None:
+    """Filled in with the bash_exec service."""
+
+
+def _summary(quest: Quest) -> None:
+    s = quest.state("status")
+    out(f"status:  {s.status}, anchor {s.anchor}, {s.last_seq} events")
+    out("events by type:")
+    for kind, n in sorted(s.counts.items()):
+        out(f"  {kind:<36} {n}")
+    report = verify_log(quest.log.path)
+    out(f"verify:  {'ok, hash chain intact' if report.ok else report.problems}")
+    result = replay_quest(quest.root, quest_id=quest.id)
+    out(f"replay:  {result.events} events folded, {len(result.files_written)} file(s) differed (0 means the files match the log)")
+    files = sorted(p.relative_to(quest.root).as_posix() for p in Path(quest.root).rglob("*") if p.is_file() and ".git" not in p.parts and ".ds" not in p.parts)
+    out(f"files:   {len(files)} materialised, e.g. {', '.join(files[:6])}")
+    out(f"try:     ds --home {quest.home.root} events tail {quest.id}")
