@@ -103,6 +103,9 @@ def test_verify_repair_replay_through_the_cli(home, capsys, q):
 def test_demo_runs_in_a_given_home(tmp_path, capsys):
     out = ok(capsys, "demo", "--home", str(tmp_path / "demo"))
     assert "verify:  ok" in out and "quest.created" in out
+    assert "0 file(s) differed" in out  # what was written live equals what replay renders
+    assert "near-duplicate write was refused" in out
+    assert "suppressed: True" in out and "option write" in out
 
 
 # -- error paths ---------------------------------------------------------------------
