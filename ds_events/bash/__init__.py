@@ -1,4 +1,9 @@
-"""Helpers of the `bash_exec` domain: the numbered line log and process checks.
+"""Helpers of the `bash_exec` domain.
 
-Kept free of heavy imports: the monitor process imports them before anything else.
+- :mod:`.linelog`: the numbered line log of a session's output, read with bounded memory.
+- :mod:`.procs`: process identity (pid + start time + boot) and process-group signals.
+- :mod:`.spawn`: starting a monitor and its handshake.
+- :mod:`.checks`: validation of requests (workdir, env, timeouts, windows).
+
+The package itself imports nothing: the monitor loads only what it needs before "go".
 """

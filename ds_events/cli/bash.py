@@ -7,6 +7,7 @@ import asyncio
 import click
 import msgspec
 
+from ds_events.bash.checks import MAX_LINES
 from ds_events.home import Home
 from ds_events.services import bash_exec as service
 
@@ -26,7 +27,7 @@ def group() -> None:
 @group.command("list")
 @click.argument("quest_id")
 @click.option("--all", "include_ended", is_flag=True, help="Every session, newest first (default: running only).")
-@click.option("--limit", type=click.IntRange(1, service.MAX_LINES), default=None, help="At most N sessions with --all.")
+@click.option("--limit", type=click.IntRange(1, MAX_LINES), default=None, help="At most N sessions with --all.")
 @json_option
 @pass_home
 def bash_list(home: Home, quest_id: str, include_ended: bool, limit: int | None, as_json: bool) -> None:

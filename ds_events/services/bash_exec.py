@@ -16,22 +16,23 @@ stdin close, kills the command and exits: nothing ran unrecorded.
 from __future__ import annotations
 
 import asyncio
-import json
-import math
 import os
-import re
 import secrets
-import select
 import signal
-import subprocess
-import sys
-import threading
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ds_events.bash import linelog, procs
+from ds_events.bash.checks import (
+    check_count,
+    check_env,
+    check_seconds,
+    check_seq,
+    config_seconds,
+    resolve_workdir,
+)
+from ds_events.bash.spawn import MonitorHandle, StartSpec, spawn_monitor
 from ds_events.events import Event
 from ds_events.events.bash import (
     BashKillRequested,
@@ -44,7 +45,7 @@ from ds_events.events.bash import (
 from ds_events.home import Quest
 from projections.bash_sessions import Session, status_counts
 
-from .errors import Invalid, NotFound, ServiceError
+from .errors import Invalid, NotFound
 
 __all__ = [
     "MODES",
@@ -71,39 +72,9 @@ __all__ = [
 
 MODES = ("detach", "await", "read", "kill", "list", "history")
 MAX_COMMAND_CHARS = 100_000
-MAX_ENV_KEYS = 200
 MAX_WAIT_SECONDS = 1800.0
-MAX_LINES = 2000
 DEFAULT_GRACE_SECONDS = 5.0
 DEFAULT_PROGRESS_INTERVAL = 5.0
-HANDSHAKE_TIMEOUT = 60.0
-_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-_RESERVED_ENV = frozenset({"DS_BASH_SESSION_ID", "DS_QUEST_ID", "DS_QUEST_ROOT"})
-
-
-@dataclass
-class StartSpec:
-    """A validated request to start a session (nothing has run yet)."""
-
-    session_id: str
-    command: str
-    workdir: Path
-    workdir_recorded: str
-    env: dict[str, str]
-    timeout_seconds: float | None
-    grace_seconds: float
-    progress_interval: float
-    started_by: str
-    quest_root: Path
-    env_keys: list[str]
-
-    @property
-    def dir(self) -> Path:
-        return self.quest_root / ".ds" / "bash_exec" / self.session_id
-
-    @property
-    def log_rel(self) -> str:
-        return f".ds/bash_exec/{self.session_id}/output.log"
 
 
 # -- starting ------------------------------------------------------------------------
@@ -124,9 +95,9 @@ def prepare_start(
     if len(command) > MAX_COMMAND_CHARS or "\x00" in command:
         raise Invalid(f"command must be at most {MAX_COMMAND_CHARS} characters without NUL bytes",
                       code="invalid_command")
-    timeout = _check_seconds("timeout_seconds", timeout_seconds, allow_zero=False)
-    real, recorded = _resolve_workdir(quest, workdir)
-    extra = _check_env(env)
+    timeout = check_seconds("timeout_seconds", timeout_seconds, allow_zero=False)
+    real, recorded = resolve_workdir(quest, workdir)
+    extra = check_env(env)
     state = quest.state("bash_sessions")
     session_id = _new_session_id(state.sessions)
     child_env = dict(os.environ)
@@ -153,7 +124,7 @@ def prepare_start(
 def start(quest: Quest, command: str, **options: Any) -> Session:
     """Start ``command`` detached and return its session (status ``running``)."""
     spec = prepare_start(quest, command, **options)
-    handle = _spawn(spec)
+    handle = spawn_monitor(spec)
     try:
         quest.emit(_started_event(spec, handle))
     except BaseException:
@@ -166,7 +137,7 @@ def start(quest: Quest, command: str, **options: Any) -> Session:
 async def start_async(quest: Quest, command: str, **options: Any) -> Session:
     """:func:`start` without blocking the event loop while the monitor comes up."""
     spec = prepare_start(quest, command, **options)
-    handle = await asyncio.to_thread(_spawn, spec)
+    handle = await asyncio.to_thread(spawn_monitor, spec)
     try:
         await quest.emit_async(_started_event(spec, handle))
     except BaseException:
@@ -213,7 +184,7 @@ async def await_session(quest: Quest, session_id: str, wait_timeout_seconds: flo
 
 def check_wait_timeout(wait_timeout_seconds: float | None) -> float:
     """Seconds an await may wait: default 60, at most 30 minutes; negative is refused."""
-    timeout = _check_seconds("wait_timeout_seconds", wait_timeout_seconds, allow_zero=True)
+    timeout = check_seconds("wait_timeout_seconds", wait_timeout_seconds, allow_zero=True)
     return 60.0 if timeout is None else min(timeout, MAX_WAIT_SECONDS)
 
 
@@ -236,10 +207,10 @@ def read_output(
     session = get_session(quest, session_id)
     if session.status == "running":
         reconcile(quest, only=[session_id])  # a reader must not be told "running" by a dead session
-    tail = _check_count("tail", tail)
-    limit = _check_count("limit", limit)
-    after_seq = _check_seq("after_seq", after_seq)
-    before_seq = _check_seq("before_seq", before_seq)
+    tail = check_count("tail", tail)
+    limit = check_count("limit", limit)
+    after_seq = check_seq("after_seq", after_seq)
+    before_seq = check_seq("before_seq", before_seq)
     if tail is not None and (after_seq is not None or before_seq is not None):
         raise Invalid("use either tail or after_seq/before_seq, not both", code="conflicting_window")
     if after_seq is not None and before_seq is not None and before_seq <= after_seq + 1:
@@ -258,7 +229,7 @@ def read_output(
 
 def list_sessions(quest: Quest, *, include_ended: bool = False, limit: int | None = None) -> tuple[list[Session], dict[str, int]]:
     """Sessions (running only, or all newest first) and the count of each status."""
-    limit = _check_count("limit", limit)
+    limit = check_count("limit", limit)
     reconcile(quest)
     state = quest.state("bash_sessions")
     sessions = list(state.sessions.values())
@@ -397,107 +368,19 @@ def session_dir(quest: Quest, session_id: str) -> Path:
 
 def kill_grace_seconds(quest: Quest) -> float:
     """Seconds between TERM and KILL: ``bash_exec.kill_grace_seconds`` in config.yaml."""
-    return _config_seconds(quest, "kill_grace_seconds", DEFAULT_GRACE_SECONDS)
+    return config_seconds(quest, "kill_grace_seconds", DEFAULT_GRACE_SECONDS)
 
 
 def progress_interval_seconds(quest: Quest) -> float:
     """Least seconds between two ``bash.progress`` events of a session (the latest wins):
     ``bash_exec.progress_interval_seconds`` in config.yaml."""
-    return _config_seconds(quest, "progress_interval_seconds", DEFAULT_PROGRESS_INTERVAL)
+    return config_seconds(quest, "progress_interval_seconds", DEFAULT_PROGRESS_INTERVAL)
 
 
 # -- private helpers -----------------------------------------------------------------
 
 
-class _Handle:
-    """A monitor that has started the command and waits for "go"."""
-
-    def __init__(self, proc: subprocess.Popen[bytes], info: dict[str, Any]) -> None:
-        self.proc = proc
-        self.info = info
-
-    def go(self) -> None:
-        self._send(b"go\n")
-
-    def abort(self) -> None:
-        self._send(b"abort\n")
-
-    def _send(self, data: bytes) -> None:
-        assert self.proc.stdin is not None
-        try:
-            self.proc.stdin.write(data)
-            self.proc.stdin.close()
-        except (BrokenPipeError, OSError):
-            pass
-
-
-def _spawn(spec: StartSpec) -> _Handle:
-    """Start the monitor in its own OS session and wait for its handshake."""
-    spec.dir.mkdir(parents=True, exist_ok=True)
-    (spec.dir / "output.log").touch()  # readable (empty) from the first instant
-    payload = {
-        "quest_root": str(spec.quest_root),
-        "session_id": spec.session_id,
-        "command": spec.command,
-        "workdir": str(spec.workdir),
-        "env": spec.env,
-        "timeout_seconds": spec.timeout_seconds,
-        "grace_seconds": spec.grace_seconds,
-        "progress_interval": spec.progress_interval,
-        "log_path": str(spec.dir / "output.log"),
-    }
-    with open(spec.dir / "monitor.log", "ab") as monitor_log:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "ds_events.bash_monitor"],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=monitor_log,
-            cwd=str(spec.quest_root),
-            start_new_session=True,
-        )
-    # Reap the monitor when it ends, so it never lingers as our zombie.
-    threading.Thread(target=proc.wait, name=f"reap-{spec.session_id}", daemon=True).start()
-    assert proc.stdin is not None and proc.stdout is not None
-    try:
-        proc.stdin.write(json.dumps(payload).encode() + b"\n")
-        proc.stdin.flush()
-        line = _read_line(proc.stdout, HANDSHAKE_TIMEOUT)
-    except (BrokenPipeError, OSError) as exc:
-        line = json.dumps({"ok": False, "error": f"monitor died: {exc}"}).encode()
-    finally:
-        proc.stdout.close()
-    try:
-        info = json.loads(line) if line else {"ok": False, "error": "the monitor did not answer"}
-    except ValueError:
-        info = {"ok": False, "error": f"bad handshake {line[:200]!r}"}
-    if not info.get("ok"):
-        handle = _Handle(proc, info)
-        handle.abort()
-        raise ServiceError(
-            f"could not start the session: {info.get('error')} (see .ds/bash_exec/{spec.session_id}/monitor.log)",
-            code="start_failed",
-        )
-    return _Handle(proc, info)
-
-
-def _read_line(stream: Any, timeout: float) -> bytes:
-    fd = stream.fileno()
-    deadline = time.monotonic() + timeout
-    buf = b""
-    while b"\n" not in buf:
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
-            return b""
-        ready, _, _ = select.select([fd], [], [], remaining)
-        if ready:
-            chunk = os.read(fd, 4096)
-            if not chunk:
-                break
-            buf += chunk
-    return buf.split(b"\n", 1)[0]
-
-
-def _started_event(spec: StartSpec, handle: _Handle) -> BashSessionStarted:
+def _started_event(spec: StartSpec, handle: MonitorHandle) -> BashSessionStarted:
     info = handle.info
     return BashSessionStarted(
         session_id=spec.session_id,
@@ -581,98 +464,3 @@ def _new_session_id(existing: dict[str, Session]) -> str:
             return candidate
 
 
-def _resolve_workdir(quest: Quest, workdir: str | None) -> tuple[Path, str]:
-    root = quest.root.resolve()
-    if workdir is None or workdir in ("", "."):
-        return root, "."
-    if not isinstance(workdir, str) or "\x00" in workdir:
-        raise Invalid("workdir must be a path string", code="invalid_workdir")
-    if ".." in Path(workdir).parts:
-        raise Invalid(f"workdir {workdir!r} uses '..': give a path inside the quest", code="workdir_outside_quest",
-                      workdir=workdir)
-    candidate = Path(workdir) if os.path.isabs(workdir) else root / workdir
-    try:
-        real = candidate.resolve(strict=True)
-    except (FileNotFoundError, NotADirectoryError):
-        raise Invalid(f"workdir {workdir!r} does not exist", code="workdir_not_found", workdir=workdir) from None
-    if not real.is_dir():
-        raise Invalid(f"workdir {workdir!r} is not a directory", code="workdir_not_directory", workdir=workdir)
-    if real == root or root in real.parents:
-        return real, str(real.relative_to(root)) if real != root else "."
-    for tree in _worktrees(quest):
-        if real == tree or tree in real.parents:
-            return real, str(real)
-    raise Invalid(
-        f"workdir {workdir!r} is outside the quest repository and its worktrees", code="workdir_outside_quest",
-        workdir=workdir,
-    )
-
-
-def _worktrees(quest: Quest) -> list[Path]:
-    try:
-        repo = quest.repo()
-        return [Path(repo.lookup_worktree(name).path).resolve() for name in repo.list_worktrees()]
-    except Exception:  # noqa: BLE001 - no worktrees is the safe answer
-        return []
-
-
-def _config_seconds(quest: Quest, key: str, default: float) -> float:
-    section = quest.home.config().get("bash_exec") or {}
-    value = section.get(key, default) if isinstance(section, dict) else None
-    if not isinstance(value, (int, float)) or isinstance(value, bool) or not 0 <= value <= 3600:
-        raise Invalid(f"config bash_exec.{key} must be a number of seconds (0-3600)", code="bad_config")
-    return float(value)
-
-
-def _check_env(env: dict[str, Any] | None) -> dict[str, str]:
-    if env is None:
-        return {}
-    if not isinstance(env, dict):
-        raise Invalid("env must be an object of NAME: value strings", code="invalid_env")
-    if len(env) > MAX_ENV_KEYS:
-        raise Invalid(f"env holds at most {MAX_ENV_KEYS} variables", code="invalid_env")
-    bad = sorted(str(k) for k in env if not isinstance(k, str) or not _ENV_NAME.match(k))
-    if bad:
-        raise Invalid(
-            f"invalid environment variable name(s) {', '.join(map(repr, bad))}: use letters, digits and '_', "
-            "not starting with a digit", code="invalid_env_name", names=bad,
-        )
-    if _RESERVED_ENV & env.keys():
-        raise Invalid(f"{', '.join(sorted(_RESERVED_ENV & env.keys()))} are set by bash_exec; leave them out of env",
-                      code="invalid_env_name", names=sorted(_RESERVED_ENV & env.keys()))
-    out: dict[str, str] = {}
-    for key, value in env.items():
-        if isinstance(value, bool) or not isinstance(value, (str, int, float)):
-            raise Invalid(f"env value of {key} must be a string", code="invalid_env_value", name=key)
-        text = str(value)
-        if "\x00" in text:
-            raise Invalid(f"env value of {key} holds a NUL byte", code="invalid_env_value", name=key)
-        out[key] = text
-    return out
-
-
-def _check_seconds(name: str, value: Any, *, allow_zero: bool) -> float | None:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise Invalid(f"{name} must be a number of seconds", code="invalid_timeout", field=name)
-    if value < 0 or (value == 0 and not allow_zero):
-        raise Invalid(f"{name} must be {'>= 0' if allow_zero else '> 0'} seconds, got {value}",
-                      code="invalid_timeout", field=name)
-    return float(value)
-
-
-def _check_count(name: str, value: Any) -> int | None:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_LINES:
-        raise Invalid(f"{name} must be a whole number from 1 to {MAX_LINES}", code="invalid_window", field=name)
-    return value
-
-
-def _check_seq(name: str, value: Any) -> int | None:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise Invalid(f"{name} must be a line seq >= 0", code="invalid_window", field=name)
-    return value

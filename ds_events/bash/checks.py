@@ -1,0 +1,138 @@
+"""Checks of bash_exec requests: each raises :class:`Invalid` with a stable code."""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+from ds_events.home import Quest
+from ds_events.services.errors import Invalid
+
+__all__ = [
+    "resolve_workdir",
+    "config_seconds",
+    "check_env",
+    "check_seconds",
+    "check_count",
+    "check_seq",
+    "MAX_LINES",
+    "MAX_ENV_KEYS",
+]
+
+MAX_LINES = 2000
+MAX_ENV_KEYS = 200
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_RESERVED_ENV = frozenset({"DS_BASH_SESSION_ID", "DS_QUEST_ID", "DS_QUEST_ROOT"})
+
+
+def resolve_workdir(quest: Quest, workdir: str | None) -> tuple[Path, str]:
+    """``(real directory, what to record)`` for a workdir inside the quest or a worktree.
+
+    Relative paths are taken from the quest root; ``..`` is refused outright, then the
+    real path (symlinks resolved) must lie inside the quest or one of its git worktrees.
+    """
+    root = quest.root.resolve()
+    if workdir is None or workdir in ("", "."):
+        return root, "."
+    if not isinstance(workdir, str) or "\x00" in workdir:
+        raise Invalid("workdir must be a path string", code="invalid_workdir")
+    if ".." in Path(workdir).parts:
+        raise Invalid(f"workdir {workdir!r} uses '..': give a path inside the quest", code="workdir_outside_quest",
+                      workdir=workdir)
+    candidate = Path(workdir) if os.path.isabs(workdir) else root / workdir
+    try:
+        real = candidate.resolve(strict=True)
+    except (FileNotFoundError, NotADirectoryError):
+        raise Invalid(f"workdir {workdir!r} does not exist", code="workdir_not_found", workdir=workdir) from None
+    if not real.is_dir():
+        raise Invalid(f"workdir {workdir!r} is not a directory", code="workdir_not_directory", workdir=workdir)
+    if real == root or root in real.parents:
+        return real, str(real.relative_to(root)) if real != root else "."
+    for tree in _worktrees(quest):
+        if real == tree or tree in real.parents:
+            return real, str(real)
+    raise Invalid(
+        f"workdir {workdir!r} is outside the quest repository and its worktrees", code="workdir_outside_quest",
+        workdir=workdir,
+    )
+
+
+def config_seconds(quest: Quest, key: str, default: float) -> float:
+    """A number of seconds from ``bash_exec.<key>`` in config.yaml (0-3600)."""
+    section = quest.home.config().get("bash_exec") or {}
+    value = section.get(key, default) if isinstance(section, dict) else None
+    if not isinstance(value, (int, float)) or isinstance(value, bool) or not 0 <= value <= 3600:
+        raise Invalid(f"config bash_exec.{key} must be a number of seconds (0-3600)", code="bad_config")
+    return float(value)
+
+
+def check_env(env: dict[str, Any] | None) -> dict[str, str]:
+    """Extra environment variables: valid names, string values, none of ours."""
+    if env is None:
+        return {}
+    if not isinstance(env, dict):
+        raise Invalid("env must be an object of NAME: value strings", code="invalid_env")
+    if len(env) > MAX_ENV_KEYS:
+        raise Invalid(f"env holds at most {MAX_ENV_KEYS} variables", code="invalid_env")
+    bad = sorted(str(k) for k in env if not isinstance(k, str) or not _ENV_NAME.match(k))
+    if bad:
+        raise Invalid(
+            f"invalid environment variable name(s) {', '.join(map(repr, bad))}: use letters, digits and '_', "
+            "not starting with a digit", code="invalid_env_name", names=bad,
+        )
+    if _RESERVED_ENV & env.keys():
+        raise Invalid(f"{', '.join(sorted(_RESERVED_ENV & env.keys()))} are set by bash_exec; leave them out of env",
+                      code="invalid_env_name", names=sorted(_RESERVED_ENV & env.keys()))
+    out: dict[str, str] = {}
+    for key, value in env.items():
+        if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+            raise Invalid(f"env value of {key} must be a string", code="invalid_env_value", name=key)
+        text = str(value)
+        if "\x00" in text:
+            raise Invalid(f"env value of {key} holds a NUL byte", code="invalid_env_value", name=key)
+        out[key] = text
+    return out
+
+
+def check_seconds(name: str, value: Any, *, allow_zero: bool) -> float | None:
+    """None, or a finite number of seconds (> 0, or >= 0 with ``allow_zero``)."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise Invalid(f"{name} must be a number of seconds", code="invalid_timeout", field=name)
+    if value < 0 or (value == 0 and not allow_zero):
+        raise Invalid(f"{name} must be {'>= 0' if allow_zero else '> 0'} seconds, got {value}",
+                      code="invalid_timeout", field=name)
+    return float(value)
+
+
+def check_count(name: str, value: Any) -> int | None:
+    """None, or a line count from 1 to :data:`MAX_LINES`."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_LINES:
+        raise Invalid(f"{name} must be a whole number from 1 to {MAX_LINES}", code="invalid_window", field=name)
+    return value
+
+
+def check_seq(name: str, value: Any) -> int | None:
+    """None, or a line seq >= 0."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise Invalid(f"{name} must be a line seq >= 0", code="invalid_window", field=name)
+    return value
+
+
+# -- private helpers -------------------------------------------------------------------
+
+
+def _worktrees(quest: Quest) -> list[Path]:
+    try:
+        repo = quest.repo()
+        return [Path(repo.lookup_worktree(name).path).resolve() for name in repo.list_worktrees()]
+    except Exception:  # noqa: BLE001 - no worktrees is the safe answer
+        return []

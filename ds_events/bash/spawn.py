@@ -1,0 +1,140 @@
+"""Starting a session's monitor: the spec, the process, the handshake.
+
+The monitor (:mod:`ds_events.bash_monitor`) is a fresh Python process in its own OS
+session, so signals to the starter's terminal or process group never reach it. It gets
+the spec as one JSON line on stdin, answers with the command's pids on stdout, and waits
+for "go" (sent once the start is in the log) or anything else (abort: it kills the
+command).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ds_events.services.errors import ServiceError
+
+__all__ = ["StartSpec", "MonitorHandle", "spawn_monitor", "HANDSHAKE_TIMEOUT"]
+
+HANDSHAKE_TIMEOUT = 60.0
+
+
+@dataclass
+class StartSpec:
+    """A validated request to start a session (nothing has run yet)."""
+
+    session_id: str
+    command: str
+    workdir: Path
+    workdir_recorded: str
+    env: dict[str, str]
+    timeout_seconds: float | None
+    grace_seconds: float
+    progress_interval: float
+    started_by: str
+    quest_root: Path
+    env_keys: list[str]
+
+    @property
+    def dir(self) -> Path:
+        return self.quest_root / ".ds" / "bash_exec" / self.session_id
+
+    @property
+    def log_rel(self) -> str:
+        return f".ds/bash_exec/{self.session_id}/output.log"
+
+
+class MonitorHandle:
+    """A monitor that has started the command and waits for "go"."""
+
+    def __init__(self, proc: subprocess.Popen[bytes], info: dict[str, Any]) -> None:
+        self.proc = proc
+        self.info = info
+
+    def go(self) -> None:
+        self._send(b"go\n")
+
+    def abort(self) -> None:
+        self._send(b"abort\n")
+
+    def _send(self, data: bytes) -> None:
+        assert self.proc.stdin is not None
+        try:
+            self.proc.stdin.write(data)
+            self.proc.stdin.close()
+        except (BrokenPipeError, OSError):
+            pass
+
+
+def spawn_monitor(spec: StartSpec) -> MonitorHandle:
+    """Start the monitor in its own OS session and wait for its handshake."""
+    spec.dir.mkdir(parents=True, exist_ok=True)
+    (spec.dir / "output.log").touch()  # readable (empty) from the first instant
+    payload = {
+        "quest_root": str(spec.quest_root),
+        "session_id": spec.session_id,
+        "command": spec.command,
+        "workdir": str(spec.workdir),
+        "env": spec.env,
+        "timeout_seconds": spec.timeout_seconds,
+        "grace_seconds": spec.grace_seconds,
+        "progress_interval": spec.progress_interval,
+        "log_path": str(spec.dir / "output.log"),
+    }
+    with open(spec.dir / "monitor.log", "ab") as monitor_log:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "ds_events.bash_monitor"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=monitor_log,
+            cwd=str(spec.quest_root),
+            start_new_session=True,
+        )
+    # Reap the monitor when it ends, so it never lingers as our zombie.
+    threading.Thread(target=proc.wait, name=f"reap-{spec.session_id}", daemon=True).start()
+    assert proc.stdin is not None and proc.stdout is not None
+    try:
+        proc.stdin.write(json.dumps(payload).encode() + b"\n")
+        proc.stdin.flush()
+        line = _read_line(proc.stdout, HANDSHAKE_TIMEOUT)
+    except (BrokenPipeError, OSError) as exc:
+        line = json.dumps({"ok": False, "error": f"monitor died: {exc}"}).encode()
+    finally:
+        proc.stdout.close()
+    try:
+        info = json.loads(line) if line else {"ok": False, "error": "the monitor did not answer"}
+    except ValueError:
+        info = {"ok": False, "error": f"bad handshake {line[:200]!r}"}
+    if not info.get("ok"):
+        handle = MonitorHandle(proc, info)
+        handle.abort()
+        raise ServiceError(
+            f"could not start the session: {info.get('error')} (see .ds/bash_exec/{spec.session_id}/monitor.log)",
+            code="start_failed",
+        )
+    return MonitorHandle(proc, info)
+
+
+def _read_line(stream: Any, timeout: float) -> bytes:
+    fd = stream.fileno()
+    deadline = time.monotonic() + timeout
+    buf = b""
+    while b"\n" not in buf:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            return b""
+        ready, _, _ = select.select([fd], [], [], remaining)
+        if ready:
+            chunk = os.read(fd, 4096)
+            if not chunk:
+                break
+            buf += chunk
+    return buf.split(b"\n", 1)[0]
