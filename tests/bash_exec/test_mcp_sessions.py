@@ -164,7 +164,7 @@ async def test_read_pages_a_long_log_by_seq_and_previews_head_and_tail(quest):
 
 async def test_the_command_runs_under_a_terminal_in_its_own_process_group(quest):
     async with client_for(quest) as c:
-        r = await call(c, command="test -t 1 && echo tty; ps -o pgid= -p $$", mode="await", wait_timeout_seconds=20)
+        r = await call(c, command="test -t 1 && echo tty; cut -d' ' -f5 /proc/$$/stat", mode="await", wait_timeout_seconds=20)
     lines = r["output"].split()
     assert lines[0] == "tty" and int(lines[1]) == r["session"]["pgid"] == r["session"]["pid"]
     assert r["session"]["pgid"] != os.getpgid(0) and r["session"]["monitor_pid"] != r["session"]["pid"]
