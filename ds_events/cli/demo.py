@@ -138,10 +138,20 @@ def _mailbox(quest: Quest) -> None:
 
 
 def _shell(quest: Quest) -> None:
-    """Filled in with the bash_exec service."""
+    import asyncio
+
+    from ds_events.services import bash_exec as bash_service
+
+    command = 'for i in 1 2 3; do echo "epoch $i"; done; echo \'__DS_PROGRESS__ {"epoch": 3, "acc": 0.921}\''
+    session = bash_service.start(quest, command)
+    session = asyncio.run(bash_service.await_session(quest, session.id, 30))
+    out(f"bash:    session {session.id} {session.status} (exit {session.exit_code}), progress {session.progress}")
+    for line in bash_service.read_output(quest, session.id, tail=2).text().splitlines():
+        out(f"         | {line}")
 
 
 def _summary(quest: Quest) -> None:
+    quest.views.materialise()  # take in what the session's monitor process appended
     s = quest.state("status")
     out(f"status:  {s.status}, anchor {s.anchor}, {s.last_seq} events")
     out("events by type:")

@@ -106,6 +106,7 @@ def test_demo_runs_in_a_given_home(tmp_path, capsys):
     assert "0 file(s) differed" in out  # what was written live equals what replay renders
     assert "near-duplicate write was refused" in out
     assert "suppressed: True" in out and "option write" in out
+    assert "completed (exit 0), progress {'epoch': 3, 'acc': 0.921}" in out
 
 
 # -- error paths ---------------------------------------------------------------------
