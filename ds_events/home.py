@@ -42,6 +42,7 @@ DEFAULT_CONFIG: dict[str, Any] = {
     "durability": "group",  # always | group | never
     "memory": {"shared_across_quests": False},
     "git": {"max_file_bytes": 50 * 1024 * 1024},
+    "bash_exec": {"kill_grace_seconds": 5, "progress_interval_seconds": 5},
 }
 _GITIGNORE = ".ds/\n__pycache__/\n.venv/\nvenv/\n*.pyc\n"
 
