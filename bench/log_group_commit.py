@@ -9,7 +9,7 @@ import threading
 
 from _util import best_rate, verdict
 
-from ds_events.events import ConversationMessage
+from ds_events.events import ConversationMessage, encode
 from ds_events.log import EventLog
 
 APPENDERS = 32
@@ -65,16 +65,19 @@ def main() -> None:
                     t.join()
             return APPENDERS * PER_APPENDER
 
-        # The disk's own ceiling: raw writes of 32 lines at a time, one fsync each.
-        line = b'{"type":"conversation.message","seq":1,"content":"' + b"x" * 150 + b'"}\n'
+        # The disk's own ceiling: the bytes our log writes, 32 lines per write, one fsync each.
+        with fresh(tmp, "ref.jsonl", "never") as ref:
+            stored = ref.append([event(i) for i in range(APPENDERS * PER_APPENDER)])
+        lines = [encode(e) + b"\n" for e in stored]  # type: ignore[union-attr]
+        groups = [b"".join(lines[i : i + APPENDERS]) for i in range(0, len(lines), APPENDERS)]
 
         def raw_groups() -> int:
             fd = os.open(os.path.join(tmp, "raw.jsonl"), os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_TRUNC, 0o644)
-            for _ in range(SINGLE_N // 4):
-                os.write(fd, line * APPENDERS)
+            for group in groups:
+                os.write(fd, group)
                 os.fsync(fd)
             os.close(fd)
-            return SINGLE_N // 4 * APPENDERS
+            return len(lines)
 
         single_rate = async_rate = thread_rate = raw_rate = 0.0
         for _ in range(2):
