@@ -224,9 +224,21 @@ def write_atomic(path: str | os.PathLike[str], data: bytes) -> None:
 
 
 def _confined(root: Path, rel: str) -> Path:
-    """``root / rel``, refusing anything that would land outside ``root``."""
-    target = (root / rel).resolve()
-    base = root.resolve()
-    if target != base and base not in target.parents:
+    """``root / rel``, refusing anything that would land outside ``root``.
+
+    Checked lexically (no absolute paths, no ``..``) and then through the real path of
+    the parent directory, so a symlinked directory cannot lead out either.
+    """
+    parts = Path(rel).parts
+    if not rel or Path(rel).is_absolute() or ".." in parts:
+        raise ValueError(f"materialised path {rel!r} escapes {root}")
+    target = root / rel
+    base = _real(str(root))
+    parent = _real(str(target.parent))
+    if parent != base and not parent.startswith(base + os.sep):
         raise ValueError(f"materialised path {rel!r} escapes {root}")
     return target
+
+
+def _real(path: str) -> str:
+    return os.path.realpath(path)

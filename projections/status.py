@@ -6,6 +6,8 @@ root. ``SUMMARY.md`` belongs to :mod:`projections.artifacts`, which knows the re
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 import msgspec
 import yaml
 
@@ -77,6 +79,25 @@ def apply(state: StatusState, event: Event) -> StatusState:
 def render(state: StatusState) -> Files:
     if not state.quest_id:
         return {}
+    return _identity_files(state) | _status_file(state)
+
+
+def render_changed(state: StatusState, events: Iterable[Event]) -> Files:
+    """``status.md`` after any event; the other files only when what they show changed."""
+    if not state.quest_id:
+        return {}
+    files = _status_file(state)
+    if any(isinstance(e, _IDENTITY_EVENTS) for e in events):
+        files |= _identity_files(state)
+    return files
+
+
+# quest.yaml, brief.md and plan.md show only what these events change; status.md
+# (counters, last seq) changes with every event, so it is rendered every time.
+_IDENTITY_EVENTS = (QuestCreated, QuestAnchorChanged, QuestControl, QuestCompleted)
+
+
+def _identity_files(state: StatusState) -> Files:
     quest_yaml = {
         "quest_id": state.quest_id,
         "title": state.title,
@@ -84,9 +105,15 @@ def render(state: StatusState) -> Files:
         "active_anchor": state.anchor,
         "tags": list(state.tags),
         "created_at": state.created_at,
-        "updated_at": state.updated_at,
-        "last_seq": state.last_seq,
     }
+    return {
+        "quest.yaml": yaml.dump(quest_yaml, Dumper=_YamlDumper, sort_keys=False, allow_unicode=True).encode(),
+        "brief.md": f"# Brief: {state.title}\n\n{state.brief}\n".encode(),
+        "plan.md": f"# Plan: {state.title}\n\n_The agent keeps its plan here; it starts at the `{state.anchor}` stage._\n".encode(),
+    }
+
+
+def _status_file(state: StatusState) -> Files:
     counts = "\n".join(f"| `{k}` | {v} |" for k, v in sorted(state.counts.items()))
     status_md = (
         f"# Status: {state.title}\n\n"
@@ -96,15 +123,15 @@ def render(state: StatusState) -> Files:
         f"- messages: {state.user_messages} from the user, {state.assistant_messages} from the agent\n"
         f"- last event: seq {state.last_seq} at {state.updated_at}\n"
         + (f"- outcome: {state.completed_summary}\n" if state.completed_summary else "")
-        + "\n"
-        f"| event type | count |\n|---|---|\n{counts}\n"
+        + f"\n| event type | count |\n|---|---|\n{counts}\n"
     )
-    return {
-        "quest.yaml": yaml.safe_dump(quest_yaml, sort_keys=False, allow_unicode=True).encode(),
-        "brief.md": f"# Brief: {state.title}\n\n{state.brief}\n".encode(),
-        "plan.md": f"# Plan: {state.title}\n\n_The agent keeps its plan here; it starts at the `{state.anchor}` stage._\n".encode(),
-        "status.md": status_md.encode(),
-    }
+    return {"status.md": status_md.encode()}
 
 
-PROJECTION = Projection(name="status", state_type=StatusState, initial=initial, apply=apply, render=render)
+# libyaml's emitter when PyYAML was built with it (same output, many times faster).
+_YamlDumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+
+
+PROJECTION = Projection(
+    name="status", state_type=StatusState, initial=initial, apply=apply, render=render, render_changed=render_changed
+)

@@ -131,3 +131,16 @@ def test_replay_keeps_a_copy_of_a_hand_edited_file_before_restoring_it(quest):
     # An untouched tree replays without replacing anything.
     again = replay_quest(quest.root, quest_id=quest.id)
     assert again.replaced == [] and again.replaced_dir is None
+
+
+def test_live_updates_rewrite_only_the_files_an_event_changes(quest):
+    identity = quest.root / "quest.yaml"
+    status = quest.root / "status.md"
+    before_identity, before_status = identity.read_bytes(), status.read_bytes()
+    svc.post_message(quest, "a message changes counters, not the quest's identity")
+    assert identity.read_bytes() == before_identity
+    assert status.read_bytes() != before_status
+    svc.change_anchor(quest, "idea")
+    assert b"active_anchor: idea" in identity.read_bytes()
+    # What the live path wrote is exactly what a full replay renders.
+    assert replay_quest(quest.root, quest_id=quest.id).files_written == []
