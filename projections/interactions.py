@@ -253,8 +253,12 @@ def render_changed(state: State, events: Iterable[Event]) -> Files:
                 if iid in state.interactions:
                     files[f"interactions/records/{iid}.json"] = _record_json(state.interactions[iid])
                 files["interactions/open_requests.md"] = _open_requests_md(state)
-            case ConnectorBound() | ConnectorUnbound() | RoutingPolicyChanged() | QuestCreated():
-                # QuestCreated: a new quest shows its (local-only) bindings from the start.
+            case QuestCreated():
+                # A new quest shows its (local-only) bindings and an empty request list
+                # from the start, as a full render does.
+                files["interactions/bindings.json"] = _bindings_json(state)
+                files["interactions/open_requests.md"] = _open_requests_md(state)
+            case ConnectorBound() | ConnectorUnbound() | RoutingPolicyChanged():
                 files["interactions/bindings.json"] = _bindings_json(state)
     return files
 
