@@ -103,3 +103,32 @@ def test_common_words_only_rescore_cards_that_match_rarer_words(quest: Quest, me
     exact = index._query(_or(["training", "loss", "diverge"]), "", [], 2)
     assert [h.card_id for h in exact] == [h.card_id for h in hits]
     assert len(index.search("training loss", limit=5)) == 5  # only common words still answers
+
+
+def test_a_query_of_only_common_words_ranks_the_newest_matching_cards_by_bm25(quest: Quest, mem: MemoryContext, monkeypatch):
+    from ds_events.events.memory import CardWritten
+    from ds_events.memory import index as index_module
+    from ds_events.memory.index import _and
+
+    # 2,400 cards that all say "training loss"; an old and a new one say it more often.
+    events = [CardWritten(card_id=f"knowledge-{i:08x}", kind="knowledge", title=f"training loss note {i}", body=f"filler{i} words")
+              for i in range(2400)]  # fmt: skip
+    for i in (3, 2390):
+        events[i] = CardWritten(card_id=f"knowledge-{i:08x}", kind="knowledge", title="training loss, training loss",
+                                body="training loss again")  # fmt: skip
+    quest.log.append(events)
+    index = mem.store("quest").synced_index()
+    exact = index._query(_and(["training", "loss"]), "", [], 5)
+    assert exact[0].card_id in {"knowledge-00000003", "knowledge-00000956"}  # both top scorers, ranking all cards
+
+    monkeypatch.setattr(index_module, "_COMMON_ONLY_CANDIDATES", 100)
+    capped = index.search("training loss", limit=5)
+    assert capped[0].card_id == "knowledge-00000956"  # the best of the newest 100, ties to the newer
+    assert all(int(h.card_id.split("-")[1], 16) >= 2300 for h in capped)  # the old top scorer is out of reach
+    snippets = {h.card_id: h.snippet for h in exact}
+    assert capped[0].snippet == snippets["knowledge-00000956"] and "[training]" in capped[0].snippet
+
+    monkeypatch.setattr(index_module, "_COMMON_ONLY_CANDIDATES", 10_000)  # more than match: the exact order
+    whole = index.search("training loss", limit=5)
+    assert [h.score for h in whole] == pytest.approx([h.score for h in exact])
+    assert whole[0].card_id == "knowledge-00000956" and whole[1].card_id == "knowledge-00000003"
