@@ -300,6 +300,9 @@ class EventLog:
     async def _flush_async(self) -> None:
         loop = asyncio.get_running_loop()
         while self._apending:
+            # Let every appender that is ready to run enqueue first: the group grows and
+            # the commit thread does not fight the loop thread for the GIL.
+            await asyncio.sleep(0)
             batch, self._apending = self._apending, []
             try:
                 results = await loop.run_in_executor(None, self._commit, [events for events, _ in batch])
