@@ -243,8 +243,8 @@ class EventLog:
                     seq += 1
                     progressed = True
                 if not progressed:
-                    if os.fstat(self._fd).st_size < offset:
-                        raise LogError("the log was truncated under a follower (repair ran): follow again from a seq")
+                    if self._replaced() or os.fstat(self._fd).st_size < offset:
+                        raise LogError("the log was repaired or truncated under a follower: follow again from a seq")
                     try:
                         await asyncio.wait_for(wake.wait(), poll_interval)
                     except asyncio.TimeoutError:
@@ -486,11 +486,7 @@ class EventLog:
 
     def _catch_up(self) -> None:
         """Under the lock: absorb other processes' appends (or a replaced file)."""
-        try:
-            same_file = os.stat(self.path).st_ino == os.fstat(self._fd).st_ino
-        except FileNotFoundError:
-            same_file = False
-        if not same_file:  # ds repair replaced the file: reopen it
+        if self._replaced() or not os.path.exists(self.path):  # ds repair replaced the file: reopen it
             os.close(self._fd)
             self._fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
             self._reset_state()
@@ -534,6 +530,10 @@ class EventLog:
 
     def _refresh(self) -> None:
         """Without the lock: see complete lines other processes appended."""
+        if self._replaced():  # ds repair swapped the file: reopen under the lock
+            with self._locked():
+                self._catch_up()
+            return
         size = os.fstat(self._fd).st_size
         if size > self._size:
             with self._tlock:
@@ -541,6 +541,13 @@ class EventLog:
         elif size < self._size:
             with self._locked():
                 self._catch_up()
+
+    def _replaced(self) -> bool:
+        """Whether the path now names another file than the one we have open."""
+        try:
+            return os.stat(self.path).st_ino != os.fstat(self._fd).st_ino
+        except FileNotFoundError:
+            return False
 
     def _advance(self, size: int) -> None:
         """Consume complete lines in ``[self._size, size)`` into the tail state and index."""

@@ -96,13 +96,14 @@ class RepairReport:
     removed: list[Problem] = field(default_factory=list)
     removed_bytes: int = 0
     renumbered: int = 0
+    reordered: int = 0  # events put back in seq order (they stood elsewhere in the file)
     rechained_from_seq: int | None = None
     quarantine_path: str | None = None
     event: Event | None = None
 
     @property
     def changed(self) -> bool:
-        return bool(self.removed or self.renumbered or self.rechained_from_seq is not None)
+        return bool(self.removed or self.renumbered or self.reordered or self.rechained_from_seq is not None)
 
 
 def repair_log(path: str, *, quest_id: str = "", actor: str = "cli") -> RepairReport:
@@ -132,7 +133,9 @@ def repair_log(path: str, *, quest_id: str = "", actor: str = "cli") -> RepairRe
                     continue
                 seen_ids.add(event.id)
                 kept.append((n, event, line))
+            in_file = [n for n, _e, _l in kept]
             kept.sort(key=lambda item: (item[1].seq, item[0]))  # seq order; file order breaks ties
+            report.reordered = sum(1 for before, (n, _e, _l) in zip(in_file, kept) if before != n)
             lines_out: list[bytes] = []
             prev = ""
             for new_seq, (_n, event, line) in enumerate(kept, start=1):
@@ -167,6 +170,7 @@ def repair_log(path: str, *, quest_id: str = "", actor: str = "cli") -> RepairRe
                 reasons=[p.reason for p in report.removed],
                 renumbered=report.renumbered,
                 rechained_from_seq=report.rechained_from_seq,
+                reordered=report.reordered,
             )
             lines_out.append(encode(repaired) + b"\n")
             report.event = repaired

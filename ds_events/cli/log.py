@@ -139,6 +139,8 @@ def repair(home: Home, quest_id: str, yes: bool) -> None:
         out(f"removed line {p.line} (byte {p.offset}, {p.reason})")
     if result.quarantine_path:
         out(f"removed lines are in .ds/{result.quarantine_path} ({result.removed_bytes} bytes)")
+    if result.reordered:
+        out(f"moved {result.reordered} event(s) back into seq order")
     if result.renumbered:
         out(f"renumbered {result.renumbered} event(s) so seqs run 1..N")
     if result.rechained_from_seq is not None:

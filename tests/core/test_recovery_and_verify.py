@@ -185,3 +185,45 @@ def test_an_open_log_keeps_appending_correctly_after_a_repair_replaced_the_file(
     assert stored.seq == 11  # 9 kept + log.repaired + this one
     assert verify_log(str(path)).ok
     assert decode_line(lines_of(path)[-1]).content == "m42"
+
+
+def test_a_reader_and_a_follower_notice_a_repair_that_replaced_the_file(path):
+    import asyncio
+
+    with EventLog(path, quest_id="q", policy="never") as reader:
+        assert reader.last_seq == 10
+        lines = lines_of(path)
+        del lines[2]
+        path.write_bytes(b"\n".join(lines) + b"\n")
+        repair_log(str(path), quest_id="q")
+        # The reader reopens the new file instead of reading the old inode forever.
+        assert reader.last_seq == 10  # 9 kept + log.repaired
+        assert reader.read(after_seq=9)[0].type == "log.repaired"
+
+    async def follow_until_error() -> str:
+        with EventLog(path, quest_id="q", policy="never") as follower:
+            agen = follower.follow(after_seq=10, poll_interval=0.01)
+            task = asyncio.ensure_future(agen.__anext__())
+            await asyncio.sleep(0.05)  # the follower is idle at the tail
+            lines = lines_of(path)
+            lines[1], lines[2] = lines[2], lines[1]
+            path.write_bytes(b"\n".join(lines) + b"\n")
+            repair_log(str(path), quest_id="q")
+            try:
+                await asyncio.wait_for(task, timeout=10)
+            except LogError as exc:
+                return str(exc)
+            return "no error"
+
+    assert "follow again" in asyncio.run(follow_until_error())
+
+
+def test_repair_puts_a_swapped_pair_back_in_order_even_when_the_chain_still_holds(path):
+    lines = lines_of(path)
+    lines[1], lines[2] = lines[2], lines[1]
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    report = repair_log(str(path), quest_id="q")
+    assert report.changed and report.reordered == 2 and report.renumbered == 0
+    assert report.event is not None and report.event.reordered == 2
+    assert verify_log(str(path)).ok
+    assert lines_of(path)[:10] == [lines[0], lines[2], lines[1], *lines[3:]]  # original bytes, original order
