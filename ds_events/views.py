@@ -54,7 +54,9 @@ class Views:
         self.snapshot_dir = Path(snapshot_dir) if snapshot_dir else Path(log.path).parent / "snapshots"
         self.states: dict[str, Any] = {}
         self.seqs: dict[str, int] = {}
-        self._written: dict[str, bytes] = {}
+        # What this process last wrote (or found) at each path, with the file's stat
+        # signature then: another process may have rewritten the file since.
+        self._written: dict[str, tuple[bytes, tuple[int, int, int]]] = {}
         self._since_snapshot = 0
         self._keep_replaced: Path | None = None
         self.replaced: list[str] = []
@@ -157,12 +159,13 @@ class Views:
 
     def _write_if_changed(self, rel: str, data: bytes) -> bool:
         target = _confined(self.root, rel)
-        if self._written.get(rel) == data:
+        known = self._written.get(rel)
+        if known is not None and known[0] == data and known[1] == _signature(target):
             return False
         try:
             on_disk = target.read_bytes()
             if on_disk == data:
-                self._written[rel] = data
+                self._written[rel] = (data, _signature(target))
                 return False
             if self._keep_replaced is not None:
                 write_atomic(self._keep_replaced / rel, on_disk)
@@ -170,7 +173,7 @@ class Views:
         except (FileNotFoundError, IsADirectoryError):
             pass
         write_atomic(target, data)
-        self._written[rel] = data
+        self._written[rel] = (data, _signature(target))
         return True
 
     # -- snapshots ------------------------------------------------------------------
@@ -238,6 +241,15 @@ def _confined(root: Path, rel: str) -> Path:
     if parent != base and not parent.startswith(base + os.sep):
         raise ValueError(f"materialised path {rel!r} escapes {root}")
     return target
+
+
+def _signature(path: Path) -> tuple[int, int, int]:
+    """Identity of a file's current version: a rewrite by anyone changes it."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return (0, 0, 0)
+    return (st.st_ino, st.st_size, st.st_mtime_ns)
 
 
 def _real(path: str) -> str:

@@ -144,3 +144,16 @@ def test_live_updates_rewrite_only_the_files_an_event_changes(quest):
     assert b"active_anchor: idea" in identity.read_bytes()
     # What the live path wrote is exactly what a full replay renders.
     assert replay_quest(quest.root, quest_id=quest.id).files_written == []
+
+
+def test_a_file_another_process_rewrote_is_written_again_when_our_state_differs(home, quest):
+    # Two handles on one quest stand for two processes (each has its own views).
+    other = home.open_quest(quest.id)
+    try:
+        svc.change_anchor(quest, "idea")
+        svc.change_anchor(other, "write")  # other writes quest.yaml with anchor write
+        assert b"active_anchor: write" in (quest.root / "quest.yaml").read_bytes()
+        svc.change_anchor(quest, "idea")  # back to the bytes `quest` wrote before
+        assert b"active_anchor: idea" in (quest.root / "quest.yaml").read_bytes()
+    finally:
+        other.close()
