@@ -11,9 +11,9 @@ state), which keeps replay of long logs cheap.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import Generic, TypeVar
 
 from ds_events.events import Event
 
@@ -30,15 +30,11 @@ class Projection(Generic[S]):
     initial: Callable[[], S]
     apply: Callable[[S, Event], S]
     render: Callable[[S], Files] | None = None
-    # Files touched by one event, when cheaper than rendering everything (optional).
+    # The files these events touched, when cheaper than rendering everything (optional).
+    # It must agree with render: live files are checked against a full replay in tests.
     render_changed: Callable[[S, Iterable[Event]], Files] | None = None
     # Bump when the state's shape changes: snapshots of another version are ignored.
     version: int = 1
-
-    def files_for(self, state: S, events: Iterable[Event]) -> Files:
-        if self.render_changed is not None:
-            return self.render_changed(state, events)
-        return self.render(state) if self.render is not None else {}
 
 
 def fold(projection: Projection[S], events: Iterable[Event], state: S | None = None) -> S:
@@ -48,14 +44,3 @@ def fold(projection: Projection[S], events: Iterable[Event], state: S | None = N
     for event in events:
         current = apply(current, event)
     return current
-
-
-def last_seq_of(state: Any) -> int:
-    return int(getattr(state, "last_seq", 0))
-
-
-def merge_files(parts: Iterable[Mapping[str, bytes]]) -> Files:
-    out: Files = {}
-    for part in parts:
-        out.update(part)
-    return out
