@@ -30,7 +30,7 @@ import msgspec
 
 from .events import Event, EventDecodeError, LogRecovered, decode_line, encode, new_event_id, utc_now
 
-__all__ = ["EventLog", "Transaction", "Policy", "LogError", "line_hash", "INDEX_EVERY"]
+__all__ = ["EventLog", "Transaction", "Policy", "LogError", "line_hash", "end_of_last_line", "INDEX_EVERY"]
 
 Policy = Literal["always", "group", "never"]
 INDEX_EVERY = 64
@@ -486,7 +486,7 @@ class EventLog:
 
     def _catch_up(self) -> None:
         """Under the lock: absorb other processes' appends (or a replaced file)."""
-        if self._replaced() or not os.path.exists(self.path):  # ds repair replaced the file: reopen it
+        if self._replaced(missing=True):  # ds repair replaced the file: reopen it
             os.close(self._fd)
             self._fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
             self._reset_state()
@@ -542,12 +542,15 @@ class EventLog:
             with self._locked():
                 self._catch_up()
 
-    def _replaced(self) -> bool:
-        """Whether the path now names another file than the one we have open."""
+    def _replaced(self, *, missing: bool = False) -> bool:
+        """Whether the path now names another file than the one we have open.
+
+        ``missing`` is the answer when the path names no file at all.
+        """
         try:
             return os.stat(self.path).st_ino != os.fstat(self._fd).st_ino
         except FileNotFoundError:
-            return False
+            return missing
 
     def _advance(self, size: int) -> None:
         """Consume complete lines in ``[self._size, size)`` into the tail state and index."""
@@ -721,23 +724,30 @@ class _FileLock:
             self._tlock.release()
 
 
-def _last_line(fd: int, size: int) -> tuple[int, bytes]:
-    """``(offset, bytes)`` of the last line of the first ``size`` bytes (newline kept)."""
-    end = size
-    # A trailing newline belongs to the last line; look for the one before it.
-    search_end = end - 1 if os.pread(fd, 1, end - 1) == b"\n" else end
+def end_of_last_line(fd: int, end: int) -> int:
+    """Offset just after the last newline in the first ``end`` bytes of ``fd`` (0 if none).
+
+    Reads backwards in growing blocks, so it costs the length of the last line, not of
+    the file. The log uses it to find its tail; session output logs to find their end.
+    """
     step = 64 * 1024
-    pos = search_end
+    pos = end
     while pos > 0:
         start = max(0, pos - step)
-        chunk = os.pread(fd, pos - start, start)
-        nl = chunk.rfind(b"\n")
+        nl = os.pread(fd, pos - start, start).rfind(b"\n")
         if nl >= 0:
-            line_start = start + nl + 1
-            return line_start, os.pread(fd, end - line_start, line_start)
+            return start + nl + 1
         pos = start
         step *= 2
-    return 0, os.pread(fd, end, 0)
+    return 0
+
+
+def _last_line(fd: int, size: int) -> tuple[int, bytes]:
+    """``(offset, bytes)`` of the last line of the first ``size`` bytes (newline kept)."""
+    # A trailing newline belongs to the last line; look for the one before it.
+    search_end = size - 1 if os.pread(fd, 1, size - 1) == b"\n" else size
+    start = end_of_last_line(fd, search_end)
+    return start, os.pread(fd, size - start, start)
 
 
 def _write_all(fd: int, data: bytes) -> None:

@@ -14,6 +14,8 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
+from ds_events.log import end_of_last_line
+
 __all__ = [
     "LineLogWriter",
     "LogSlice",
@@ -206,16 +208,7 @@ def _parse(line: bytes) -> tuple[int, str]:
 
 def _complete_size(fd: int) -> int:
     """File size up to and including the last newline."""
-    size = os.fstat(fd).st_size
-    pos = size
-    while pos > 0:
-        start = max(0, pos - _BLOCK)
-        chunk = os.pread(fd, pos - start, start)
-        nl = chunk.rfind(b"\n")
-        if nl >= 0:
-            return start + nl + 1
-        pos = start
-    return 0
+    return end_of_last_line(fd, os.fstat(fd).st_size)
 
 
 def _read_back(fd: int, end: int, n: int) -> list[tuple[int, str]]:
