@@ -30,7 +30,7 @@ def event(i: int) -> ConversationMessage:
 
 
 def main() -> None:
-    with tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory(dir=os.environ.get('BENCH_DIR')) as tmp:
 
         def single() -> int:
             with fresh(tmp, "single.jsonl", "always") as log:

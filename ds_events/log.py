@@ -28,12 +28,13 @@ from typing import Literal
 
 import msgspec
 
-from .events import Event, EventDecodeError, LogRecovered, decode_line, encode, new_event_id, utc_now
+from .events import Event, EventDecodeError, LogRecovered, decode_line, encode, new_event_id, new_event_ids, utc_now
 
 __all__ = ["EventLog", "Transaction", "Policy", "LogError", "line_hash", "end_of_last_line", "INDEX_EVERY"]
 
 Policy = Literal["always", "group", "never"]
 INDEX_EVERY = 64
+_ASYNC_GROUP = 512  # most events one asyncio group commit encodes on the loop thread
 _CHUNK = 1 << 20
 _ID_MARK = b'"id":"'
 _SEQ_MARK = b'"seq":'
@@ -123,6 +124,10 @@ class EventLog:
         self._leader = False
         self._apending: list[tuple[list[Event], asyncio.Future[list[Event]]]] = []
         self._aflusher: asyncio.Task[None] | None = None
+        self._unsynced: list[tuple[asyncio.Future[list[Event]], list[Event]]] = []
+        self._async_syncer: asyncio.Task[None] | None = None
+        self._retired_fds: list[int] = []
+        self._sync_failed: OSError | None = None
         self._waiters: set[tuple[asyncio.AbstractEventLoop, asyncio.Event]] = set()
         self._ids: dict[str, int] | None = None
         self._closed = False
@@ -158,13 +163,17 @@ class EventLog:
         return stored[0] if single else stored
 
     async def append_async(self, event: Event | Sequence[Event]) -> Event | list[Event]:
-        """Like :meth:`append` without blocking the loop; concurrent calls share a sync."""
+        """Like :meth:`append` without blocking the loop.
+
+        Under ``group`` (and ``never``) concurrent calls share one write, and one sync
+        covers every group written while the previous sync was in flight.
+        """
         single = isinstance(event, Event)
         events = [event] if single else list(event)  # type: ignore[list-item, arg-type]
         if not events:
             return []
         loop = asyncio.get_running_loop()
-        if self.policy != "group":
+        if self.policy == "always":
             stored = (await loop.run_in_executor(None, self._commit, [events]))[0]
         else:
             future: asyncio.Future[list[Event]] = loop.create_future()
@@ -256,8 +265,8 @@ class EventLog:
     def close(self) -> None:
         if not self._closed:
             self._closed = True
-            os.close(self._fd)
-            os.close(self._lock_fd)
+            for fd in (self._fd, self._lock_fd, *self._retired_fds):
+                os.close(fd)
 
     def __enter__(self) -> EventLog:
         return self
@@ -269,7 +278,9 @@ class EventLog:
 
     def _append_grouped(self, events: list[Event]) -> list[Event]:
         # Leader/follower group commit across threads: whoever finds no leader takes
-        # everything queued so far and commits it with one write and one sync.
+        # everything queued so far and writes it with one write. It gives up the lead
+        # before it syncs, so the next group is written while this one syncs; the sync
+        # (which releases the GIL) covers both if it started after both were written.
         me = _Pending(events)
         with self._cv:
             self._queue.append(me)
@@ -280,8 +291,16 @@ class EventLog:
                 self._leader = True
                 batch, self._queue = self._queue, []
                 self._cv.release()
+                wrote = False
                 try:
-                    results = self._commit([p.events for p in batch])
+                    try:
+                        results, wrote = self._write(p.events for p in batch)
+                    finally:
+                        with self._cv:
+                            self._leader = False
+                            self._cv.notify_all()
+                    if wrote:
+                        self._sync()
                     for p, r in zip(batch, results):
                         p.result = r
                 except BaseException as exc:  # the whole group failed: tell every member
@@ -291,31 +310,98 @@ class EventLog:
                     self._cv.acquire()
                     for p in batch:
                         p.done = True
-                    self._leader = False
                     self._cv.notify_all()
+                if wrote:
+                    self._wake_followers()
         if me.error is not None:
             raise me.error
         return me.result
 
     async def _flush_async(self) -> None:
+        """Asyncio group commit, pipelined: write one group while the last one syncs.
+
+        Each round takes every append queued so far (up to ``_ASYNC_GROUP`` events) and
+        writes it with one ``write``; :meth:`_sync_async` syncs whatever has been
+        written and only then resolves the appenders' futures. So the next group is
+        encoded and written while the last one syncs, and one sync covers every group
+        written before it started.
+
+        The write runs on the loop thread when that cannot block: the thread lock and
+        the ``flock`` are free (tried without waiting) and no other process has appended
+        since we last looked. Otherwise (contention, catch-up, recovery) it runs in the
+        default executor like a synchronous append.
+        """
         loop = asyncio.get_running_loop()
         while self._apending:
-            # Let every appender that is ready to run enqueue first: the group grows and
-            # the commit thread does not fight the loop thread for the GIL.
+            # Let every appender that is ready to run enqueue first: the group grows.
             await asyncio.sleep(0)
-            batch, self._apending = self._apending, []
+            batch = self._take_async_group()
+            batches = [events for events, _ in batch]
             try:
-                results = await loop.run_in_executor(None, self._commit, [events for events, _ in batch])
+                results = self._write_without_blocking(batches)
+                if results is None:
+                    results = (await loop.run_in_executor(None, self._write, batches))[0]
             except BaseException as exc:
-                for _, fut in batch:
-                    if not fut.done():
-                        fut.set_exception(exc)
+                _settle([(fut, []) for _, fut in batch], exc)
                 if isinstance(exc, asyncio.CancelledError):
                     raise
                 continue
-            for (_, fut), stored in zip(batch, results):
-                if not fut.done():
-                    fut.set_result(stored)
+            written = [(fut, stored) for (_, fut), stored in zip(batch, results)]
+            if self.policy == "never":
+                _settle(written, None)
+                self._wake_followers()
+                continue
+            self._unsynced.extend(written)
+            if self._async_syncer is None or self._async_syncer.done():
+                self._async_syncer = loop.create_task(self._sync_async())
+
+    async def _sync_async(self) -> None:
+        """Sync what the flusher wrote, then resolve those appends; again while more."""
+        loop = asyncio.get_running_loop()
+        while self._unsynced:
+            batch, self._unsynced = self._unsynced, []
+            try:
+                await loop.run_in_executor(None, self._sync)
+            except BaseException as exc:  # the write may or may not be durable: say so
+                _settle(batch, exc)
+                if isinstance(exc, asyncio.CancelledError):
+                    raise
+                continue
+            _settle(batch, None)
+            self._wake_followers()
+
+    def _take_async_group(self) -> list[tuple[list[Event], asyncio.Future[list[Event]]]]:
+        """The oldest queued appends, whole, up to ``_ASYNC_GROUP`` events (at least one)."""
+        count = 0
+        for taken, (events, _) in enumerate(self._apending):
+            count += len(events)
+            if count > _ASYNC_GROUP and taken:
+                batch, self._apending = self._apending[:taken], self._apending[taken:]
+                return batch
+        batch, self._apending = self._apending, []
+        return batch
+
+    def _write_without_blocking(self, batches: list[list[Event]]) -> list[list[Event]] | None:
+        """Write ``batches`` (unsynced) if that needs no waiting and no catch-up, else None."""
+        self._usable()
+        if self._ids is None and any(e.id for events in batches for e in events):
+            return None  # an idempotency check would first scan the whole log
+        if not self._tlock.acquire(blocking=False):
+            return None
+        try:
+            try:
+                fcntl.flock(self._lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except (BlockingIOError, InterruptedError):
+                return None
+            try:
+                st = os.fstat(self._fd)
+                if st.st_size != self._size or _inode(self.path) != st.st_ino:
+                    return None  # another process appended or repaired: catch up off the loop
+                return self._commit_locked(batches, sync=False)[0]
+            finally:
+                fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
+        finally:
+            self._tlock.release()
 
     @contextlib.contextmanager
     def transaction(self) -> Iterator[Transaction]:
@@ -326,26 +412,57 @@ class EventLog:
         for check-then-write rules that must hold across processes (exactly-once
         delivery, duplicate refusal). Keep it short: every appender waits on it.
         """
-        if self._closed:
-            raise LogError(f"log {self.path} is closed")
+        self._usable()
         with self._locked():
             self._catch_up()
             yield Transaction(self)
         self._wake_followers()
 
     def _commit(self, batches: list[list[Event]]) -> list[list[Event]]:
-        """Write ``batches`` as one write (and one sync); returns each batch as stored."""
-        if self._closed:
-            raise LogError(f"log {self.path} is closed")
-        with self._locked():
-            self._catch_up()
-            results, wrote = self._commit_locked(batches)
+        """Write ``batches`` as one write, then sync per policy; each batch as stored."""
+        results, wrote = self._write(batches)
         if wrote:
+            if self.policy != "never":
+                self._sync()
             self._wake_followers()
         return results
 
-    def _commit_locked(self, batches: list[list[Event]]) -> tuple[list[list[Event]], bool]:
+    def _write(self, batches: Iterable[list[Event]]) -> tuple[list[list[Event]], bool]:
+        """Under the lock: catch up and write ``batches`` with one write, not synced.
+
+        The sync comes after the lock is released, so other processes and the next
+        group can write meanwhile. That is safe because a sync covers every byte of the
+        file written before it, so what is durable is always a prefix of the log.
+        """
+        self._usable()
+        with self._locked():
+            self._catch_up()
+            return self._commit_locked(list(batches), sync=False)
+
+    def _sync(self) -> None:
+        """``fdatasync`` the log. A failure is final for this handle (see :meth:`_usable`)."""
+        try:
+            os.fdatasync(self._fd)
+        except OSError as exc:
+            # After a failed sync the kernel may have dropped the dirty pages, so a later
+            # sync that succeeds would prove nothing about them: stop acknowledging.
+            self._sync_failed = exc
+            raise LogError(
+                f"{self.path}: sync failed ({exc}); appends since the last good sync may not be on disk. "
+                "Reopen the log (it recovers its tail) and check it with ds verify"
+            ) from exc
+
+    def _usable(self) -> None:
+        """Refuse to append through a closed handle or one whose sync has failed."""
+        if self._closed:
+            raise LogError(f"log {self.path} is closed")
+        if self._sync_failed is not None:
+            raise LogError(f"{self.path}: an earlier sync failed ({self._sync_failed}); reopen the log")
+
+    def _commit_locked(self, batches: list[list[Event]], *, sync: bool = True) -> tuple[list[list[Event]], bool]:
         """Under the lock and caught up: assign seqs, chain, write once, sync per policy.
+
+        ``sync=False`` leaves the sync to the caller (the pipelined asyncio group commit).
 
         This is the hot path of every append (and of group commit, once per group), so
         it binds what it calls to locals and only tracks index points and ids it needs.
@@ -355,6 +472,7 @@ class EventLog:
         replace, enc, blake = msgspec.structs.replace, encode, hashlib.blake2b
         quest_id, actor = self.quest_id, self.actor
         track_all_ids = self._ids is not None
+        next_id = iter(new_event_ids(sum(map(len, batches)))).__next__
         chunks: list[bytes] = []
         new_offsets: list[tuple[int, int]] = []
         new_ids: dict[str, int] = {}
@@ -370,7 +488,7 @@ class EventLog:
                         continue
                     new_ids[event_id] = seq + 1
                 else:
-                    event_id = new_event_id()
+                    event_id = next_id()
                     if track_all_ids:
                         new_ids[event_id] = seq + 1
                 seq += 1
@@ -385,7 +503,7 @@ class EventLog:
                 )
                 line = enc(event)
                 prev = blake(line, digest_size=16).hexdigest()
-                if (seq - 1) % INDEX_EVERY == 0:
+                if not (seq - 1) % INDEX_EVERY:
                     new_offsets.append((seq, offset))
                 offset += len(line) + 1
                 chunks.append(line)
@@ -394,13 +512,13 @@ class EventLog:
         if chunks:
             chunks.append(b"")
             _write_all(self._fd, b"\n".join(chunks))
-            if self.policy != "never":
-                os.fdatasync(self._fd)
             self._last_seq, self._last_hash, self._size = seq, prev, offset
             if new_offsets:
                 self._add_offsets(new_offsets, persist=True)
             if self._ids is not None:
                 self._ids.update(new_ids)
+            if sync and self.policy != "never":
+                self._sync()
         return results, bool(chunks)
 
     def _stored_duplicate(self, seq: int, chunks: list[bytes]) -> Event:
@@ -487,7 +605,9 @@ class EventLog:
     def _catch_up(self) -> None:
         """Under the lock: absorb other processes' appends (or a replaced file)."""
         if self._replaced(missing=True):  # ds repair replaced the file: reopen it
-            os.close(self._fd)
+            # Keep the old descriptor open: a pipelined sync may still be using it.
+            self._sync()
+            self._retired_fds.append(self._fd)
             self._fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
             self._reset_state()
             self._ids = None
@@ -524,9 +644,9 @@ class EventLog:
         )
         line = encode(event)
         _write_all(self._fd, line + b"\n")
-        os.fdatasync(self._fd)
         self._add_offsets([(event.seq, self._size)], persist=True)
         self._last_seq, self._last_hash, self._size = event.seq, line_hash(line), self._size + len(line) + 1
+        self._sync()
 
     def _refresh(self) -> None:
         """Without the lock: see complete lines other processes appended."""
@@ -547,10 +667,8 @@ class EventLog:
 
         ``missing`` is the answer when the path names no file at all.
         """
-        try:
-            return os.stat(self.path).st_ino != os.fstat(self._fd).st_ino
-        except FileNotFoundError:
-            return missing
+        ino = _inode(self.path)
+        return missing if ino is None else ino != os.fstat(self._fd).st_ino
 
     def _advance(self, size: int) -> None:
         """Consume complete lines in ``[self._size, size)`` into the tail state and index."""
@@ -697,6 +815,16 @@ class Transaction:
         return results[0]
 
 
+def _settle(items: list[tuple[asyncio.Future[list[Event]], list[Event]]], error: BaseException | None) -> None:
+    """Resolve waiting appenders with their stored events, or fail them all with ``error``."""
+    for fut, stored in items:
+        if not fut.done():
+            if error is None:
+                fut.set_result(stored)
+            else:
+                fut.set_exception(error)
+
+
 class _FileLock:
     """Thread lock plus an exclusive ``flock``: one appender across threads and processes."""
 
@@ -772,6 +900,13 @@ def _fsync_dir(path: str) -> None:
             raise
     finally:
         os.close(fd)
+
+
+def _inode(path: str) -> int | None:
+    try:
+        return os.stat(path).st_ino
+    except FileNotFoundError:
+        return None
 
 
 def _file_size(path: str) -> int:

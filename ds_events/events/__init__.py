@@ -15,7 +15,7 @@ import typing
 import msgspec
 
 from . import artifact, bash, core, interaction, memory
-from .base import Event, new_event_id, utc_now
+from .base import Event, new_event_id, new_event_ids, utc_now
 from .core import *  # noqa: F403 - re-export the core event classes
 from .upcast import upcast
 
@@ -29,6 +29,7 @@ __all__ = [
     "encode",
     "decode_line",
     "new_event_id",
+    "new_event_ids",
     "utc_now",
 ] + list(core.__all__)
 
@@ -57,9 +58,9 @@ class EventDecodeError(ValueError):
     """A line that is not a valid event: bad JSON, unknown type, or a shape we cannot lift."""
 
 
-def encode(event: Event) -> bytes:
-    """The stored form of an event: one compact JSON object, no trailing newline."""
-    return _encoder.encode(event)
+# The stored form of an event: one compact JSON object, no trailing newline. Bound
+# directly (not wrapped) because every append calls it once per event.
+encode: typing.Callable[[Event], bytes] = _encoder.encode
 
 
 def decode_line(line: bytes) -> Event:

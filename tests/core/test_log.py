@@ -124,10 +124,10 @@ async def test_concurrent_async_appends_share_commits_and_all_land(tmp_path):
         commits = 0
         original = log._commit_locked
 
-        def counting(batches):
+        def counting(batches, **kwargs):
             nonlocal commits
             commits += 1
-            return original(batches)
+            return original(batches, **kwargs)
 
         log._commit_locked = counting  # count writes, the real commit still runs
         stored = await asyncio.gather(*(log.append_async(msg(i)) for i in range(64)))
