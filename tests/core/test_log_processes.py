@@ -57,7 +57,7 @@ def test_writers_killed_at_random_moments_lose_no_acknowledged_event(tmp_path):
     for trial in range(trials):
         # Two writers; one of them dies by SIGKILL mid-stream. Big batches of padded
         # events make the kill land inside write() now and then.
-        victim = spawn(path, f"v{trial}", 100_000, rng.choice(["always", "group", "never"]), batch=rng.choice([1, 8, 64]), pad=rng.choice([0, 2000, 20000]))
+        victim = spawn(path, f"v{trial}", 100_000, rng.choice(["always", "group", "never", "group-async"]), batch=rng.choice([1, 8, 64]), pad=rng.choice([0, 2000, 20000]))
         survivor = spawn(path, f"s{trial}", 40, "group")
         assert victim.stdout is not None
         assert victim.stdout.readline().strip() == "ready"
@@ -82,3 +82,24 @@ def test_writers_killed_at_random_moments_lose_no_acknowledged_event(tmp_path):
         report = verify_log(str(path))
         assert report.ok, f"trial {trial}: {report.problems[:3]}"
     assert len(acked) > trials * 40
+
+
+@pytest.mark.slow
+def test_an_asyncio_writer_and_a_thread_writer_in_other_processes_interleave_without_gaps(tmp_path):
+    path = tmp_path / "events.jsonl"
+    procs = [spawn(path, "a", 4000, "group-async", batch=3), spawn(path, "t", 4000, "group")]
+    outputs = [p.communicate(timeout=300)[0] for p in procs]
+    assert all(p.returncode == 0 for p in procs)
+    acked = {seq_id.split()[1] for out in outputs for seq_id in out.splitlines() if seq_id != "ready"}
+    assert len(acked) == 8000
+
+    with EventLog(path) as log:
+        events = log.read()
+    assert [e.seq for e in events] == list(range(1, 8001))
+    assert {e.id for e in events} == acked
+    # Each asyncio task's messages keep their order, and so do the thread writer's.
+    for k in range(8):
+        mine = [int(e.content.rsplit("-", 1)[1]) for e in events if e.content.startswith(f"a-{k}-")]
+        assert mine == list(range(500))
+    assert [int(e.content.split("-")[1]) for e in events if e.actor == "t"] == list(range(4000))
+    assert verify_log(str(path)).ok

@@ -1,0 +1,212 @@
+"""Group commit: appends are acknowledged only once a sync covers them, syncs pipeline
+with writes, a failed sync stops acknowledgements, and the loop never waits on the lock.
+
+``os.fdatasync`` is wrapped (the real call still runs) to see what each sync covered:
+the file size when it started. An append is durable once a sync that started after its
+last byte was written has returned.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import errno
+import os
+import threading
+
+import pytest
+
+from ds_events.events import ConversationMessage
+from ds_events.log import EventLog, LogError
+from ds_events.verify import verify_log
+
+
+def msg(i: int) -> ConversationMessage:
+    return ConversationMessage(role="user", content=f"m{i}")
+
+
+class SyncRecorder:
+    """Wraps ``os.fdatasync``: records the size each sync covered; can hold or fail one."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch, path: str) -> None:
+        self.path = path
+        self.real = os.fdatasync
+        self.covered: list[int] = []  # sizes covered by syncs that returned, in order
+        self.calls = 0
+        self.hold_first = False
+        self.started = threading.Event()
+        self.release = threading.Event()
+        self.fail_call: int | None = None
+        self.lock = threading.Lock()
+        monkeypatch.setattr(os, "fdatasync", self)
+
+    def __call__(self, fd: int) -> None:
+        size = os.fstat(fd).st_size
+        with self.lock:
+            self.calls += 1
+            call = self.calls
+        if call == 1 and self.hold_first:
+            self.started.set()
+            assert self.release.wait(30), "the test never released the held sync"
+        if call == self.fail_call:
+            raise OSError(errno.EIO, "simulated I/O error")
+        self.real(fd)
+        with self.lock:
+            self.covered.append(size)
+
+    def durable_size(self) -> int:
+        with self.lock:
+            return max(self.covered, default=0)
+
+
+def end_offsets(path: str) -> dict[int, int]:
+    """seq -> byte offset just after its line."""
+    ends, offset = {}, 0
+    with open(path, "rb") as f:
+        for seq, line in enumerate(f, start=1):
+            offset += len(line)
+            ends[seq] = offset
+    return ends
+
+
+async def test_an_async_append_returns_only_after_a_sync_that_covers_it(tmp_path, monkeypatch):
+    path = str(tmp_path / "events.jsonl")
+    with EventLog(path, policy="group") as log:
+        syncs = SyncRecorder(monkeypatch, path)
+        acked: list[tuple[int, int]] = []  # (seq, durable size when the append returned)
+
+        async def appender(k: int) -> None:
+            for i in range(40):
+                stored = await log.append_async([msg(k * 100 + i)] * (1 + i % 3))
+                acked.extend((e.seq, syncs.durable_size()) for e in stored)
+
+        await asyncio.gather(*(appender(k) for k in range(16)))
+    ends = end_offsets(path)
+    assert len(acked) == len(ends)
+    late = [(seq, durable, ends[seq]) for seq, durable in acked if durable < ends[seq]]
+    assert not late, f"acknowledged before a sync covered them: {late[:3]}"
+    assert syncs.calls < len(acked) / 4  # appends really shared syncs
+    assert verify_log(path).ok
+
+
+def test_a_threaded_append_returns_only_after_a_sync_that_covers_it(tmp_path, monkeypatch):
+    path = str(tmp_path / "events.jsonl")
+    with EventLog(path, policy="group") as log:
+        syncs = SyncRecorder(monkeypatch, path)
+        acked: list[tuple[int, int]] = []
+        guard = threading.Lock()
+
+        def appender(k: int) -> None:
+            for i in range(40):
+                event = log.append(msg(k * 100 + i))
+                with guard:
+                    acked.append((event.seq, syncs.durable_size()))
+
+        threads = [threading.Thread(target=appender, args=(k,)) for k in range(12)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    ends = end_offsets(path)
+    assert sorted(seq for seq, _ in acked) == list(range(1, 481))
+    assert not [seq for seq, durable in acked if durable < ends[seq]]
+    assert verify_log(path).ok
+
+
+async def test_the_next_group_is_written_while_the_last_one_syncs(tmp_path, monkeypatch):
+    path = str(tmp_path / "events.jsonl")
+    loop = asyncio.get_running_loop()
+    with EventLog(path, policy="group") as log:
+        syncs = SyncRecorder(monkeypatch, path)
+        syncs.hold_first = True
+        first = asyncio.ensure_future(log.append_async(msg(1)))
+        assert await loop.run_in_executor(None, syncs.started.wait, 30)
+        size_in_first_sync = os.path.getsize(path)
+
+        second = asyncio.ensure_future(log.append_async(msg(2)))
+        for _ in range(10_000):  # let the flusher run; the held sync blocks nothing here
+            await asyncio.sleep(0)
+            if os.path.getsize(path) > size_in_first_sync:
+                break
+        # msg 2 was written while msg 1's sync was still in flight, and neither returned.
+        assert os.path.getsize(path) > size_in_first_sync
+        assert not first.done() and not second.done()
+
+        syncs.release.set()
+        one, two = await first, await second
+    assert (one.seq, two.seq) == (1, 2)
+    assert syncs.calls == 2 and syncs.covered == [size_in_first_sync, os.path.getsize(path)]
+    assert verify_log(path).ok
+
+
+async def test_a_failed_sync_fails_its_appends_and_every_later_one(tmp_path, monkeypatch):
+    path = str(tmp_path / "events.jsonl")
+    with EventLog(path, policy="group") as log:
+        log.append(msg(0))
+        syncs = SyncRecorder(monkeypatch, path)
+        syncs.fail_call = 1
+        results = await asyncio.gather(*(log.append_async(msg(i)) for i in range(1, 5)), return_exceptions=True)
+        assert all(isinstance(r, LogError) and "sync failed" in str(r) for r in results)
+        with pytest.raises(LogError, match="earlier sync failed"):
+            await log.append_async(msg(5))
+        with pytest.raises(LogError, match="earlier sync failed"):
+            log.append(msg(6))
+        with pytest.raises(LogError, match="earlier sync failed"):
+            with log.transaction():
+                pass
+    # What was written is still a well-formed log; a new handle appends again.
+    assert verify_log(path).ok
+    with EventLog(path, policy="group") as again:
+        assert again.last_seq == 5
+        assert (await again.append_async(msg(7))).seq == 6
+
+
+async def test_the_loop_keeps_running_while_another_appender_holds_the_lock(tmp_path):
+    path = str(tmp_path / "events.jsonl")
+    loop = asyncio.get_running_loop()
+    with EventLog(path, policy="group") as log, EventLog(path, policy="group") as other:
+        log.append(msg(0))
+        inside, release = threading.Event(), threading.Event()
+        released_by_loop: list[bool] = []
+
+        def hold() -> None:
+            with other.transaction() as txn:
+                txn.append(msg(1))
+                inside.set()
+                # Only the loop lets go of the lock: if the append blocked the loop on
+                # the lock, this times out instead.
+                released_by_loop.append(release.wait(10))
+
+        holder = threading.Thread(target=hold)
+        holder.start()
+        assert await loop.run_in_executor(None, inside.wait, 30)
+        pending = asyncio.ensure_future(log.append_async(msg(2)))
+        for _ in range(200):  # the loop turns while the append waits for the lock
+            await asyncio.sleep(0)
+        assert not pending.done()
+        release.set()
+        stored = await pending
+        holder.join()
+    assert released_by_loop == [True]
+    assert stored.seq == 3  # caught up with the other handle's append first
+    assert verify_log(path).ok
+
+
+async def test_async_appends_under_policy_never_write_without_syncing(tmp_path, monkeypatch):
+    path = str(tmp_path / "events.jsonl")
+    with EventLog(path, policy="never") as log:
+        syncs = SyncRecorder(monkeypatch, path)
+        stored = await asyncio.gather(*(log.append_async(msg(i)) for i in range(50)))
+    assert sorted(e.seq for e in stored) == list(range(1, 51))
+    assert syncs.calls == 0
+    assert verify_log(path).ok
+
+
+async def test_a_burst_larger_than_one_group_is_split_and_keeps_each_append_whole(tmp_path):
+    path = str(tmp_path / "events.jsonl")
+    with EventLog(path, policy="group") as log:
+        batches = await asyncio.gather(*(log.append_async([msg(k * 1000 + i) for i in range(100)]) for k in range(12)))
+    for stored in batches:
+        seqs = [e.seq for e in stored]
+        assert seqs == list(range(seqs[0], seqs[0] + 100))  # one append stays contiguous
+    assert sorted(e.seq for b in batches for e in b) == list(range(1, 1201))
+    assert verify_log(path).ok
