@@ -15,6 +15,7 @@ The index is a cache: it is checked on open and rebuilt when it does not match.
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import errno
 import fcntl
@@ -23,7 +24,6 @@ import os
 import struct
 import threading
 from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
 from typing import Literal
 
 import msgspec
@@ -78,12 +78,18 @@ def _line_type(line: bytes) -> bytes:
     return line[9:end]
 
 
-@dataclass
 class _Pending:
-    events: list[Event]
-    done: bool = False
-    result: list[Event] = field(default_factory=list)
-    error: BaseException | None = None
+    """One thread's append waiting in the group commit queue."""
+
+    __slots__ = ("events", "result", "error", "lead", "wake")
+
+    def __init__(self, events: list[Event]) -> None:
+        self.events = events
+        self.result: list[Event] = []
+        self.error: BaseException | None = None
+        self.lead = False  # told to lead the next group rather than that it is done
+        self.wake = threading.Lock()  # held until this append is done or must lead
+        self.wake.acquire()
 
 
 class EventLog:
@@ -119,13 +125,12 @@ class EventLog:
         if created:
             _fsync_dir(parent)
         self._tlock = threading.RLock()
-        self._cv = threading.Condition()
+        self._qlock = threading.Lock()
         self._queue: list[_Pending] = []
         self._leader = False
         self._apending: list[tuple[list[Event], asyncio.Future[list[Event]]]] = []
         self._aflusher: asyncio.Task[None] | None = None
-        self._unsynced: list[tuple[asyncio.Future[list[Event]], list[Event]]] = []
-        self._async_syncer: asyncio.Task[None] | None = None
+        self._sync_thread: _SyncThread | None = None
         self._retired_fds: list[int] = []
         self._sync_failed: OSError | None = None
         self._waiters: set[tuple[asyncio.AbstractEventLoop, asyncio.Event]] = set()
@@ -264,6 +269,8 @@ class EventLog:
 
     def close(self) -> None:
         if not self._closed:
+            if self._sync_thread is not None:  # sync and acknowledge what is in flight
+                self._sync_thread.stop()
             self._closed = True
             for fd in (self._fd, self._lock_fd, *self._retired_fds):
                 os.close(fd)
@@ -277,42 +284,49 @@ class EventLog:
     # -- appending ------------------------------------------------------------------
 
     def _append_grouped(self, events: list[Event]) -> list[Event]:
-        # Leader/follower group commit across threads: whoever finds no leader takes
-        # everything queued so far and writes it with one write. It gives up the lead
-        # before it syncs, so the next group is written while this one syncs; the sync
-        # (which releases the GIL) covers both if it started after both were written.
+        # Leader/follower group commit across threads. The first appender to find no
+        # leader leads: it takes everything queued so far and writes it with one write.
+        # Before it syncs, it hands the lead to the oldest appender queued since, so the
+        # next group is written while this one syncs (the sync releases the GIL). Each
+        # waiting thread is woken once, by its own lock: when its group is durable, or
+        # when it must lead.
         me = _Pending(events)
-        with self._cv:
+        with self._qlock:
             self._queue.append(me)
-            while not me.done:
-                if self._leader:
-                    self._cv.wait()
-                    continue
-                self._leader = True
-                batch, self._queue = self._queue, []
-                self._cv.release()
-                wrote = False
-                try:
-                    try:
-                        results, wrote = self._write(p.events for p in batch)
-                    finally:
-                        with self._cv:
-                            self._leader = False
-                            self._cv.notify_all()
-                    if wrote:
-                        self._sync()
-                    for p, r in zip(batch, results):
-                        p.result = r
-                except BaseException as exc:  # the whole group failed: tell every member
-                    for p in batch:
-                        p.error = exc
-                finally:
-                    self._cv.acquire()
-                    for p in batch:
-                        p.done = True
-                    self._cv.notify_all()
-                if wrote:
-                    self._wake_followers()
+            me.lead = not self._leader
+            self._leader = True
+        if not me.lead:
+            me.wake.acquire()
+            if not me.lead:
+                if me.error is not None:
+                    raise me.error
+                return me.result
+        with self._qlock:
+            batch, self._queue = self._queue, []
+        wrote = False
+        try:
+            try:
+                results, wrote = self._write(p.events for p in batch)
+            finally:
+                with self._qlock:
+                    if self._queue:
+                        successor = self._queue[0]
+                        successor.lead = True
+                        successor.wake.release()
+                    else:
+                        self._leader = False
+            if wrote:
+                self._sync()
+            for p, r in zip(batch, results):
+                p.result = r
+        except BaseException as exc:  # the whole group failed: tell every member
+            for p in batch:
+                p.error = exc
+        for p in batch:
+            if p is not me:
+                p.wake.release()
+        if wrote:
+            self._wake_followers()
         if me.error is not None:
             raise me.error
         return me.result
@@ -321,8 +335,8 @@ class EventLog:
         """Asyncio group commit, pipelined: write one group while the last one syncs.
 
         Each round takes every append queued so far (up to ``_ASYNC_GROUP`` events) and
-        writes it with one ``write``; :meth:`_sync_async` syncs whatever has been
-        written and only then resolves the appenders' futures. So the next group is
+        writes it with one ``write``; the log's :class:`_SyncThread` syncs whatever
+        has been written and only then resolves the appenders' futures. So the next group is
         encoded and written while the last one syncs, and one sync covers every group
         written before it started.
 
@@ -348,27 +362,11 @@ class EventLog:
                 continue
             written = [(fut, stored) for (_, fut), stored in zip(batch, results)]
             if self.policy == "never":
-                _settle(written, None)
-                self._wake_followers()
+                _settle(written, None, self)
                 continue
-            self._unsynced.extend(written)
-            if self._async_syncer is None or self._async_syncer.done():
-                self._async_syncer = loop.create_task(self._sync_async())
-
-    async def _sync_async(self) -> None:
-        """Sync what the flusher wrote, then resolve those appends; again while more."""
-        loop = asyncio.get_running_loop()
-        while self._unsynced:
-            batch, self._unsynced = self._unsynced, []
-            try:
-                await loop.run_in_executor(None, self._sync)
-            except BaseException as exc:  # the write may or may not be durable: say so
-                _settle(batch, exc)
-                if isinstance(exc, asyncio.CancelledError):
-                    raise
-                continue
-            _settle(batch, None)
-            self._wake_followers()
+            if self._sync_thread is None:
+                self._sync_thread = _SyncThread(self)
+            self._sync_thread.submit(loop, written)
 
     def _take_async_group(self) -> list[tuple[list[Event], asyncio.Future[list[Event]]]]:
         """The oldest queued appends, whole, up to ``_ASYNC_GROUP`` events (at least one)."""
@@ -815,14 +813,90 @@ class Transaction:
         return results[0]
 
 
-def _settle(items: list[tuple[asyncio.Future[list[Event]], list[Event]]], error: BaseException | None) -> None:
-    """Resolve waiting appenders with their stored events, or fail them all with ``error``."""
+_Written = list[tuple[asyncio.Future[list[Event]], list[Event]]]
+
+
+class _SyncThread:
+    """Syncs what the asyncio group commit wrote, off the loop, and acknowledges it.
+
+    The loop hands over each written group with one byte down a pipe. This thread
+    blocks in ``read`` (without the GIL), then syncs once for every group handed over
+    before it woke, and resolves those appends on their loops. Groups written while it
+    syncs wait for the next round, so under load syncs run back to back and each covers
+    everything written during the one before. A bare thread and a pipe, rather than the
+    default executor, because the hand-off is on every group's critical path and costs a
+    fraction of an executor round trip.
+    """
+
+    def __init__(self, log: EventLog) -> None:
+        self._log = log
+        self._lock = threading.Lock()
+        self._waiting: collections.deque[tuple[int, asyncio.AbstractEventLoop, _Written]] = collections.deque()
+        self._handed = 0  # generation of the last group handed over
+        self._rfd, self._wfd = os.pipe()
+        self._thread = threading.Thread(target=self._run, name=f"ds-log-sync {log.path}", daemon=True)
+        self._thread.start()
+
+    def submit(self, loop: asyncio.AbstractEventLoop, written: _Written) -> None:
+        """On the loop: ``written`` is in the file; resolve it once a sync covers it."""
+        with self._lock:
+            self._handed += 1
+            self._waiting.append((self._handed, loop, written))
+        os.write(self._wfd, b"s")
+
+    def stop(self) -> None:
+        """Sync and acknowledge whatever is in flight, then end the thread."""
+        os.write(self._wfd, b"q")
+        self._thread.join()
+        os.close(self._rfd)
+        os.close(self._wfd)
+
+    def _run(self) -> None:
+        synced = 0
+        while True:
+            try:
+                wake = os.read(self._rfd, 4096)
+            except InterruptedError:  # pragma: no cover - signal during read
+                continue
+            with self._lock:
+                target = self._handed  # every group up to here was written before this sync
+            if target > synced:
+                error: BaseException | None = None
+                try:
+                    self._log._sync()
+                except BaseException as exc:  # the appends may or may not be on disk: say so
+                    error = exc
+                self._acknowledge(target, error)
+                synced = target
+            if b"q" in wake:
+                return
+
+    def _acknowledge(self, target: int, error: BaseException | None) -> None:
+        by_loop: dict[asyncio.AbstractEventLoop, _Written] = {}
+        with self._lock:
+            while self._waiting and self._waiting[0][0] <= target:
+                _gen, loop, written = self._waiting.popleft()
+                by_loop.setdefault(loop, []).extend(written)
+        for loop, items in by_loop.items():
+            try:
+                loop.call_soon_threadsafe(_settle, items, error, self._log)
+            except RuntimeError:  # that loop is closed: nobody waits there any more
+                pass
+
+
+def _settle(items: _Written, error: BaseException | None, log: EventLog | None = None) -> None:
+    """Resolve waiting appenders with their stored events, or fail them all with ``error``.
+
+    With ``log``, also wake its followers once the appends are acknowledged.
+    """
     for fut, stored in items:
         if not fut.done():
             if error is None:
                 fut.set_result(stored)
             else:
                 fut.set_exception(error)
+    if log is not None and error is None:
+        log._wake_followers()
 
 
 class _FileLock:
