@@ -3,9 +3,19 @@
 Several processes append to one log (the daemon, MCP servers, the CLI). An append takes
 an exclusive ``flock`` on ``<log>.lock``, catches up with whatever other processes
 appended since it last looked, assigns the next ``seq`` and the ``prev`` hash, writes
-the whole batch with one ``write`` and syncs it per the durability policy before
-returning. Readers never take the lock: they only consume complete (``\\n``-terminated)
-lines, so a write in progress elsewhere is invisible until it is whole.
+the whole batch with one ``write``, releases the lock, and syncs per the durability
+policy before returning. Syncing outside the lock is safe because a sync covers every
+byte written to the file before it, whoever wrote it: what is durable is always a prefix
+of the log. Readers never take the lock: they only consume complete
+(``\\n``-terminated) lines, so a write in progress elsewhere is invisible until it is
+whole.
+
+Group commit (policy ``group``) shares writes and syncs between appends in flight in one
+process. Threads use a leader/follower queue; asyncio appends are written by a flusher
+task on the loop (when the lock is free without waiting) and synced by one thread per
+log, so the next group is encoded and written while the last one syncs. How far that
+goes is bounded by the disk: ``bench/log_group_commit.py`` prints the bound next to
+the figure.
 
 A sparse index (``<log>.idx``: the byte offset of every ``INDEX_EVERY``-th seq, little
 endian uint64) lets a read near the tail of a long log seek instead of scanning.
@@ -98,7 +108,8 @@ class EventLog:
     ``policy``: ``always`` syncs every append call; ``group`` lets appends that are in
     flight at the same time in this process share one write and one sync; ``never``
     leaves syncing to the OS. Every policy returns only after the write completed and,
-    unless ``never``, the data reached the disk.
+    unless ``never``, the data reached the disk. If a sync fails, the appends it covered
+    raise :class:`LogError` and this handle refuses further appends: reopen the log.
     """
 
     def __init__(

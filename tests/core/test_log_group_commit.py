@@ -210,3 +210,45 @@ async def test_a_burst_larger_than_one_group_is_split_and_keeps_each_append_whol
         assert seqs == list(range(seqs[0], seqs[0] + 100))  # one append stays contiguous
     assert sorted(e.seq for b in batches for e in b) == list(range(1, 1201))
     assert verify_log(path).ok
+
+
+def test_one_log_serves_successive_event_loops_and_close_ends_its_sync_thread(tmp_path):
+    path = str(tmp_path / "events.jsonl")
+    log = EventLog(path, policy="group")
+
+    async def burst(base: int) -> list[int]:
+        stored = await asyncio.gather(*(log.append_async(msg(base + i)) for i in range(20)))
+        return [e.seq for e in stored]
+
+    first = asyncio.run(burst(0))
+    second = asyncio.run(burst(100))  # a new loop: acknowledgements go to it, not the closed one
+    assert sorted(first + second) == list(range(1, 41))
+    threads_before = {t.name for t in threading.enumerate()}
+    assert any(name.startswith("ds-log-sync") for name in threads_before)
+    log.close()
+    assert not any(t.name.startswith("ds-log-sync") and t.is_alive() for t in threading.enumerate())
+    with pytest.raises(LogError, match="closed"):
+        log.append(msg(99))
+    assert verify_log(path).ok
+
+
+async def test_appends_in_flight_when_the_log_closes_are_acknowledged_or_refused(tmp_path):
+    path = str(tmp_path / "events.jsonl")
+    log = EventLog(path, policy="group")
+    await log.append_async(msg(0))  # the sync thread is running
+    size = os.path.getsize(path)
+    written = [asyncio.ensure_future(log.append_async(msg(i))) for i in range(1, 30)]
+    for _ in range(1000):  # until the flusher has written them (not yet synced)
+        await asyncio.sleep(0)
+        if os.path.getsize(path) > size:
+            break
+    assert os.path.getsize(path) > size
+    queued = [asyncio.ensure_future(log.append_async(msg(i))) for i in range(30, 35)]
+    log.close()  # syncs and acknowledges what was written; what was only queued is refused
+    stored = await asyncio.gather(*written)
+    refused = await asyncio.gather(*queued, return_exceptions=True)
+    assert sorted(e.seq for e in stored) == list(range(2, 31))
+    assert all(isinstance(r, LogError) and "closed" in str(r) for r in refused)
+    with EventLog(path) as again:
+        assert [e.seq for e in again.read()] == list(range(1, 31))
+    assert verify_log(path).ok
