@@ -54,6 +54,10 @@ class LogError(RuntimeError):
     """The log cannot be used as asked (closed, unreadable, corrupt where it must not be)."""
 
 
+class _WouldScan(Exception):
+    """A commit on the loop thread would have to read the whole log first."""
+
+
 def line_hash(line: bytes) -> str:
     """The chain hash of one stored line (without its newline)."""
     return hashlib.blake2b(line, digest_size=16).hexdigest()
@@ -393,8 +397,6 @@ class EventLog:
     def _write_without_blocking(self, batches: list[list[Event]]) -> list[list[Event]] | None:
         """Write ``batches`` (unsynced) if that needs no waiting and no catch-up, else None."""
         self._usable()
-        if self._ids is None and any(e.id for events in batches for e in events):
-            return None  # an idempotency check would first scan the whole log
         if not self._tlock.acquire(blocking=False):
             return None
         try:
@@ -406,7 +408,9 @@ class EventLog:
                 st = os.fstat(self._fd)
                 if st.st_size != self._size or _inode(self.path) != st.st_ino:
                     return None  # another process appended or repaired: catch up off the loop
-                return self._commit_locked(batches, sync=False)[0]
+                return self._commit_locked(batches, sync=False, may_scan=False)[0]
+            except _WouldScan:  # an idempotency check must first read the whole log
+                return None
             finally:
                 fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
         finally:
@@ -468,10 +472,14 @@ class EventLog:
         if self._sync_failed is not None:
             raise LogError(f"{self.path}: an earlier sync failed ({self._sync_failed}); reopen the log")
 
-    def _commit_locked(self, batches: list[list[Event]], *, sync: bool = True) -> tuple[list[list[Event]], bool]:
+    def _commit_locked(
+        self, batches: list[list[Event]], *, sync: bool = True, may_scan: bool = True
+    ) -> tuple[list[list[Event]], bool]:
         """Under the lock and caught up: assign seqs, chain, write once, sync per policy.
 
         ``sync=False`` leaves the sync to the caller (the pipelined asyncio group commit).
+        ``may_scan=False`` raises :class:`_WouldScan`, having changed nothing, rather
+        than read the whole log to build the id map an idempotency check needs.
 
         This is the hot path of every append (and of group commit, once per group), so
         it binds what it calls to locals and only tracks index points and ids it needs.
@@ -491,6 +499,8 @@ class EventLog:
             for event in events:
                 event_id = event.id
                 if event_id:
+                    if self._ids is None and not may_scan:
+                        raise _WouldScan
                     existing = new_ids.get(event_id) or self._id_seq(event_id)
                     if existing:
                         stored.append(self._stored_duplicate(existing, chunks))

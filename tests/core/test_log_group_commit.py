@@ -252,3 +252,15 @@ async def test_appends_in_flight_when_the_log_closes_are_acknowledged_or_refused
     with EventLog(path) as again:
         assert [e.seq for e in again.read()] == list(range(1, 31))
     assert verify_log(path).ok
+
+
+async def test_async_appends_with_preset_ids_are_idempotent_within_and_across_groups(tmp_path):
+    path = str(tmp_path / "events.jsonl")
+    with EventLog(path, policy="group") as log:
+        await log.append_async([msg(i) for i in range(100)])  # ids unknown to the handle yet
+        retry = ConversationMessage(role="user", content="once", id="0" * 32)
+        first, again = await asyncio.gather(log.append_async(retry), log.append_async(retry))
+        later = await log.append_async(retry)
+        assert first.seq == again.seq == later.seq == 101
+        assert log.last_seq == 101
+    assert verify_log(path).ok
