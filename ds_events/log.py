@@ -40,7 +40,7 @@ import msgspec
 
 from .events import Event, EventDecodeError, LogRecovered, decode_line, encode, new_event_id, new_event_ids, utc_now
 
-__all__ = ["EventLog", "Transaction", "Policy", "LogError", "line_hash", "end_of_last_line", "INDEX_EVERY"]
+__all__ = ["EventLog", "Transaction", "Policy", "LogError", "line_hash", "end_of_last_line", "append_lock", "INDEX_EVERY"]
 
 Policy = Literal["always", "group", "never"]
 INDEX_EVERY = 64
@@ -136,27 +136,39 @@ class EventLog:
         os.makedirs(parent, exist_ok=True)
         created = not os.path.exists(self.path)
         self._fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
-        self._lock_fd = os.open(self.path + ".lock", os.O_RDWR | os.O_CREAT, 0o644)
-        if created:
-            _fsync_dir(parent)
-        self._tlock = threading.RLock()
-        self._qlock = threading.Lock()
+        try:
+            self._lock_fd = os.open(self.path + ".lock", os.O_RDWR | os.O_CREAT, 0o644)
+        except BaseException:
+            os.close(self._fd)
+            raise
+        self._tlock = threading.RLock()  # this process's writers; with the flock: _locked()
+        self._lock_depth = 0  # how deep the owning thread is in _locked() (flock once)
+        self._lock_owner: int | None = None
+        self._qlock = threading.Lock()  # the group commit queues and the sync thread's birth
         self._queue: list[_Pending] = []
         self._leader = False
-        self._apending: list[tuple[list[Event], asyncio.Future[list[Event]]]] = []
-        self._aflusher: asyncio.Task[None] | None = None
+        self._loop_queues: dict[asyncio.AbstractEventLoop, _LoopQueue] = {}
         self._sync_thread: _SyncThread | None = None
-        self._retired_fds: list[int] = []
+        self._sync_lock = threading.Lock()  # one sync at a time; guards _durable, _sync_failed
+        self._durable = 0  # the log's first _durable bytes are known to be on disk
+        self._last_write_end = 0  # the file offset just after this handle's last write
         self._sync_failed: OSError | None = None
+        self._retired_fds: list[int] = []
         self._waiters: set[tuple[asyncio.AbstractEventLoop, asyncio.Event]] = set()
         self._ids: dict[str, int] | None = None
         self._closed = False
         self._reset_state()
-        with self._locked():
-            self._load_tail(recover=recover)
-            self._load_index()
-        if self.recovered is not None:
-            self.recovered = self.append(self.recovered)
+        try:
+            if created:
+                _fsync_dir(parent)
+            with self._locked():
+                self._load_tail(recover=recover)
+                self._load_index()
+            if self.recovered is not None:
+                self.recovered = self.append(self.recovered)
+        except BaseException:
+            self.close()
+            raise
 
     # -- public API -----------------------------------------------------------------
 
@@ -176,9 +188,9 @@ class EventLog:
         events = [event] if single else list(event)  # type: ignore[list-item, arg-type]
         if not events:
             return []
-        if self.policy == "group":
+        if self.policy == "group" and self._lock_owner != threading.get_ident():
             stored = self._append_grouped(events)
-        else:
+        else:  # (inside this thread's own transaction a group could never form)
             stored = self._commit([events])[0]
         return stored[0] if single else stored
 
@@ -196,10 +208,11 @@ class EventLog:
         if self.policy == "always":
             stored = (await loop.run_in_executor(None, self._commit, [events]))[0]
         else:
+            queue = self._loop_queues.get(loop) or self._loop_queue(loop)
             future: asyncio.Future[list[Event]] = loop.create_future()
-            self._apending.append((events, future))
-            if self._aflusher is None or self._aflusher.done():
-                self._aflusher = loop.create_task(self._flush_async())
+            queue.pending.append((events, future))
+            if queue.flusher is None:
+                queue.flusher = loop.create_task(self._flush_async(queue))
             stored = await future
         return stored[0] if single else stored
 
@@ -283,9 +296,24 @@ class EventLog:
             self._waiters.discard(waiter)
 
     def close(self) -> None:
-        if not self._closed:
-            if self._sync_thread is not None:  # sync and acknowledge what is in flight
-                self._sync_thread.stop()
+        """Sync what this handle wrote, acknowledge what is in flight, release the files.
+
+        Appends that were written before ``close`` return normally; appends not yet
+        written fail with :class:`LogError`.
+        """
+        if self._closed:
+            return
+        if self._sync_thread is not None:
+            self._sync_thread.stop()  # syncs and acknowledges every group handed to it
+        with self._tlock, self._sync_lock:  # no write or sync of ours is in progress
+            if self._closed:
+                return
+            if self.policy != "never" and self._sync_failed is None and self._last_write_end > self._durable:
+                try:
+                    os.fdatasync(self._fd)
+                    self._durable = self._last_write_end
+                except OSError as exc:
+                    self._sync_failed = exc
             self._closed = True
             for fd in (self._fd, self._lock_fd, *self._retired_fds):
                 os.close(fd)
@@ -311,27 +339,25 @@ class EventLog:
             me.lead = not self._leader
             self._leader = True
         if not me.lead:
-            me.wake.acquire()
+            try:
+                me.wake.acquire()
+            except BaseException:  # interrupted (a signal): leave the queue, pass the lead on
+                self._abandon(me)
+                raise
             if not me.lead:
                 if me.error is not None:
                     raise me.error
                 return me.result
         with self._qlock:
             batch, self._queue = self._queue, []
-        wrote = False
+        sync_to = 0
         try:
             try:
-                results, wrote = self._write(p.events for p in batch)
+                results, sync_to = self._write(p.events for p in batch)
             finally:
-                with self._qlock:
-                    if self._queue:
-                        successor = self._queue[0]
-                        successor.lead = True
-                        successor.wake.release()
-                    else:
-                        self._leader = False
-            if wrote:
-                self._sync()
+                self._pass_lead()
+            if sync_to:
+                self._sync_through(sync_to)
             for p, r in zip(batch, results):
                 p.result = r
         except BaseException as exc:  # the whole group failed: tell every member
@@ -340,20 +366,47 @@ class EventLog:
         for p in batch:
             if p is not me:
                 p.wake.release()
-        if wrote:
+        if sync_to:
             self._wake_followers()
         if me.error is not None:
             raise me.error
         return me.result
 
-    async def _flush_async(self) -> None:
+    def _pass_lead(self) -> None:
+        """The leader has written its group: wake the oldest queued appender to lead."""
+        with self._qlock:
+            if self._queue:
+                successor = self._queue[0]
+                successor.lead = True
+                successor.wake.release()
+            else:
+                self._leader = False
+
+    def _abandon(self, me: _Pending) -> None:
+        """A queued appender gives up waiting before its group was taken, if it can."""
+        with self._qlock:
+            if me not in self._queue:
+                return  # already taken into a group: it will be written regardless
+            self._queue.remove(me)
+            promoted = me.lead
+        if promoted:  # the lead was passed to us and nobody holds it now
+            self._pass_lead()
+
+    def _loop_queue(self, loop: asyncio.AbstractEventLoop) -> _LoopQueue:
+        """The asyncio append queue of ``loop`` (one per loop: futures belong to a loop)."""
+        with self._qlock:
+            for other in [other for other in self._loop_queues if other.is_closed()]:
+                del self._loop_queues[other]  # what was queued there can never be written
+            return self._loop_queues.setdefault(loop, _LoopQueue())
+
+    async def _flush_async(self, queue: _LoopQueue) -> None:
         """Asyncio group commit, pipelined: write one group while the last one syncs.
 
-        Each round takes every append queued so far (up to ``_ASYNC_GROUP`` events) and
-        writes it with one ``write``; the log's :class:`_SyncThread` syncs whatever
-        has been written and only then resolves the appenders' futures. So the next group is
-        encoded and written while the last one syncs, and one sync covers every group
-        written before it started.
+        Each round takes every append queued on this loop so far (up to
+        ``_ASYNC_GROUP`` events) and writes it with one ``write``; the log's
+        :class:`_SyncThread` syncs whatever has been written and only then resolves the
+        appenders' futures. So the next group is encoded and written while the last
+        one syncs, and one sync covers every group written before it started.
 
         The write runs on the loop thread when that cannot block: the thread lock and
         the ``flock`` are free (tried without waiting) and no other process has appended
@@ -361,45 +414,55 @@ class EventLog:
         default executor like a synchronous append.
         """
         loop = asyncio.get_running_loop()
-        while self._apending:
-            # Let every appender that is ready to run enqueue first: the group grows.
-            await asyncio.sleep(0)
-            batch = self._take_async_group()
-            batches = [events for events, _ in batch]
-            try:
-                results = self._write_without_blocking(batches)
-                if results is None:
-                    results = (await loop.run_in_executor(None, self._write, batches))[0]
-            except BaseException as exc:
-                _settle([(fut, []) for _, fut in batch], exc)
-                if isinstance(exc, asyncio.CancelledError):
-                    raise
-                continue
-            written = [(fut, stored) for (_, fut), stored in zip(batch, results)]
-            if self.policy == "never":
-                _settle(written, None, self)
-                continue
+        try:
+            while queue.pending:
+                # Let every appender that is ready to run enqueue first: the group grows.
+                await asyncio.sleep(0)
+                batch = queue.take(_ASYNC_GROUP)
+                if not batch:
+                    continue
+                batches = [events for events, _ in batch]
+                try:
+                    written = self._write_without_blocking(batches)
+                    if written is None:
+                        written = await loop.run_in_executor(None, self._write, batches)
+                except BaseException as exc:
+                    _settle([(fut, []) for _, fut in batch], exc)
+                    if isinstance(exc, asyncio.CancelledError):
+                        raise
+                    continue
+                results, sync_to = written
+                items = [(fut, stored) for (_, fut), stored in zip(batch, results)]
+                if self.policy == "never":
+                    _settle(items, None, self)
+                elif not self._hand_to_sync_thread(loop, items, sync_to):
+                    # Closed meanwhile: durable only if the close synced past it.
+                    try:
+                        self._sync_through(sync_to)
+                    except LogError as exc:
+                        _settle(items, exc)
+                    else:
+                        _settle(items, None, self)
+        finally:
+            queue.flusher = None
+
+    def _hand_to_sync_thread(self, loop: asyncio.AbstractEventLoop, items: _Written, sync_to: int) -> bool:
+        with self._qlock:
+            if self._closed:
+                return False
             if self._sync_thread is None:
                 self._sync_thread = _SyncThread(self)
-            self._sync_thread.submit(loop, written)
+            thread = self._sync_thread
+        return thread.submit(loop, items, sync_to)
 
-    def _take_async_group(self) -> list[tuple[list[Event], asyncio.Future[list[Event]]]]:
-        """The oldest queued appends, whole, up to ``_ASYNC_GROUP`` events (at least one)."""
-        count = 0
-        for taken, (events, _) in enumerate(self._apending):
-            count += len(events)
-            if count > _ASYNC_GROUP and taken:
-                batch, self._apending = self._apending[:taken], self._apending[taken:]
-                return batch
-        batch, self._apending = self._apending, []
-        return batch
-
-    def _write_without_blocking(self, batches: list[list[Event]]) -> list[list[Event]] | None:
+    def _write_without_blocking(self, batches: list[list[Event]]) -> tuple[list[list[Event]], int] | None:
         """Write ``batches`` (unsynced) if that needs no waiting and no catch-up, else None."""
         self._usable()
         if not self._tlock.acquire(blocking=False):
             return None
         try:
+            if self._lock_depth:  # this thread is inside a transaction: wait for its end
+                return None
             try:
                 fcntl.flock(self._lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except (BlockingIOError, InterruptedError):
@@ -408,7 +471,7 @@ class EventLog:
                 st = os.fstat(self._fd)
                 if st.st_size != self._size or _inode(self.path) != st.st_ino:
                     return None  # another process appended or repaired: catch up off the loop
-                return self._commit_locked(batches, sync=False, may_scan=False)[0]
+                return self._commit_locked(batches, sync=False, may_scan=False)
             except _WouldScan:  # an idempotency check must first read the whole log
                 return None
             finally:
@@ -433,37 +496,53 @@ class EventLog:
 
     def _commit(self, batches: list[list[Event]]) -> list[list[Event]]:
         """Write ``batches`` as one write, then sync per policy; each batch as stored."""
-        results, wrote = self._write(batches)
-        if wrote:
+        results, sync_to = self._write(batches)
+        if sync_to:
             if self.policy != "never":
-                self._sync()
+                self._sync_through(sync_to)
             self._wake_followers()
         return results
 
-    def _write(self, batches: Iterable[list[Event]]) -> tuple[list[list[Event]], bool]:
+    def _write(self, batches: Iterable[list[Event]]) -> tuple[list[list[Event]], int]:
         """Under the lock: catch up and write ``batches`` with one write, not synced.
 
-        The sync comes after the lock is released, so other processes and the next
-        group can write meanwhile. That is safe because a sync covers every byte of the
-        file written before it, so what is durable is always a prefix of the log.
+        Returns the batches as stored and the offset the log must be synced through
+        before they may be acknowledged (0 if nothing needs it). The sync comes after
+        the lock is released, so other processes and the next group can write
+        meanwhile. That is safe because a sync covers every byte of the file written
+        before it, so what is durable is always a prefix of the log.
         """
         self._usable()
         with self._locked():
             self._catch_up()
             return self._commit_locked(list(batches), sync=False)
 
-    def _sync(self) -> None:
-        """``fdatasync`` the log. A failure is final for this handle (see :meth:`_usable`)."""
-        try:
-            os.fdatasync(self._fd)
-        except OSError as exc:
-            # After a failed sync the kernel may have dropped the dirty pages, so a later
-            # sync that succeeds would prove nothing about them: stop acknowledging.
-            self._sync_failed = exc
-            raise LogError(
-                f"{self.path}: sync failed ({exc}); appends since the last good sync may not be on disk. "
-                "Reopen the log (it recovers its tail) and check it with ds verify"
-            ) from exc
+    def _sync_through(self, end: int) -> None:
+        """Return once the log's first ``end`` bytes are on disk.
+
+        One sync runs at a time. A sync that began after those bytes were written
+        (ours or another thread's) is enough, so a caller whose bytes a sync already
+        covered returns at once. A failed sync is final for this handle: the kernel
+        may have dropped the pages it could not write, so a later sync that succeeds
+        would prove nothing about them. Every later append and sync raises.
+        """
+        with self._sync_lock:
+            if self._sync_failed is not None:
+                raise LogError(f"{self.path}: an earlier sync failed ({self._sync_failed}); reopen the log")
+            if self._durable >= end:
+                return
+            if self._closed:
+                raise LogError(f"log {self.path} was closed before the append was synced")
+            covers = os.fstat(self._fd).st_size  # everything written so far, by anyone
+            try:
+                os.fdatasync(self._fd)
+            except OSError as exc:
+                self._sync_failed = exc
+                raise LogError(
+                    f"{self.path}: sync failed ({exc}); appends since the last good sync may not be on disk. "
+                    "Reopen the log (it recovers its tail) and check it with ds verify"
+                ) from exc
+            self._durable = max(self._durable, covers)
 
     def _usable(self) -> None:
         """Refuse to append through a closed handle or one whose sync has failed."""
@@ -474,10 +553,13 @@ class EventLog:
 
     def _commit_locked(
         self, batches: list[list[Event]], *, sync: bool = True, may_scan: bool = True
-    ) -> tuple[list[list[Event]], bool]:
+    ) -> tuple[list[list[Event]], int]:
         """Under the lock and caught up: assign seqs, chain, write once, sync per policy.
 
-        ``sync=False`` leaves the sync to the caller (the pipelined asyncio group commit).
+        Returns the batches as stored and the offset the log must be synced through
+        before they are durable: the end of the file if anything was written or an
+        event was found already stored (its first append may still be syncing), else
+        0. ``sync=False`` leaves that sync to the caller.
         ``may_scan=False`` raises :class:`_WouldScan`, having changed nothing, rather
         than read the whole log to build the id map an idempotency check needs.
 
@@ -488,11 +570,11 @@ class EventLog:
         seq, prev, offset = self._last_seq, self._last_hash, self._size
         replace, enc, blake = msgspec.structs.replace, encode, hashlib.blake2b
         quest_id, actor = self.quest_id, self.actor
-        track_all_ids = self._ids is not None
         next_id = iter(new_event_ids(sum(map(len, batches)))).__next__
         chunks: list[bytes] = []
         new_offsets: list[tuple[int, int]] = []
         new_ids: dict[str, int] = {}
+        duplicates = False
         results: list[list[Event]] = []
         for events in batches:
             stored: list[Event] = []
@@ -504,13 +586,12 @@ class EventLog:
                     existing = new_ids.get(event_id) or self._id_seq(event_id)
                     if existing:
                         stored.append(self._stored_duplicate(existing, chunks))
+                        duplicates = True
                         continue
-                    new_ids[event_id] = seq + 1
                 else:
                     event_id = next_id()
-                    if track_all_ids:
-                        new_ids[event_id] = seq + 1
                 seq += 1
+                new_ids[event_id] = seq
                 event = replace(
                     event,
                     seq=seq,
@@ -532,13 +613,15 @@ class EventLog:
             chunks.append(b"")
             _write_all(self._fd, b"\n".join(chunks))
             self._last_seq, self._last_hash, self._size = seq, prev, offset
+            self._last_write_end = offset
             if new_offsets:
                 self._add_offsets(new_offsets, persist=True)
             if self._ids is not None:
                 self._ids.update(new_ids)
-            if sync and self.policy != "never":
-                self._sync()
-        return results, bool(chunks)
+        sync_to = self._size if chunks or duplicates else 0
+        if sync and sync_to and self.policy != "never":
+            self._sync_through(sync_to)
+        return results, sync_to
 
     def _stored_duplicate(self, seq: int, chunks: list[bytes]) -> Event:
         if seq > self._last_seq:  # duplicated inside the batch being written
@@ -576,7 +659,7 @@ class EventLog:
         self._idx_persisted = 0
 
     def _locked(self) -> _FileLock:
-        return _FileLock(self._tlock, self._lock_fd)
+        return _FileLock(self)
 
     def _load_tail(self, *, recover: bool) -> None:
         """Find the last complete line; under the lock, quarantine a torn one."""
@@ -624,19 +707,30 @@ class EventLog:
     def _catch_up(self) -> None:
         """Under the lock: absorb other processes' appends (or a replaced file)."""
         if self._replaced(missing=True):  # ds repair replaced the file: reopen it
-            # Keep the old descriptor open: a pipelined sync may still be using it.
-            self._sync()
-            self._retired_fds.append(self._fd)
-            self._fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+            with self._sync_lock:
+                # Sync what we wrote to the old file, and keep its descriptor open: a
+                # thread may be about to sync it (and must not hit a reused number).
+                if self._sync_failed is None and self._last_write_end > self._durable:
+                    try:
+                        os.fdatasync(self._fd)
+                    except OSError as exc:
+                        self._sync_failed = exc
+                        raise LogError(f"{self.path}: sync failed ({exc}); reopen the log") from exc
+                self._retired_fds.append(self._fd)
+                self._fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+                self._durable = self._last_write_end = 0
             self._reset_state()
             self._ids = None
             self._load_tail(recover=True)
             self._load_index()
             if self.recovered is not None:
+                self.recovered = None
                 raise LogError(f"{self.path} had a torn tail after a replace; reopen the log")
             return
         size = os.fstat(self._fd).st_size
         if size < self._size:  # truncated by recovery elsewhere
+            with self._sync_lock:  # offsets from before the truncation mean nothing now
+                self._durable = self._last_write_end = 0
             self._reset_state()
             self._ids = None
             self._load_tail(recover=False)
@@ -665,7 +759,8 @@ class EventLog:
         _write_all(self._fd, line + b"\n")
         self._add_offsets([(event.seq, self._size)], persist=True)
         self._last_seq, self._last_hash, self._size = event.seq, line_hash(line), self._size + len(line) + 1
-        self._sync()
+        self._last_write_end = self._size
+        self._sync_through(self._size)
 
     def _refresh(self) -> None:
         """Without the lock: see complete lines other processes appended."""
@@ -837,6 +932,31 @@ class Transaction:
 _Written = list[tuple[asyncio.Future[list[Event]], list[Event]]]
 
 
+class _LoopQueue:
+    """The asyncio appends of one event loop waiting for that loop's flusher task."""
+
+    __slots__ = ("pending", "flusher")
+
+    def __init__(self) -> None:
+        self.pending: list[tuple[list[Event], asyncio.Future[list[Event]]]] = []
+        self.flusher: asyncio.Task[None] | None = None
+
+    def take(self, most: int) -> list[tuple[list[Event], asyncio.Future[list[Event]]]]:
+        """The oldest appends still wanted, whole, up to ``most`` events (at least one).
+
+        An append whose caller was cancelled before it was written is dropped.
+        """
+        count = 0
+        for taken, (events, _) in enumerate(self.pending):
+            count += len(events)
+            if count > most and taken:
+                batch, self.pending = self.pending[:taken], self.pending[taken:]
+                break
+        else:
+            batch, self.pending = self.pending, []
+        return [item for item in batch if not item[1].done()]
+
+
 class _SyncThread:
     """Syncs what the asyncio group commit wrote, off the loop, and acknowledges it.
 
@@ -852,52 +972,59 @@ class _SyncThread:
     def __init__(self, log: EventLog) -> None:
         self._log = log
         self._lock = threading.Lock()
-        self._waiting: collections.deque[tuple[int, asyncio.AbstractEventLoop, _Written]] = collections.deque()
+        # (generation, loop, appends, offset to sync through), oldest first
+        self._waiting: collections.deque[tuple[int, asyncio.AbstractEventLoop, _Written, int]] = collections.deque()
         self._handed = 0  # generation of the last group handed over
+        self._stopping = False
         self._rfd, self._wfd = os.pipe()
         self._thread = threading.Thread(target=self._run, name=f"ds-log-sync {log.path}", daemon=True)
         self._thread.start()
 
-    def submit(self, loop: asyncio.AbstractEventLoop, written: _Written) -> None:
-        """On the loop: ``written`` is in the file; resolve it once a sync covers it."""
+    def submit(self, loop: asyncio.AbstractEventLoop, written: _Written, sync_to: int) -> bool:
+        """``written`` is in the file: resolve it on ``loop`` once the log is synced
+        through ``sync_to``. False (and nothing taken) if the thread is stopping."""
         with self._lock:
+            if self._stopping:
+                return False
             self._handed += 1
-            self._waiting.append((self._handed, loop, written))
-        os.write(self._wfd, b"s")
+            self._waiting.append((self._handed, loop, written, sync_to))
+            os.write(self._wfd, b"s")
+        return True
 
     def stop(self) -> None:
-        """Sync and acknowledge whatever is in flight, then end the thread."""
-        os.write(self._wfd, b"q")
+        """Sync and acknowledge whatever was handed over, then end the thread."""
+        with self._lock:
+            if self._stopping:
+                return
+            self._stopping = True
+            os.write(self._wfd, b"q")
         self._thread.join()
         os.close(self._rfd)
         os.close(self._wfd)
 
     def _run(self) -> None:
-        synced = 0
         while True:
             try:
                 wake = os.read(self._rfd, 4096)
             except InterruptedError:  # pragma: no cover - signal during read
                 continue
-            with self._lock:
-                target = self._handed  # every group up to here was written before this sync
-            if target > synced:
+            with self._lock:  # every group handed over so far was written before this sync
+                batch = list(self._waiting)
+                self._waiting.clear()
+            if batch:
                 error: BaseException | None = None
                 try:
-                    self._log._sync()
+                    self._log._sync_through(max(sync_to for *_, sync_to in batch))
                 except BaseException as exc:  # the appends may or may not be on disk: say so
                     error = exc
-                self._acknowledge(target, error)
-                synced = target
+                self._acknowledge(batch, error)
             if b"q" in wake:
                 return
 
-    def _acknowledge(self, target: int, error: BaseException | None) -> None:
+    def _acknowledge(self, batch: list[tuple[int, asyncio.AbstractEventLoop, _Written, int]], error: BaseException | None) -> None:
         by_loop: dict[asyncio.AbstractEventLoop, _Written] = {}
-        with self._lock:
-            while self._waiting and self._waiting[0][0] <= target:
-                _gen, loop, written = self._waiting.popleft()
-                by_loop.setdefault(loop, []).extend(written)
+        for _gen, loop, written, _sync_to in batch:
+            by_loop.setdefault(loop, []).extend(written)
         for loop, items in by_loop.items():
             try:
                 loop.call_soon_threadsafe(_settle, items, error, self._log)
@@ -920,31 +1047,59 @@ def _settle(items: _Written, error: BaseException | None, log: EventLog | None =
         log._wake_followers()
 
 
-class _FileLock:
-    """Thread lock plus an exclusive ``flock``: one appender across threads and processes."""
+def _flock(fd: int) -> None:
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            return
+        except InterruptedError:  # pragma: no cover - signal during wait
+            continue
 
-    def __init__(self, tlock: threading.Lock, fd: int) -> None:
-        self._tlock = tlock
-        self._fd = fd
+
+@contextlib.contextmanager
+def append_lock(path: str) -> Iterator[None]:
+    """Hold the append lock of the log at ``path`` without opening the log, for a tool
+    that rewrites the file (``ds repair``): every appender waits until it is released."""
+    fd = os.open(path + ".lock", os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        _flock(fd)
+        try:
+            yield
+        finally:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
+
+
+class _FileLock:
+    """The log's thread lock plus an exclusive ``flock``: one appender across threads
+    and processes. Re-entrant in the owning thread; the ``flock`` is taken once, on
+    the way in, and released on the way out of the outermost use."""
+
+    def __init__(self, log: EventLog) -> None:
+        self._log = log
 
     def __enter__(self) -> None:
-        self._tlock.acquire()
-        try:
-            while True:
-                try:
-                    fcntl.flock(self._fd, fcntl.LOCK_EX)
-                    break
-                except InterruptedError:  # pragma: no cover - signal during wait
-                    continue
-        except BaseException:
-            self._tlock.release()
-            raise
+        log = self._log
+        log._tlock.acquire()
+        if log._lock_depth == 0:
+            try:
+                _flock(log._lock_fd)
+            except BaseException:
+                log._tlock.release()
+                raise
+            log._lock_owner = threading.get_ident()
+        log._lock_depth += 1
 
     def __exit__(self, *exc: object) -> None:
+        log = self._log
+        log._lock_depth -= 1
         try:
-            fcntl.flock(self._fd, fcntl.LOCK_UN)
+            if log._lock_depth == 0:
+                log._lock_owner = None
+                fcntl.flock(log._lock_fd, fcntl.LOCK_UN)
         finally:
-            self._tlock.release()
+            log._tlock.release()
 
 
 def end_of_last_line(fd: int, end: int) -> int:

@@ -14,14 +14,13 @@ from __future__ import annotations
 
 import os
 import tempfile
-import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import msgspec
 
 from .events import Event, EventDecodeError, LogRepaired, decode_line, encode, new_event_id, utc_now
-from .log import EventLog, _FileLock, _fsync_dir, line_hash
+from .log import EventLog, _fsync_dir, append_lock, line_hash
 
 __all__ = ["Problem", "VerifyReport", "verify_log", "repair_log", "RepairReport"]
 
@@ -114,75 +113,71 @@ def repair_log(path: str, *, quest_id: str = "", actor: str = "cli") -> RepairRe
     change are kept byte for byte.
     """
     report = RepairReport()
-    lock_fd = os.open(path + ".lock", os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        with _FileLock(threading.Lock(), lock_fd):
-            kept: list[tuple[int, Event, bytes]] = []
-            bad: list[bytes] = []
-            seen_ids: set[str] = set()
-            for n, offset, line, has_nl in _lines(path):
-                try:
-                    event = decode_line(line)
-                except EventDecodeError as exc:
-                    report.removed.append(Problem(n, offset, str(exc) if has_nl else "torn last line: no newline"))
-                    bad.append(line + (b"\n" if has_nl else b""))
-                    continue
-                if event.id in seen_ids:
-                    report.removed.append(Problem(n, offset, f"duplicate event id {event.id}"))
-                    bad.append(line + b"\n")
-                    continue
-                seen_ids.add(event.id)
-                kept.append((n, event, line))
-            in_file = [n for n, _e, _l in kept]
-            kept.sort(key=lambda item: (item[1].seq, item[0]))  # seq order; file order breaks ties
-            report.reordered = sum(1 for before, (n, _e, _l) in zip(in_file, kept) if before != n)
-            lines_out: list[bytes] = []
-            prev = ""
-            for new_seq, (_n, event, line) in enumerate(kept, start=1):
-                if event.seq != new_seq:
-                    report.renumbered += 1
-                if event.seq != new_seq or event.prev != prev:
-                    if report.rechained_from_seq is None:
-                        report.rechained_from_seq = new_seq
-                    line = encode(msgspec.structs.replace(event, seq=new_seq, prev=prev))
-                prev = line_hash(line)
-                lines_out.append(line + b"\n")
-            if not report.changed:
-                return report
-            report.removed_bytes = sum(len(b) for b in bad)
-            directory = os.path.dirname(path) or "."
-            if bad:
-                qdir = os.path.join(directory, "quarantine")
-                os.makedirs(qdir, exist_ok=True)
-                qpath = os.path.join(qdir, f"{os.path.basename(path)}.{new_event_id()}.repair")
-                _write_durably(qpath, bad)
-                report.quarantine_path = os.path.relpath(qpath, directory)
-            repaired = LogRepaired(
-                seq=len(lines_out) + 1,
-                id=new_event_id(),
-                ts=utc_now(),
-                quest_id=quest_id,
-                actor=actor,
-                prev=prev,
-                removed_lines=[p.line for p in report.removed],
-                removed_bytes=report.removed_bytes,
-                quarantine_path=report.quarantine_path or "",
-                reasons=[p.reason for p in report.removed],
-                renumbered=report.renumbered,
-                rechained_from_seq=report.rechained_from_seq,
-                reordered=report.reordered,
-            )
-            lines_out.append(encode(repaired) + b"\n")
-            report.event = repaired
-            fd, tmp = tempfile.mkstemp(dir=directory, prefix=".repair-")
-            os.close(fd)
-            _write_durably(tmp, lines_out)
-            os.replace(tmp, path)
-            if os.path.exists(path + ".idx"):  # the sparse index describes the old bytes
-                os.remove(path + ".idx")
-            _fsync_dir(directory)
-    finally:
-        os.close(lock_fd)
+    with append_lock(path):
+        kept: list[tuple[int, Event, bytes]] = []
+        bad: list[bytes] = []
+        seen_ids: set[str] = set()
+        for n, offset, line, has_nl in _lines(path):
+            try:
+                event = decode_line(line)
+            except EventDecodeError as exc:
+                report.removed.append(Problem(n, offset, str(exc) if has_nl else "torn last line: no newline"))
+                bad.append(line + (b"\n" if has_nl else b""))
+                continue
+            if event.id in seen_ids:
+                report.removed.append(Problem(n, offset, f"duplicate event id {event.id}"))
+                bad.append(line + b"\n")
+                continue
+            seen_ids.add(event.id)
+            kept.append((n, event, line))
+        in_file = [n for n, _e, _l in kept]
+        kept.sort(key=lambda item: (item[1].seq, item[0]))  # seq order; file order breaks ties
+        report.reordered = sum(1 for before, (n, _e, _l) in zip(in_file, kept) if before != n)
+        lines_out: list[bytes] = []
+        prev = ""
+        for new_seq, (_n, event, line) in enumerate(kept, start=1):
+            if event.seq != new_seq:
+                report.renumbered += 1
+            if event.seq != new_seq or event.prev != prev:
+                if report.rechained_from_seq is None:
+                    report.rechained_from_seq = new_seq
+                line = encode(msgspec.structs.replace(event, seq=new_seq, prev=prev))
+            prev = line_hash(line)
+            lines_out.append(line + b"\n")
+        if not report.changed:
+            return report
+        report.removed_bytes = sum(len(b) for b in bad)
+        directory = os.path.dirname(path) or "."
+        if bad:
+            qdir = os.path.join(directory, "quarantine")
+            os.makedirs(qdir, exist_ok=True)
+            qpath = os.path.join(qdir, f"{os.path.basename(path)}.{new_event_id()}.repair")
+            _write_durably(qpath, bad)
+            report.quarantine_path = os.path.relpath(qpath, directory)
+        repaired = LogRepaired(
+            seq=len(lines_out) + 1,
+            id=new_event_id(),
+            ts=utc_now(),
+            quest_id=quest_id,
+            actor=actor,
+            prev=prev,
+            removed_lines=[p.line for p in report.removed],
+            removed_bytes=report.removed_bytes,
+            quarantine_path=report.quarantine_path or "",
+            reasons=[p.reason for p in report.removed],
+            renumbered=report.renumbered,
+            rechained_from_seq=report.rechained_from_seq,
+            reordered=report.reordered,
+        )
+        lines_out.append(encode(repaired) + b"\n")
+        report.event = repaired
+        fd, tmp = tempfile.mkstemp(dir=directory, prefix=".repair-")
+        os.close(fd)
+        _write_durably(tmp, lines_out)
+        os.replace(tmp, path)
+        if os.path.exists(path + ".idx"):  # the sparse index describes the old bytes
+            os.remove(path + ".idx")
+        _fsync_dir(directory)
     EventLog(path, quest_id=quest_id).close()  # rebuild the index now, not on a later open
     return report
 
