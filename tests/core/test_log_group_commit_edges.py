@@ -472,3 +472,43 @@ async def test_a_repair_while_a_pipelined_sync_is_in_flight_keeps_the_old_descri
     assert one.seq == 6
     assert two.seq == 7  # 5 kept + log.repaired + this one
     assert verify_log(str(path)).ok
+
+
+# -- the append lock is re-entrant in its owner --------------------------------------------
+
+
+def test_an_append_inside_a_transaction_keeps_the_lock_until_the_transaction_ends(tmp_path):
+    import fcntl
+
+    path = str(tmp_path / "events.jsonl")
+    with EventLog(path, policy="group") as log:
+        probe = os.open(path + ".lock", os.O_RDWR)  # another open file: as another process
+        try:
+            with log.transaction() as txn:
+                txn.append(msg(1))
+                log.append(msg(2))  # a plain append from inside (it used to drop the flock)
+                with pytest.raises(BlockingIOError):
+                    fcntl.flock(probe, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                txn.append(msg(3))
+            fcntl.flock(probe, fcntl.LOCK_EX | fcntl.LOCK_NB)  # free once it ended
+            fcntl.flock(probe, fcntl.LOCK_UN)
+        finally:
+            os.close(probe)
+        assert [e.content for e in log.read()] == ["m1", "m2", "m3"]
+    assert verify_log(path).ok
+
+
+async def test_an_async_append_waits_for_a_transaction_held_on_the_loop_thread(tmp_path):
+    path = str(tmp_path / "events.jsonl")
+    with EventLog(path, policy="group") as log:
+        with log.transaction() as txn:
+            txn.append(msg(1))
+            other = asyncio.ensure_future(log.append_async(msg(2)))
+            for _ in range(100):  # the flusher runs, but must not write inside our transaction
+                await asyncio.sleep(0)
+            assert not other.done()
+            txn.append(msg(3))
+        stored = await asyncio.wait_for(other, 10)
+        assert stored.seq == 3
+        assert [e.content for e in log.read()] == ["m1", "m3", "m2"]
+    assert verify_log(path).ok
