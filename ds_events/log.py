@@ -486,7 +486,10 @@ class EventLog:
         Inside, no other process or thread can append: the log is caught up on entry,
         reads see every event, and ``txn.append`` writes (and syncs) at once. Use it
         for check-then-write rules that must hold across processes (exactly-once
-        delivery, duplicate refusal). Keep it short: every appender waits on it.
+        delivery, duplicate refusal). Keep it short and synchronous: every appender
+        waits on it, and it must not span an ``await`` (async appends on the same loop
+        wait for it to end; a synchronous ``append`` from another coroutine on the same
+        thread would land inside it).
         """
         self._usable()
         with self._locked():
