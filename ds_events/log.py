@@ -25,7 +25,6 @@ The index is a cache: it is checked on open and rebuilt when it does not match.
 from __future__ import annotations
 
 import asyncio
-import collections
 import contextlib
 import errno
 import fcntl
@@ -309,11 +308,8 @@ class EventLog:
             if self._closed:
                 return
             if self.policy != "never" and self._sync_failed is None and self._last_write_end > self._durable:
-                try:
-                    os.fdatasync(self._fd)
-                    self._durable = self._last_write_end
-                except OSError as exc:
-                    self._sync_failed = exc
+                with contextlib.suppress(LogError):  # recorded: later syncs through this handle fail
+                    self._fdatasync_locked()
             self._closed = True
             for fd in (self._fd, self._lock_fd, *self._retired_fds):
                 os.close(fd)
@@ -530,27 +526,36 @@ class EventLog:
         would prove nothing about them. Every later append and sync raises.
         """
         with self._sync_lock:
-            if self._sync_failed is not None:
-                raise LogError(f"{self.path}: an earlier sync failed ({self._sync_failed}); reopen the log")
+            self._refuse_after_failed_sync()
             if self._durable >= end:
                 return
             if self._closed:
                 raise LogError(f"log {self.path} was closed before the append was synced")
-            covers = os.fstat(self._fd).st_size  # everything written so far, by anyone
-            try:
-                os.fdatasync(self._fd)
-            except OSError as exc:
-                self._sync_failed = exc
-                raise LogError(
-                    f"{self.path}: sync failed ({exc}); appends since the last good sync may not be on disk. "
-                    "Reopen the log (it recovers its tail) and check it with ds verify"
-                ) from exc
-            self._durable = max(self._durable, covers)
+            self._fdatasync_locked()
+
+    def _fdatasync_locked(self) -> None:
+        """Under ``_sync_lock``: sync the open file and record how far it is durable.
+
+        A failure is recorded for good (see :meth:`_sync_through`) and raised.
+        """
+        covers = os.fstat(self._fd).st_size  # everything written so far, by anyone
+        try:
+            os.fdatasync(self._fd)
+        except OSError as exc:
+            self._sync_failed = exc
+            raise LogError(
+                f"{self.path}: sync failed ({exc}); appends since the last good sync may not be on disk. "
+                "Reopen the log (it recovers its tail) and check it with ds verify"
+            ) from exc
+        self._durable = max(self._durable, covers)
 
     def _usable(self) -> None:
         """Refuse to append through a closed handle or one whose sync has failed."""
         if self._closed:
             raise LogError(f"log {self.path} is closed")
+        self._refuse_after_failed_sync()
+
+    def _refuse_after_failed_sync(self) -> None:
         if self._sync_failed is not None:
             raise LogError(f"{self.path}: an earlier sync failed ({self._sync_failed}); reopen the log")
 
@@ -567,7 +572,8 @@ class EventLog:
         than read the whole log to build the id map an idempotency check needs.
 
         This is the hot path of every append (and of group commit, once per group), so
-        it binds what it calls to locals and only tracks index points and ids it needs.
+        it binds what it calls to locals. It notes every id it assigns, because the id
+        map may be built from the file midway through a batch (by a preset id's check).
         """
         ts = utc_now()
         seq, prev, offset = self._last_seq, self._last_hash, self._size
@@ -714,11 +720,7 @@ class EventLog:
                 # Sync what we wrote to the old file, and keep its descriptor open: a
                 # thread may be about to sync it (and must not hit a reused number).
                 if self._sync_failed is None and self._last_write_end > self._durable:
-                    try:
-                        os.fdatasync(self._fd)
-                    except OSError as exc:
-                        self._sync_failed = exc
-                        raise LogError(f"{self.path}: sync failed ({exc}); reopen the log") from exc
+                    self._fdatasync_locked()
                 self._retired_fds.append(self._fd)
                 self._fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
                 self._durable = self._last_write_end = 0
@@ -975,9 +977,7 @@ class _SyncThread:
     def __init__(self, log: EventLog) -> None:
         self._log = log
         self._lock = threading.Lock()
-        # (generation, loop, appends, offset to sync through), oldest first
-        self._waiting: collections.deque[tuple[int, asyncio.AbstractEventLoop, _Written, int]] = collections.deque()
-        self._handed = 0  # generation of the last group handed over
+        self._waiting: list[tuple[asyncio.AbstractEventLoop, _Written, int]] = []  # (loop, appends, sync to)
         self._stopping = False
         self._rfd, self._wfd = os.pipe()
         self._thread = threading.Thread(target=self._run, name=f"ds-log-sync {log.path}", daemon=True)
@@ -989,8 +989,7 @@ class _SyncThread:
         with self._lock:
             if self._stopping:
                 return False
-            self._handed += 1
-            self._waiting.append((self._handed, loop, written, sync_to))
+            self._waiting.append((loop, written, sync_to))
             os.write(self._wfd, b"s")
         return True
 
@@ -1012,8 +1011,7 @@ class _SyncThread:
             except InterruptedError:  # pragma: no cover - signal during read
                 continue
             with self._lock:  # every group handed over so far was written before this sync
-                batch = list(self._waiting)
-                self._waiting.clear()
+                batch, self._waiting = self._waiting, []
             if batch:
                 error: BaseException | None = None
                 try:
@@ -1024,9 +1022,9 @@ class _SyncThread:
             if b"q" in wake:
                 return
 
-    def _acknowledge(self, batch: list[tuple[int, asyncio.AbstractEventLoop, _Written, int]], error: BaseException | None) -> None:
+    def _acknowledge(self, batch: list[tuple[asyncio.AbstractEventLoop, _Written, int]], error: BaseException | None) -> None:
         by_loop: dict[asyncio.AbstractEventLoop, _Written] = {}
-        for _gen, loop, written, _sync_to in batch:
+        for loop, written, _sync_to in batch:
             by_loop.setdefault(loop, []).extend(written)
         for loop, items in by_loop.items():
             try:

@@ -1,14 +1,18 @@
-"""Helpers shared by tests: parsing MCP tool errors, running ``ds`` as a subprocess."""
+"""Helpers shared by tests: parsing MCP tool errors, running ``ds`` as a subprocess,
+bounded waiting."""
 
 from __future__ import annotations
 
 import json
 import os
 import sys
+import time
+from collections.abc import Callable
+from typing import Any
 
 from ds_events.home import Home
 
-__all__ = ["tool_error", "ds_env", "DS"]
+__all__ = ["tool_error", "ds_env", "DS", "wait_until"]
 
 
 def tool_error(result: object) -> dict:
@@ -27,3 +31,15 @@ def ds_env(home: Home, **extra: str) -> dict[str, str]:
 
 
 DS = [sys.executable, "-m", "ds_events"]
+
+
+def wait_until(predicate: Callable[[], Any], timeout: float = 15.0, what: str = "condition", poll: float = 0.02) -> Any:
+    """Poll ``predicate`` until it returns something truthy; fail after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(poll)

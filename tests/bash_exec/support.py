@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import os
-import time
-from collections.abc import Callable
 from typing import Any
 
 import mcp
@@ -12,21 +10,9 @@ import mcp
 from ds_events.home import Quest
 from handlers.mcp.bash_exec import build_server
 from handlers.mcp.common import QuestBinding
-from tests.helpers import tool_error
+from tests.helpers import tool_error, wait_until
 
 __all__ = ["wait_until", "group_members", "call", "call_error", "client_for", "bash_events"]
-
-
-def wait_until(predicate: Callable[[], Any], timeout: float = 15.0, what: str = "condition") -> Any:
-    """Poll ``predicate`` until it returns something truthy; fail after ``timeout`` seconds."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.02)
 
 
 def group_members(pgid: int) -> list[int]:

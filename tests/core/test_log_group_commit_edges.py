@@ -14,13 +14,14 @@ import errno
 import os
 import signal
 import threading
-import time
 
 import pytest
 
 from ds_events.events import ConversationMessage
 from ds_events.log import EventLog, LogError
 from ds_events.verify import verify_log
+
+from tests.helpers import wait_until
 
 from .test_log_group_commit import SyncRecorder, end_offsets, msg
 
@@ -57,16 +58,6 @@ class FailFirstSync:
             raise OSError(errno.EIO, "simulated I/O error")
         assert self.failed.wait(30), "the first sync never failed"
         self.real(fd)
-
-
-def wait_for(predicate, timeout: float = 10.0) -> bool:
-    """Poll ``predicate`` (blocking this thread) until it holds or ``timeout`` passes."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.001)
-    return predicate()
 
 
 def open_fds() -> set[str]:
@@ -121,7 +112,7 @@ def test_a_threaded_group_synced_after_a_failed_sync_is_not_acknowledged(tmp_pat
         size = os.path.getsize(path)
         b = threading.Thread(target=append, args=("b", 2))
         b.start()
-        assert wait_for(lambda: os.path.getsize(path) > size)  # B wrote while A's sync is in flight
+        wait_until(lambda: os.path.getsize(path) > size)  # B wrote while A's sync is in flight
         syncs.release.set()
         a.join(30)
         b.join(30)
@@ -223,7 +214,7 @@ async def test_close_while_the_flusher_waits_on_an_executor_write_acknowledges_o
             await asyncio.sleep(0)
         release.set()
         # Block the loop (no await) until the executor wrote, then close.
-        assert wait_for(lambda: os.path.getsize(path) > size)
+        wait_until(lambda: os.path.getsize(path) > size)
         log.close()
         done, _ = await asyncio.wait({pending}, timeout=5)
         assert done, "the append in flight at close() was neither acknowledged nor refused"
@@ -312,10 +303,10 @@ def test_two_loops_in_two_threads_each_get_their_acknowledgements(tmp_path):
         assert inside.wait(30)
         one = threading.Thread(target=run, args=("one", 1), daemon=True)
         one.start()
-        assert wait_for(lambda: "one" in loops and loops["one"] in log._loop_queues)  # loop 1 waits on the lock
+        wait_until(lambda: "one" in loops and loops["one"] in log._loop_queues)  # loop 1 waits on the lock
         two = threading.Thread(target=run, args=("two", 2), daemon=True)
         two.start()
-        assert wait_for(lambda: "two" in loops and loops["two"] in log._loop_queues)  # loop 2's append is queued
+        wait_until(lambda: "two" in loops and loops["two"] in log._loop_queues)  # loop 2's append is queued
         release.set()
         assert finished["one"].wait(30)
         ok = finished["two"].wait(5)
@@ -353,7 +344,7 @@ def test_a_follower_interrupted_by_a_signal_does_not_wedge_the_log(tmp_path):
         assert inside.wait(30)
         t1 = threading.Thread(target=log.append, args=(msg(1),))
         t1.start()
-        assert wait_for(lambda: log._leader and not log._queue)  # T1 leads, waits on the flock
+        wait_until(lambda: log._leader and not log._queue)  # T1 leads, waits on the flock
 
         def raise_interrupted(signum, frame):
             raise Interrupted
@@ -362,7 +353,7 @@ def test_a_follower_interrupted_by_a_signal_does_not_wedge_the_log(tmp_path):
         previous = signal.signal(signal.SIGUSR1, raise_interrupted)
         try:
             kicker = threading.Thread(
-                target=lambda: wait_for(lambda: len(log._queue) == 1) and signal.pthread_kill(main, signal.SIGUSR1)
+                target=lambda: wait_until(lambda: len(log._queue) == 1, 10) and signal.pthread_kill(main, signal.SIGUSR1)
             )
             kicker.start()
             with pytest.raises(Interrupted):
