@@ -465,7 +465,8 @@ class EventLog:
                 return None
             try:
                 st = os.fstat(self._fd)
-                if st.st_size != self._size or _inode(self.path) != st.st_ino:
+                named = _stat(self.path)
+                if st.st_size != self._size or named is None or named.st_ino != st.st_ino:
                     return None  # another process appended or repaired: catch up off the loop
                 return self._commit_locked(batches, sync=False, may_scan=False)
             except _WouldScan:  # an idempotency check must first read the whole log
@@ -786,8 +787,8 @@ class EventLog:
 
         ``missing`` is the answer when the path names no file at all.
         """
-        ino = _inode(self.path)
-        return missing if ino is None else ino != os.fstat(self._fd).st_ino
+        named = _stat(self.path)
+        return missing if named is None else named.st_ino != os.fstat(self._fd).st_ino
 
     def _advance(self, size: int) -> None:
         """Consume complete lines in ``[self._size, size)`` into the tail state and index."""
@@ -1153,18 +1154,16 @@ def _fsync_dir(path: str) -> None:
         os.close(fd)
 
 
-def _inode(path: str) -> int | None:
+def _stat(path: str) -> os.stat_result | None:
     try:
-        return os.stat(path).st_ino
+        return os.stat(path)
     except FileNotFoundError:
         return None
 
 
 def _file_size(path: str) -> int:
-    try:
-        return os.stat(path).st_size
-    except FileNotFoundError:
-        return 0
+    st = _stat(path)
+    return st.st_size if st else 0
 
 
 def _truncate_file(path: str, size: int) -> None:

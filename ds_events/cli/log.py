@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import sys
 
 import click
@@ -160,7 +161,7 @@ def replay(home: Home, quest_id: str, as_json: bool) -> None:
     """
     path = _log_path(home, quest_id)
     root = home.quest_root(quest_id)
-    total = _file_size(path)
+    total = os.path.getsize(path)
     if as_json or total < 8 * 1024 * 1024:
         result = replay_quest(root, quest_id=quest_id)
     else:
@@ -191,9 +192,3 @@ def _log_path(home: Home, quest_id: str) -> str:
     if not path.is_file():
         raise CliError(f"no quest {quest_id!r} in {home.root}: see `ds quest list`")
     return str(path)
-
-
-def _file_size(path: str) -> int:
-    import os
-
-    return os.stat(path).st_size

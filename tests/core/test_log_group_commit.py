@@ -58,6 +58,31 @@ class SyncRecorder:
             return max(self.covered, default=0)
 
 
+class HeldLock:
+    """Another handle holds the append lock (a transaction) in its own thread, having
+    appended ``append`` inside, until :meth:`release`. ``released_in_time`` records
+    whether it was released before ``timeout`` or gave up waiting."""
+
+    def __init__(self, other: EventLog, *append: ConversationMessage, timeout: float = 30) -> None:
+        self.inside, self._release = threading.Event(), threading.Event()
+        self.released_in_time: list[bool] = []
+
+        def hold() -> None:
+            with other.transaction() as txn:
+                if append:
+                    txn.append(list(append))
+                self.inside.set()
+                self.released_in_time.append(self._release.wait(timeout))
+
+        self._thread = threading.Thread(target=hold)
+        self._thread.start()
+        assert self.inside.wait(30), "the other handle never took the lock"
+
+    def release(self) -> None:
+        self._release.set()
+        self._thread.join(30)
+
+
 def end_offsets(path: str) -> dict[int, int]:
     """seq -> byte offset just after its line."""
     ends, offset = {}, 0
@@ -162,31 +187,18 @@ async def test_a_failed_sync_fails_its_appends_and_every_later_one(tmp_path, mon
 
 async def test_the_loop_keeps_running_while_another_appender_holds_the_lock(tmp_path):
     path = str(tmp_path / "events.jsonl")
-    loop = asyncio.get_running_loop()
     with EventLog(path, policy="group") as log, EventLog(path, policy="group") as other:
         log.append(msg(0))
-        inside, release = threading.Event(), threading.Event()
-        released_by_loop: list[bool] = []
-
-        def hold() -> None:
-            with other.transaction() as txn:
-                txn.append(msg(1))
-                inside.set()
-                # Only the loop lets go of the lock: if the append blocked the loop on
-                # the lock, this times out instead.
-                released_by_loop.append(release.wait(10))
-
-        holder = threading.Thread(target=hold)
-        holder.start()
-        assert await loop.run_in_executor(None, inside.wait, 30)
+        # Only the loop lets go of the lock: if the append blocked the loop on the
+        # lock, the holder times out instead.
+        held = HeldLock(other, msg(1), timeout=10)
         pending = asyncio.ensure_future(log.append_async(msg(2)))
         for _ in range(200):  # the loop turns while the append waits for the lock
             await asyncio.sleep(0)
         assert not pending.done()
-        release.set()
+        held.release()
         stored = await pending
-        holder.join()
-    assert released_by_loop == [True]
+    assert held.released_in_time == [True]
     assert stored.seq == 3  # caught up with the other handle's append first
     assert verify_log(path).ok
 

@@ -23,7 +23,7 @@ from ds_events.verify import verify_log
 
 from tests.helpers import wait_until
 
-from .test_log_group_commit import SyncRecorder, end_offsets, msg
+from .test_log_group_commit import HeldLock, SyncRecorder, end_offsets, msg
 
 # One test closes a loop whose flusher task never started; Python reports the coroutine
 # when it is collected, which may happen during a later test.
@@ -192,27 +192,18 @@ async def test_close_while_the_flusher_waits_on_an_executor_write_acknowledges_o
     # stopped sync thread (os.write on a closed pipe fd -> OSError escapes the
     # flusher) and the appender is never resolved.
     path = str(tmp_path / "events.jsonl")
-    loop = asyncio.get_running_loop()
     log = EventLog(path, policy="group")
     other = EventLog(path, policy="group")
-    inside, release = threading.Event(), threading.Event()
+    held: HeldLock | None = None
     pending: asyncio.Future[object] | None = None
     try:
         await log.append_async(msg(0))  # the sync thread is running
-
-        def hold() -> None:
-            with other.transaction():
-                inside.set()
-                release.wait(30)
-
-        holder = threading.Thread(target=hold)
-        holder.start()
-        assert await loop.run_in_executor(None, inside.wait, 30)
+        held = HeldLock(other)
         size = os.path.getsize(path)
         pending = asyncio.ensure_future(log.append_async(msg(1)))
         for _ in range(200):  # the flusher is now waiting on the executor
             await asyncio.sleep(0)
-        release.set()
+        held.release()
         # Block the loop (no await) until the executor wrote, then close.
         wait_until(lambda: os.path.getsize(path) > size)
         log.close()
@@ -220,9 +211,9 @@ async def test_close_while_the_flusher_waits_on_an_executor_write_acknowledges_o
         assert done, "the append in flight at close() was neither acknowledged nor refused"
         exc = pending.exception()
         assert exc is None or isinstance(exc, LogError), f"{exc!r}"
-        holder.join(30)
     finally:
-        release.set()
+        if held is not None:
+            held.release()
         if pending is not None:  # leave no pending task behind for GC to report later
             pending.cancel()
             await asyncio.gather(pending, return_exceptions=True)
@@ -278,15 +269,9 @@ def test_two_loops_in_two_threads_each_get_their_acknowledgements(tmp_path):
     # never woken.
     path = str(tmp_path / "events.jsonl")
     with EventLog(path, policy="group") as log, EventLog(path, policy="group") as other:
-        inside, release = threading.Event(), threading.Event()
         loops: dict[str, asyncio.AbstractEventLoop] = {}
         finished = {"one": threading.Event(), "two": threading.Event()}
         outcome: dict[str, object] = {}
-
-        def hold() -> None:
-            with other.transaction():
-                inside.set()
-                release.wait(30)
 
         def run(name: str, i: int) -> None:
             async def main() -> None:
@@ -298,22 +283,19 @@ def test_two_loops_in_two_threads_each_get_their_acknowledgements(tmp_path):
 
             asyncio.run(main())
 
-        holder = threading.Thread(target=hold)
-        holder.start()
-        assert inside.wait(30)
+        held = HeldLock(other)
         one = threading.Thread(target=run, args=("one", 1), daemon=True)
         one.start()
         wait_until(lambda: "one" in loops and loops["one"] in log._loop_queues)  # loop 1 waits on the lock
         two = threading.Thread(target=run, args=("two", 2), daemon=True)
         two.start()
         wait_until(lambda: "two" in loops and loops["two"] in log._loop_queues)  # loop 2's append is queued
-        release.set()
+        held.release()
         assert finished["one"].wait(30)
         ok = finished["two"].wait(5)
         if not ok:  # unstick loop 2 so the test ends
             loops["two"].call_soon_threadsafe(lambda: None)
             finished["two"].wait(10)
-        holder.join(30)
         one.join(30)
         two.join(30)
     assert ok, "loop 2's append was written and synced but its loop was never woken"
@@ -332,16 +314,7 @@ def test_a_follower_interrupted_by_a_signal_does_not_wedge_the_log(tmp_path):
     # True and every later threaded append waits forever.
     path = str(tmp_path / "events.jsonl")
     with EventLog(path, policy="group") as log, EventLog(path, policy="group") as other:
-        inside, release = threading.Event(), threading.Event()
-
-        def hold() -> None:
-            with other.transaction():
-                inside.set()
-                release.wait(30)
-
-        holder = threading.Thread(target=hold)
-        holder.start()
-        assert inside.wait(30)
+        held = HeldLock(other)
         t1 = threading.Thread(target=log.append, args=(msg(1),))
         t1.start()
         wait_until(lambda: log._leader and not log._queue)  # T1 leads, waits on the flock
@@ -361,8 +334,7 @@ def test_a_follower_interrupted_by_a_signal_does_not_wedge_the_log(tmp_path):
             kicker.join(30)
         finally:
             signal.signal(signal.SIGUSR1, previous)
-        release.set()
-        holder.join(30)
+        held.release()
         t1.join(30)
 
         later_done = threading.Event()
