@@ -15,7 +15,7 @@ import threading
 
 import pytest
 
-from ds_events.events import ConversationMessage
+from ds_events.events import ConversationMessage, Event
 from ds_events.log import EventLog, LogError
 from ds_events.verify import verify_log
 
@@ -31,6 +31,7 @@ class SyncRecorder:
         self.path = path
         self.real = os.fdatasync
         self.covered: list[int] = []  # sizes covered by syncs that returned, in order
+        self.acked: list[tuple[int, int]] = []  # (seq, durable size when its append returned)
         self.calls = 0
         self.hold_first = False
         self.started = threading.Event()
@@ -56,6 +57,17 @@ class SyncRecorder:
     def durable_size(self) -> int:
         with self.lock:
             return max(self.covered, default=0)
+
+    def ack(self, *events: Event) -> None:
+        """Note that the appends of ``events`` returned now (from any thread)."""
+        with self.lock:
+            durable = max(self.covered, default=0)
+            self.acked.extend((e.seq, durable) for e in events)
+
+    def late_acks(self) -> list[tuple[int, int, int]]:
+        """(seq, durable size, end of its line) of each append acknowledged too early."""
+        ends = end_offsets(self.path)
+        return [(seq, durable, ends[seq]) for seq, durable in self.acked if durable < ends[seq]]
 
 
 class HeldLock:
@@ -97,19 +109,16 @@ async def test_an_async_append_returns_only_after_a_sync_that_covers_it(tmp_path
     path = str(tmp_path / "events.jsonl")
     with EventLog(path, policy="group") as log:
         syncs = SyncRecorder(monkeypatch, path)
-        acked: list[tuple[int, int]] = []  # (seq, durable size when the append returned)
 
         async def appender(k: int) -> None:
             for i in range(40):
-                stored = await log.append_async([msg(k * 100 + i)] * (1 + i % 3))
-                acked.extend((e.seq, syncs.durable_size()) for e in stored)
+                syncs.ack(*await log.append_async([msg(k * 100 + i)] * (1 + i % 3)))
 
         await asyncio.gather(*(appender(k) for k in range(16)))
-    ends = end_offsets(path)
-    assert len(acked) == len(ends)
-    late = [(seq, durable, ends[seq]) for seq, durable in acked if durable < ends[seq]]
+    assert len(syncs.acked) == len(end_offsets(path))
+    late = syncs.late_acks()
     assert not late, f"acknowledged before a sync covered them: {late[:3]}"
-    assert syncs.calls < len(acked) / 4  # appends really shared syncs
+    assert syncs.calls < len(syncs.acked) / 4  # appends really shared syncs
     assert verify_log(path).ok
 
 
@@ -117,23 +126,18 @@ def test_a_threaded_append_returns_only_after_a_sync_that_covers_it(tmp_path, mo
     path = str(tmp_path / "events.jsonl")
     with EventLog(path, policy="group") as log:
         syncs = SyncRecorder(monkeypatch, path)
-        acked: list[tuple[int, int]] = []
-        guard = threading.Lock()
 
         def appender(k: int) -> None:
             for i in range(40):
-                event = log.append(msg(k * 100 + i))
-                with guard:
-                    acked.append((event.seq, syncs.durable_size()))
+                syncs.ack(log.append(msg(k * 100 + i)))
 
         threads = [threading.Thread(target=appender, args=(k,)) for k in range(12)]
         for t in threads:
             t.start()
         for t in threads:
             t.join()
-    ends = end_offsets(path)
-    assert sorted(seq for seq, _ in acked) == list(range(1, 481))
-    assert not [seq for seq, durable in acked if durable < ends[seq]]
+    assert sorted(seq for seq, _ in syncs.acked) == list(range(1, 481))
+    assert not syncs.late_acks()
     assert verify_log(path).ok
 
 

@@ -359,20 +359,14 @@ async def test_threads_and_asyncio_appending_to_one_log_are_each_acknowledged_af
     path = str(tmp_path / "events.jsonl")
     with EventLog(path, policy="group") as log:
         syncs = SyncRecorder(monkeypatch, path)
-        acked: list[tuple[int, int]] = []
-        guard = threading.Lock()
 
         def threaded(k: int) -> None:
             for i in range(30):
-                event = log.append(msg(k * 100 + i))
-                with guard:
-                    acked.append((event.seq, syncs.durable_size()))
+                syncs.ack(log.append(msg(k * 100 + i)))
 
         async def asynced(k: int) -> None:
             for i in range(30):
-                event = await log.append_async(msg(k * 100 + i))
-                with guard:
-                    acked.append((event.seq, syncs.durable_size()))
+                syncs.ack(await log.append_async(msg(k * 100 + i)))
 
         threads = [threading.Thread(target=threaded, args=(k,)) for k in range(4)]
         for t in threads:
@@ -380,9 +374,8 @@ async def test_threads_and_asyncio_appending_to_one_log_are_each_acknowledged_af
         await asyncio.gather(*(asynced(k) for k in range(4, 12)))
         for t in threads:
             t.join(60)
-    ends = end_offsets(path)
-    assert sorted(seq for seq, _ in acked) == list(range(1, 361))
-    assert not [seq for seq, durable in acked if durable < ends[seq]]
+    assert sorted(seq for seq, _ in syncs.acked) == list(range(1, 361))
+    assert not syncs.late_acks()
     assert verify_log(path).ok
 
 
