@@ -283,8 +283,8 @@ def reconcile(quest: Quest, *, only: list[str] | None = None) -> list[Event]:
 
     A group that outlived its monitor is killed first: nobody reads its terminal or
     enforces its timeout any more. Safe to run from several processes at once: the
-    decision is re-checked under the log's lock, and the end event's id is derived from
-    the session id, so each session ends at most once.
+    decision is re-checked and the group killed under the log's lock, and the end
+    event's id is derived from the session id, so each session ends at most once.
     """
     state = quest.state("bash_sessions")
     suspects = [
@@ -293,21 +293,25 @@ def reconcile(quest: Quest, *, only: list[str] | None = None) -> list[Event]:
     ]
     if not suspects:
         return []
-    alive_groups = {s.id: _kill_orphaned_group(s) for s in suspects}
     with quest.transaction() as txn:
         current = quest.state("bash_sessions").sessions
-        lost = [
-            BashSessionLost(
-                id=session_end_id(s.id),
-                session_id=s.id,
-                reason="monitor_gone",
-                group_alive=alive_groups[s.id],
-                detail=f"monitor pid {s.monitor_pid} no longer runs"
-                + ("; its process group was killed" if alive_groups[s.id] else ""),
+        lost = []
+        for s in suspects:
+            if current[s.id].status != "running" or _monitor_alive(current[s.id]):
+                continue
+            # Killed under the lock: the process that records the loss is the one that
+            # found the group alive or not, so ``group_alive`` says what really happened
+            # even when several processes reconcile at once.
+            alive = _kill_orphaned_group(s)
+            lost.append(
+                BashSessionLost(
+                    id=session_end_id(s.id),
+                    session_id=s.id,
+                    reason="monitor_gone",
+                    group_alive=alive,
+                    detail=f"monitor pid {s.monitor_pid} no longer runs" + ("; its process group was killed" if alive else ""),
+                )
             )
-            for s in suspects
-            if current[s.id].status == "running" and not _monitor_alive(current[s.id])
-        ]
         return txn.append(lost) if lost else []
 
 
