@@ -23,7 +23,7 @@ import yaml
 
 from .events import Event, QuestCreated
 from .log import EventLog, Policy, Transaction
-from .services.errors import Conflict, Invalid, NotFound
+from .errors import Conflict, Invalid, NotFound
 from .views import Views, write_atomic
 
 __all__ = [

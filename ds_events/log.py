@@ -37,6 +37,7 @@ from typing import Literal
 
 import msgspec
 
+from .errors import LogError
 from .events import Event, EventDecodeError, LogRecovered, decode_line, encode, new_event_id, new_event_ids, utc_now
 
 __all__ = ["EventLog", "Transaction", "Policy", "LogError", "line_hash", "end_of_last_line", "append_lock", "INDEX_EVERY"]
@@ -47,10 +48,6 @@ _ASYNC_GROUP = 512  # most events one asyncio group commit encodes on the loop t
 _CHUNK = 1 << 20
 _ID_MARK = b'"id":"'
 _SEQ_MARK = b'"seq":'
-
-
-class LogError(RuntimeError):
-    """The log cannot be used as asked (closed, unreadable, corrupt where it must not be)."""
 
 
 class _WouldScan(Exception):

@@ -23,7 +23,7 @@ import aiohttp
 import msgspec
 
 from ds_events.home import Home
-from ds_events.services.errors import Invalid, NotFound, ServiceError
+from ds_events.errors import Invalid, NotFound, ServiceError
 from ds_events.views import write_atomic
 
 __all__ = ["Fetcher", "ArxivApiFetcher", "DEFAULT_API_URL", "read_paper", "normalise_paper_id", "MODES"]

@@ -1,7 +1,7 @@
 """Parsing and validation of what callers of the `artifact` namespace send.
 
 Every function here either returns a clean, typed value or raises a
-:class:`~ds_events.services.errors.ServiceError` with a stable code, before anything is
+:class:`~ds_events.errors.ServiceError` with a stable code, before anything is
 written. Codes: ``invalid_payload``, ``unknown_kind``, ``missing_fields``,
 ``invalid_field``, ``invalid_action``, ``invalid_id``, ``payload_too_large``,
 ``path_outside_quest``, ``path_not_allowed``, ``invalid_metrics_summary``,
@@ -17,7 +17,7 @@ from typing import Any
 
 import msgspec
 
-from ds_events.services.errors import Invalid
+from ds_events.errors import Invalid
 
 __all__ = [
     "RECORD_KINDS",

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from ds_events.home import Quest
-from ds_events.services.errors import Invalid
+from ds_events.errors import Invalid
 
 __all__ = [
     "resolve_workdir",

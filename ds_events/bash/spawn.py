@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ds_events.services.errors import ServiceError
+from ds_events.errors import ServiceError
 
 __all__ = ["StartSpec", "MonitorHandle", "spawn_monitor", "HANDSHAKE_TIMEOUT"]
 

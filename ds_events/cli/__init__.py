@@ -12,7 +12,7 @@ import click
 
 from ds_events.events import EventDecodeError
 from ds_events.log import LogError
-from ds_events.services.errors import ServiceError
+from ds_events.errors import ServiceError
 
 from . import bash as _bash  # noqa: F401 - each module registers its commands
 from . import interact as _interact  # noqa: F401

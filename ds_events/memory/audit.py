@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ds_events.events.memory import CardImported, CardWritten
-from ds_events.services.errors import Invalid
+from ds_events.errors import Invalid
 from ds_events.services.memory import (
     as_tag_list,
     card_summary,

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ds_events.services.errors import Invalid
+from ds_events.errors import Invalid
 from ds_events.services.memory import list_recent, search
 
 from .store import MemoryContext

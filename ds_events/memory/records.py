@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ds_events.services.errors import Invalid
+from ds_events.errors import Invalid
 from ds_events.services.memory import card_summary, search, write_card
 from projections.memory import RECORD_TYPES, digest_line
 

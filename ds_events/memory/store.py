@@ -16,7 +16,7 @@ from typing import Any
 
 from ds_events.home import Home, Quest
 from ds_events.log import EventLog, LogError, Transaction
-from ds_events.services.errors import Invalid, NotFound
+from ds_events.errors import Invalid, NotFound
 from ds_events.views import Views
 from projections.memory import GLOBAL_PROJECTION, PROJECTION, Card, MemoryState, card_path, render_card
 

@@ -4,6 +4,6 @@ Adapters (CLI, HTTP routes, MCP tools) call these functions and never append to 
 themselves.
 """
 
-from .errors import Conflict, Invalid, NotFound, ServiceError
+from ds_events.errors import Conflict, Invalid, NotFound, ServiceError
 
 __all__ = ["ServiceError", "NotFound", "Invalid", "Conflict"]

@@ -42,7 +42,7 @@ from ds_events.home import Quest
 from projections.artifacts import record_path
 
 from . import git
-from .errors import Conflict, Invalid, NotFound
+from ds_events.errors import Conflict, Invalid, NotFound
 
 __all__ = [
     "record",

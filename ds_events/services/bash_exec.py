@@ -45,7 +45,7 @@ from ds_events.events.bash import (
 from ds_events.home import Quest
 from projections.bash_sessions import Session, status_counts
 
-from .errors import Invalid, NotFound
+from ds_events.errors import Invalid, NotFound
 
 __all__ = [
     "MODES",

@@ -29,7 +29,7 @@ from ds_events.events.interaction import ConnectorBound, ConnectorUnbound, Deliv
 from ds_events.home import Quest
 from projections import interactions as view
 
-from .errors import Conflict, Invalid, NotFound
+from ds_events.errors import Conflict, Invalid, NotFound
 
 __all__ = [
     "bind",

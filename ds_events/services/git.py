@@ -23,7 +23,7 @@ from ds_events.events.artifact import BranchPrepared, GitCheckpointed, GitGraphR
 from ds_events.home import GIT_SIGNATURE, Quest
 from projections.artifacts import render_graph_svg
 
-from .errors import Conflict, Invalid, NotFound
+from ds_events.errors import Conflict, Invalid, NotFound
 
 __all__ = [
     "BRANCH_KINDS",

@@ -28,7 +28,7 @@ from ds_events.home import Quest
 from projections import interactions as view
 
 from . import connectors
-from .errors import Conflict, Invalid, NotFound
+from ds_events.errors import Conflict, Invalid, NotFound
 
 __all__ = [
     "interact",

@@ -25,7 +25,7 @@ from ds_events.memory.store import MemoryContext, MemoryStore, check_scope
 from ds_events.memory.text import DUPLICATE_THRESHOLD, config_pollution, is_near_duplicate, similarity, word_set
 from projections.memory import KINDS, RECORD_TYPES, RESERVED_KEYS, SINGULAR, Card, MemoryState, render_card
 
-from .errors import Conflict, Invalid, NotFound
+from ds_events.errors import Conflict, Invalid, NotFound
 
 __all__ = [
     "write_card",

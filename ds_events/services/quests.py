@@ -5,7 +5,7 @@ from __future__ import annotations
 from ds_events.events import ConversationMessage, Event, QuestAnchorChanged, QuestCompleted, QuestControl
 from ds_events.home import Quest
 
-from .errors import Conflict, Invalid
+from ds_events.errors import Conflict, Invalid
 
 __all__ = ["post_message", "control", "change_anchor", "complete", "ANCHORS", "CONTROL_ACTIONS"]
 

@@ -12,7 +12,7 @@ import msgspec
 from mcp.server.mcpserver import Context, MCPServer
 
 from ds_events.services import interactions as service
-from ds_events.services.errors import NotFound
+from ds_events.errors import NotFound
 
 from .common import ToolContext, tool_context, tool_errors
 

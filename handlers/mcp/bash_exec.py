@@ -14,7 +14,7 @@ from mcp.server.mcpserver import Context, MCPServer
 
 from ds_events.bash.linelog import LogSlice
 from ds_events.services import bash_exec as service
-from ds_events.services.errors import Invalid
+from ds_events.errors import Invalid
 
 from .common import QuestBinding, ToolContext, new_server, tool_context, tool_errors
 

@@ -25,7 +25,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from ds_events.events import EventDecodeError
 from ds_events.home import Home, Quest
 from ds_events.log import LogError
-from ds_events.services.errors import Invalid, ServiceError
+from ds_events.errors import Invalid, ServiceError
 
 __all__ = ["QuestBinding", "ToolContext", "new_server", "tool_context", "tool_errors", "error_payload"]
 

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from ds_events.home import Home
 from ds_events.services import artifacts, git
-from ds_events.services.errors import ServiceError
+from ds_events.errors import ServiceError
 
 _json = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),

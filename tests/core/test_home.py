@@ -8,7 +8,7 @@ import pytest
 import yaml
 
 from ds_events.home import Home, Quest, validate_quest_id
-from ds_events.services.errors import Conflict, Invalid, NotFound
+from ds_events.errors import Conflict, Invalid, NotFound
 
 
 def git(root, *args: str) -> str:

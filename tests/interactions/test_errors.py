@@ -14,7 +14,7 @@ from ds_events.cli import interact as _interact_cli  # noqa: F401 - registers ds
 from ds_events.home import Home, Quest
 from ds_events.services import connectors
 from ds_events.services import interactions as service
-from ds_events.services.errors import ServiceError
+from ds_events.errors import ServiceError
 from tests.helpers import tool_error
 
 from .clients import artifact_client

@@ -12,7 +12,7 @@ from ds_events.memory.plan import STAGE_PLANS, pull_for_stage, stage_memory_plan
 from ds_events.memory.store import INDEX_FILE, MemoryContext
 from ds_events.memory.text import config_pollution, similarity
 from ds_events.services import memory as svc
-from ds_events.services.errors import Invalid
+from ds_events.errors import Invalid
 from ds_events.services.quests import ANCHORS
 
 

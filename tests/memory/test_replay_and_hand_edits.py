@@ -100,7 +100,7 @@ def test_a_bad_hand_edit_is_refused_and_nothing_is_imported(quest: Quest, mem: M
     path = quest.root / "memory" / "papers" / f"{ids['paper']}.md"
     path.write_text(path.read_text().replace(f"id: {ids['paper']}", "id: paper-00000000"))
     before = quest.log.last_seq
-    from ds_events.services.errors import Invalid
+    from ds_events.errors import Invalid
 
     with pytest.raises(Invalid) as exc:
         import_hand_edits(mem)

@@ -1,0 +1,59 @@
+"""Domain errors with stable codes: the one vocabulary every edge speaks.
+
+This module imports nothing of ours, so every layer may raise these. Services raise
+them before anything is written; adapters choose how to show them at the edge (an exit
+code and one line in the CLI, a ``ToolError`` whose text is ``{"error": code, ...}`` in
+MCP, an HTTP status in the daemon). The mapping of codes to transport details lives in
+the adapters, never here.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["ServiceError", "NotFound", "Invalid", "Conflict", "LogError", "DiskFull"]
+
+
+class ServiceError(Exception):
+    """A request the service refuses. ``code`` is stable; ``details`` is JSON-able."""
+
+    code = "error"
+
+    def __init__(self, message: str, *, code: str | None = None, **details: Any) -> None:
+        super().__init__(message)
+        self.message = message
+        if code is not None:
+            self.code = code
+        self.details = details
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"error": self.code, "message": self.message, **self.details}
+
+
+class NotFound(ServiceError):
+    """The quest, card, session ... named in the request does not exist."""
+
+    code = "not_found"
+
+
+class Invalid(ServiceError):
+    """The request itself is wrong: a bad value, a missing field, an unknown option."""
+
+    code = "invalid"
+
+
+class Conflict(ServiceError):
+    """The request is well formed but clashes with the current state."""
+
+    code = "conflict"
+
+
+class LogError(RuntimeError):
+    """The log cannot be used as asked (closed, unreadable, corrupt where it must not be,
+    a failed write or sync). Reopening the log, or ``ds verify`` / ``ds repair``, is the fix."""
+
+
+class DiskFull(LogError):
+    """A write to the log failed because the disk is full: nothing was appended."""
+
+    code = "disk_full"
