@@ -1,68 +1,253 @@
-"""Layering, checked on the source: events <- projections <- services <- handlers/CLI.
+"""Layering, checked on the source as an allowlist.
 
-- ``ds_events.events`` imports nothing of ours but itself.
-- ``projections`` are pure: no I/O, no clock, no web or MCP, no log, no services.
-- ``handlers`` never append to a log directly: they call a service.
+Every module of ours belongs to one layer and may import only from its own layer or
+lower ones (relative imports resolved, imports inside functions included):
+
+    0  ds_events.errors, ds_events.events        domain errors and event types
+    1  projections                               pure folds and renders
+    2  core: the log and stores, home, views, replay, verify, config, fd helpers,
+       and the low helpers of each domain (ds_events.memory, .bash, .artifacts)
+    3  ds_events.services                        commands and queries
+    4  adapters: handlers, ds_events.cli, the bash monitor process
+
+On top of that: projections do no I/O and read no clock, and adapters never append,
+emit or open a transaction themselves — they call a service.
 """
 
 from __future__ import annotations
 
 import ast
+import importlib
+import subprocess
+import sys
+import textwrap
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
+import pytest
 
+REPO = Path(__file__).resolve().parent.parent
+PACKAGES = ("ds_events", "projections", "handlers")
+
+# Longest prefix wins. "ds_events" itself names only the package's __init__: a new
+# module under ds_events must be placed here before the check passes.
+LAYERS: dict[str, int] = {
+    "ds_events": 0,
+    "ds_events.errors": 0,
+    "ds_events.events": 0,
+    "projections": 1,
+    "ds_events.log": 2,
+    "ds_events.store": 2,
+    "ds_events.fdio": 2,
+    "ds_events.config": 2,
+    "ds_events.home": 2,
+    "ds_events.views": 2,
+    "ds_events.replay": 2,
+    "ds_events.verify": 2,
+    "ds_events.memory": 2,
+    "ds_events.bash": 2,
+    "ds_events.artifacts": 2,
+    "ds_events.services": 3,
+    "handlers": 4,
+    "ds_events.cli": 4,
+    "ds_events.bash_monitor": 4,
+    "ds_events.__main__": 4,
+}
 PROJECTION_FORBIDDEN = {
     "os", "io", "pathlib", "shutil", "subprocess", "socket", "time", "datetime", "random", "sqlite3",
-    "aiohttp", "aiofiles", "mcp", "pygit2", "ds_events.log", "ds_events.home", "ds_events.services",
-    "ds_events.views", "handlers",
-}
+    "aiohttp", "aiofiles", "mcp", "pygit2", "threading", "asyncio",
+}  # fmt: skip
+ADAPTER_FORBIDDEN_CALLS = {"emit", "emit_async", "transaction"}
 
 
-def modules(folder: str) -> list[Path]:
-    return sorted((REPO / folder).rglob("*.py"))
+def module_name(path: Path, root: Path = REPO) -> str:
+    parts = list(path.relative_to(root).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
 
 
-def imports(path: Path) -> set[str]:
-    names: set[str] = set()
+def layer_of(module: str) -> int | None:
+    best: tuple[int, int] | None = None
+    for prefix, layer in LAYERS.items():
+        if module == prefix or (module.startswith(prefix + ".") and prefix != "ds_events"):
+            if best is None or len(prefix) > best[0]:
+                best = (len(prefix), layer)
+    return None if best is None else best[1]
+
+
+def imported_modules(path: Path, root: Path = REPO) -> list[tuple[int, str]]:
+    """``(line, module)`` for every import of ours in ``path``, relative ones resolved.
+
+    ``from pkg import name`` counts as importing ``pkg.name`` when that is a module,
+    else ``pkg``; the layer lookup treats both the same.
+    """
+    me = module_name(path, root)
+    package = me if path.name == "__init__.py" else me.rpartition(".")[0]
+    found: list[tuple[int, str]] = []
     for node in ast.walk(ast.parse(path.read_text(), str(path))):
         if isinstance(node, ast.Import):
-            names.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            names.add(node.module)
-    return names
+            found += [(node.lineno, a.name) for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")
+                base = base[: len(base) - (node.level - 1)]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            found += [(node.lineno, f"{target}.{a.name}") for a in node.names]
+    return [(line, name) for line, name in found if name.split(".")[0] in PACKAGES]
 
 
-def forbidden(names: set[str], banned: set[str]) -> set[str]:
-    return {n for n in names for b in banned if n == b or n.startswith(b + ".")}
+def our_modules(root: Path = REPO) -> list[Path]:
+    return sorted(p for pkg in PACKAGES for p in (root / pkg).rglob("*.py"))
+
+
+def layer_violations(root: Path = REPO) -> list[str]:
+    problems: list[str] = []
+    for path in our_modules(root):
+        me = module_name(path, root)
+        mine = layer_of(me)
+        if mine is None:
+            problems.append(f"{me}: belongs to no layer (add it to LAYERS)")
+            continue
+        for line, name in imported_modules(path, root):
+            theirs = layer_of(name)
+            if theirs is None:
+                problems.append(f"{me}:{line} imports {name}, which belongs to no layer")
+            elif theirs > mine:
+                problems.append(f"{me}:{line} (layer {mine}) imports {name} (layer {theirs})")
+    return problems
+
+
+def purity_violations(root: Path = REPO) -> list[str]:
+    problems: list[str] = []
+    for path in sorted((root / "projections").rglob("*.py")):
+        tree = ast.parse(path.read_text(), str(path))
+        for node in ast.walk(tree):
+            names: list[str] = []
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                names = [node.module]
+            for name in names:
+                if name.split(".")[0] in PROJECTION_FORBIDDEN:
+                    problems.append(f"{module_name(path, root)}:{node.lineno} imports {name}")
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+                if node.func.id in {"open", "utc_now", "new_event_id", "new_event_ids"}:
+                    problems.append(f"{module_name(path, root)}:{node.lineno} calls {node.func.id}()")
+    return problems
+
+
+def adapter_violations(root: Path = REPO) -> list[str]:
+    """Adapters that append, emit or open a transaction themselves."""
+    problems: list[str] = []
+    for path in our_modules(root):
+        me = module_name(path, root)
+        if layer_of(me) != 4:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+                continue
+            attr, owner = node.func.attr, ast.unparse(node.func.value)
+            if attr in ADAPTER_FORBIDDEN_CALLS:
+                problems.append(f"{me}:{node.lineno} calls {owner}.{attr}()")
+            elif attr in {"append", "append_async"} and (owner.endswith("log") or "txn" in owner):
+                problems.append(f"{me}:{node.lineno} appends to {owner}")
+    return problems
 
 
 def test_there_is_something_to_check():
-    assert len(modules("projections")) >= 3 and len(modules("handlers")) >= 2
+    assert len(our_modules()) > 50
+    assert any(name.endswith(".services.memory") for _, name in imported_modules(REPO / "handlers/mcp/memory.py"))
 
 
-def test_event_types_depend_on_nothing_else_of_ours():
-    for path in modules("ds_events/events"):
-        ours = {n for n in imports(path) if n.split(".")[0] in {"ds_events", "projections", "handlers"}}
-        assert not ours, f"{path.relative_to(REPO)} imports {ours}"
+def test_every_module_imports_only_its_own_layer_or_lower():
+    assert layer_violations() == []
 
 
 def test_projections_do_no_io_and_read_no_clock():
-    for path in modules("projections"):
-        bad = forbidden(imports(path), PROJECTION_FORBIDDEN)
-        assert not bad, f"{path.relative_to(REPO)} imports {bad}"
-        source = path.read_text()
-        for call in ("open(", "utc_now(", "new_event_id("):
-            assert f" {call}" not in source and f"({call}" not in source, f"{path.relative_to(REPO)} calls {call}"
+    assert purity_violations() == []
 
 
-def test_handlers_never_append_to_a_log_themselves():
-    for path in modules("handlers"):
-        tree = ast.parse(path.read_text(), str(path))
-        for node in ast.walk(tree):
-            if isinstance(node, ast.ImportFrom) and node.module == "ds_events.log":
-                assert all(a.name in {"LogError"} for a in node.names), f"{path.relative_to(REPO)} imports the log"
-            if isinstance(node, ast.Attribute) and node.attr in {"append", "append_async"}:
-                owner = node.value
-                text = ast.unparse(owner)
-                assert not text.endswith("log") and "txn" not in text, f"{path.relative_to(REPO)}: {text}.{node.attr}"
+def test_adapters_never_append_emit_or_open_a_transaction_themselves():
+    assert adapter_violations() == []
+
+
+def _plant(tmp_path: Path, files: dict[str, str]) -> Path:
+    for rel, text in files.items():
+        target = tmp_path / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(textwrap.dedent(text))
+    for pkg in PACKAGES:
+        (tmp_path / pkg).mkdir(exist_ok=True)
+        (tmp_path / pkg / "__init__.py").touch()
+    return tmp_path
+
+
+def test_the_checks_catch_planted_violations(tmp_path):
+    root = _plant(
+        tmp_path,
+        {
+            # a relative import reaching up a layer: core importing a service
+            "ds_events/memory/__init__.py": "",
+            "ds_events/memory/store.py": "from ..services import memory\n",
+            "ds_events/services/__init__.py": "",
+            "ds_events/services/memory.py": "def f():\n    from ds_events.cli import main\n",
+            "ds_events/cli/__init__.py": "def main(): pass\n",
+            "projections/view.py": "import os\nfrom ds_events.home import Home\n",
+            "handlers/mcp.py": "def tool(quest):\n    quest.emit([])\n    quest.log.append([])\n",
+            "ds_events/nowhere.py": "",
+        },
+    )
+    layers = layer_violations(root)
+    assert any(v.startswith("ds_events.memory.store:1 (layer 2) imports ds_events.services.memory") for v in layers)
+    assert any(v.startswith("ds_events.services.memory:2 (layer 3) imports ds_events.cli.main") for v in layers)
+    assert any(v.startswith("projections.view:2 (layer 1) imports ds_events.home.Home") for v in layers)
+    assert "ds_events.nowhere: belongs to no layer (add it to LAYERS)" in layers
+    assert purity_violations(root) == ["projections.view:1 imports os"]
+    assert adapter_violations(root) == ["handlers.mcp:2 calls quest.emit()", "handlers.mcp:3 appends to quest.log"]
+
+
+# Imports every module named on the command line first, each in a fresh child: the
+# parent loads only third-party libraries, then forks once per module. A circular
+# import shows only when a module of the cycle is the first of ours to be imported.
+_IMPORT_FIRST = """
+import importlib, os, sys, traceback
+for lib in ("msgspec", "yaml", "click", "pygit2", "aiohttp", "mcp.server.mcpserver", "frontmatter"):
+    importlib.import_module(lib)
+for name in sys.argv[1:]:
+    pid = os.fork()
+    if pid == 0:
+        try:
+            importlib.import_module(name)
+        except BaseException:
+            print(name + ": " + traceback.format_exc().strip().splitlines()[-1], flush=True)
+            os._exit(1)
+        os._exit(0)
+    os.waitpid(pid, 0)
+"""
+
+
+def test_every_module_imports_first_in_a_fresh_interpreter():
+    names = [module_name(p) for p in our_modules() if p.name != "__main__.py"]
+    done = subprocess.run([sys.executable, "-c", _IMPORT_FIRST, *names], cwd=REPO, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == []
+
+
+def test_the_import_first_check_catches_a_cycle(tmp_path):
+    (tmp_path / "cyc_a.py").write_text("from cyc_b import B\nA = 1\n")
+    (tmp_path / "cyc_b.py").write_text("from cyc_a import A\nB = 2\n")
+    done = subprocess.run([sys.executable, "-c", _IMPORT_FIRST, "cyc_a"], cwd=tmp_path, capture_output=True, text=True)
+    assert done.stdout.startswith("cyc_a: ImportError: cannot import name")
+
+
+@pytest.mark.parametrize("name", ["ds_events.events", "projections.status"])
+def test_low_layers_import_without_the_heavy_edge_libraries(name):
+    code = (
+        f"import sys, importlib; importlib.import_module({name!r}); "
+        "print(sorted(m for m in ('aiohttp', 'mcp', 'pygit2', 'click') if m in sys.modules))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"
+    importlib.import_module(name)

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 import click
 
 from ds_events.home import Home
-from ds_events.memory.audit import audit, import_hand_edits
+from ds_events.services.memory_audit import audit, import_hand_edits
 from ds_events.memory.store import MemoryContext
 from ds_events.services import memory as memory_service
 from projections.memory import KINDS

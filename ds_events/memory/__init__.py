@@ -1,12 +1,11 @@
-"""Memory: knowledge cards in a quest's log and in global memory, ranked search,
-near-duplicate refusal, supersession, promotion, audit and hand-edit import.
+"""The lower part of memory: where cards live and how they are found again.
 
-The commands are in :mod:`ds_events.services.memory`; this package holds what they
-build on (stores, the search index, text measures) and the record-style and
-stage-plan APIs.
+- :mod:`.store`: a memory log (a quest's or global memory's) with its view, search index
+  and card files, and the :class:`MemoryContext` a service call works through;
+- :mod:`.index`: the SQLite FTS5 search index, a persisted projection of one log;
+- :mod:`.text`: tokens, the near-duplicate measure, config-pollution checks;
+- :mod:`.cards`: checking card values, parsing card files, card summaries.
+
+The commands and queries built on them (write, search, records, audit, the stage plan)
+are in :mod:`ds_events.services.memory` and its ``memory_*`` siblings.
 """
-
-from .plan import STAGE_PLANS, StagePlan, pull_for_stage, stage_memory_plan
-from .store import MemoryContext, MemoryStore
-
-__all__ = ["MemoryContext", "MemoryStore", "StagePlan", "STAGE_PLANS", "stage_memory_plan", "pull_for_stage"]

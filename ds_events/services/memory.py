@@ -12,20 +12,26 @@ from __future__ import annotations
 
 import hashlib
 import heapq
-import secrets
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import frontmatter
-import msgspec
-
+from ds_events.errors import Conflict, Invalid, NotFound
 from ds_events.events.memory import CardPromoted, CardSuperseded, CardWritten, GuardConfigured
+from ds_events.memory.cards import (
+    as_tag_list,
+    card_summary,
+    check_body,
+    check_kind,
+    check_metadata,
+    check_tags,
+    check_title,
+    new_card_id,
+    parse_card_text,
+)
 from ds_events.memory.store import MemoryContext, MemoryStore, check_scope
 from ds_events.memory.text import DUPLICATE_THRESHOLD, config_pollution, is_near_duplicate, similarity, word_set
 from projections.memory import KINDS, RECORD_TYPES, RESERVED_KEYS, SINGULAR, Card, MemoryState, render_card
-
-from ds_events.errors import Conflict, Invalid, NotFound
 
 __all__ = [
     "write_card",
@@ -35,21 +41,10 @@ __all__ = [
     "promote_to_global",
     "configure_guard",
     "guard_keys",
-    "card_summary",
     "resolve_path",
     "near_duplicates",
-    "parse_card_text",
-    "check_tags",
-    "check_title",
-    "new_card_id",
-    "as_tag_list",
-    "MAX_TITLE",
-    "MAX_BODY",
 ]
 
-MAX_TITLE = 300
-MAX_BODY = 200_000
-MAX_TAGS = 32
 MAX_LIMIT = 100
 _MMR_LAMBDA = 0.7  # relevance vs. difference when diverse=True
 
@@ -69,18 +64,18 @@ def write_card(
     record_type: str = "",
 ) -> dict[str, Any]:
     """Write a new card (or refuse with a status); returns what happened."""
-    kind = _check_kind(kind)
+    kind = check_kind(kind)
     check_scope(scope, ("quest", "global"))
     tags = check_tags(tags)
-    metadata = _check_metadata(metadata)
+    metadata = check_metadata(metadata)
     if markdown is not None:
         front, parsed_body = parse_card_text(markdown)
         title = title or str(front.pop("title", "") or "")
         tags = check_tags([*tags, *as_tag_list(front.pop("tags", []))])
-        metadata = _check_metadata({**{k: v for k, v in front.items() if k not in RESERVED_KEYS}, **metadata})
+        metadata = check_metadata({**{k: v for k, v in front.items() if k not in RESERVED_KEYS}, **metadata})
         body = body or parsed_body
     title = check_title(title)
-    body = _check_body(body)
+    body = check_body(body)
     if record_type and record_type not in RECORD_TYPES:
         raise Invalid(f"unknown record_type {record_type!r}: use {', '.join(RECORD_TYPES)}", code="invalid_record_type")
     store = mem.store(scope)
@@ -162,7 +157,7 @@ def search(
     if not isinstance(query, str) or not query.strip():
         raise Invalid("search needs a non-empty query", code="empty_query")
     limit = _check_limit(limit)
-    kind = _check_kind(kind) if kind else None
+    kind = check_kind(kind) if kind else None
     tags = check_tags(tags)
     fetch = max(limit * 4, 20) if diverse else limit
     found: list[tuple[float, MemoryStore, Card, str]] = []
@@ -180,7 +175,7 @@ def search(
 def list_recent(mem: MemoryContext, scope: str = "quest", limit: int = 10, kind: str | None = None) -> list[dict[str, Any]]:
     """The most recently written or changed active cards, newest first."""
     limit = _check_limit(limit)
-    kind = _check_kind(kind) if kind else None
+    kind = check_kind(kind) if kind else None
     rows: list[tuple[str, int, MemoryStore, Card]] = []
     for store in mem.readable(scope):
         cards = (c for c in store.state().cards.values() if c.active and (kind is None or c.kind == kind))
@@ -243,33 +238,6 @@ def guard_keys(mem: MemoryContext) -> list[str]:
     return [str(k) for k in keys] if isinstance(keys, list) else []
 
 
-def card_summary(store: MemoryStore, card: Card) -> dict[str, Any]:
-    """The fields every answer about a card carries."""
-    out: dict[str, Any] = {
-        "id": card.id,
-        "kind": card.kind,
-        "title": card.title,
-        "scope": store.scope,
-        "quest_id": card.quest_id,
-        "tags": list(card.tags),
-        "path": store.display_path(card),
-        "updated_at": card.updated_at,
-    }
-    if not card.active:
-        out["status"] = card.status
-    if card.record_id:
-        out["record_id"], out["record_type"] = card.record_id, card.record_type
-    if card.superseded_by:
-        out["superseded_by"] = card.superseded_by
-    if card.promoted_to:
-        out["promoted_to"] = card.promoted_to
-    if card.promoted_from:
-        out["promoted_from"] = card.promoted_from
-    if store.read_only:
-        out["read_only"] = True
-    return out
-
-
 def resolve_path(mem: MemoryContext, path: str) -> tuple[MemoryStore, Card]:
     """The card whose file is ``path`` (relative to the quest root, or absolute).
 
@@ -314,20 +282,6 @@ def near_duplicates(
             out.append({**card_summary(store, card), "similarity": round(score, 3), "snippet": hit.snippet})
     out.sort(key=lambda c: -c["similarity"])
     return out
-
-
-def parse_card_text(text: str) -> tuple[dict[str, Any], str]:
-    """Frontmatter (only with a line-anchored ``---`` fence) and body of a card file."""
-    if not isinstance(text, str):
-        raise Invalid("markdown must be a string", code="invalid_markdown")
-    try:
-        post = frontmatter.loads(text)
-    except Exception as exc:  # yaml errors come in several types
-        raise Invalid(f"the card's frontmatter is not valid YAML: {exc}", code="invalid_markdown") from None
-    front = dict(post.metadata)
-    if not isinstance(front, dict):
-        raise Invalid("the card's frontmatter must be a mapping", code="invalid_markdown")
-    return _jsonable(front, "frontmatter"), post.content
 
 
 # -- private helpers ---------------------------------------------------------------
@@ -392,80 +346,9 @@ def _jaccard(a: frozenset[str], b: frozenset[str]) -> float:
     return len(a & b) / len(a | b) if a or b else 0.0
 
 
-def new_card_id(kind: str, state: MemoryState) -> str:
-    while True:
-        card_id = f"{SINGULAR[kind]}-{secrets.token_hex(4)}"
-        if card_id not in state.cards:
-            return card_id
-
-
-def _check_kind(kind: str) -> str:
-    if kind not in KINDS:
-        raise Invalid(f"unknown kind {kind!r}: use one of {', '.join(KINDS)}", code="invalid_kind")
-    return kind
-
-
-def check_title(title: str) -> str:
-    if not isinstance(title, str) or not title.strip():
-        raise Invalid("a card needs a non-empty title", code="missing_title")
-    title = title.strip()
-    if "\n" in title or len(title) > MAX_TITLE:
-        raise Invalid(f"a title is one line of at most {MAX_TITLE} characters", code="invalid_title")
-    return title
-
-
-def _check_body(body: str) -> str:
-    if not isinstance(body, str):
-        raise Invalid("body must be a string", code="invalid_body")
-    if len(body) > MAX_BODY:
-        raise Invalid(f"a body is at most {MAX_BODY} characters: split the card", code="body_too_long")
-    return body
-
-
-def check_tags(tags: Sequence[str] | None) -> list[str]:
-    if tags is None:
-        return []
-    if isinstance(tags, str) or not all(isinstance(t, str) for t in tags):
-        raise Invalid("tags must be a list of strings", code="invalid_tags")
-    clean = list(dict.fromkeys(t.strip() for t in tags if t.strip()))
-    if len(clean) > MAX_TAGS or any(len(t) > 64 or "\n" in t for t in clean):
-        raise Invalid(f"at most {MAX_TAGS} tags of at most 64 characters each", code="invalid_tags")
-    return clean
-
-
-def _check_metadata(metadata: dict[str, Any] | None) -> dict[str, Any]:
-    if metadata is None:
-        return {}
-    if not isinstance(metadata, dict) or not all(isinstance(k, str) for k in metadata):
-        raise Invalid("metadata must be an object with string keys", code="invalid_metadata")
-    clash = sorted(set(metadata) & RESERVED_KEYS)
-    if clash:
-        raise Invalid(f"metadata may not set the card's own fields {clash}", code="invalid_metadata", keys=clash)
-    return _jsonable(metadata, "metadata")
-
-
 def _check_limit(limit: int) -> int:
     if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= MAX_LIMIT:
         raise Invalid(f"limit must be an integer from 1 to {MAX_LIMIT}", code="invalid_limit")
     return limit
 
 
-def _jsonable(value: dict[str, Any], what: str) -> dict[str, Any]:
-    # YAML gives dates and the like; the log stores JSON, so normalise once here.
-    try:
-        data = msgspec.json.encode(value)
-    except (TypeError, msgspec.EncodeError) as exc:
-        raise Invalid(f"{what} must be JSON-compatible: {exc}", code="invalid_metadata") from None
-    if len(data) > 50_000:
-        raise Invalid(f"{what} is at most 50 kB of JSON", code="invalid_metadata")
-    return msgspec.json.decode(data)  # type: ignore[no-any-return]
-
-
-def as_tag_list(value: Any) -> list[str]:
-    if value is None:
-        return []
-    if isinstance(value, str):
-        return [value]
-    if isinstance(value, list):
-        return [str(v) for v in value]
-    raise Invalid("frontmatter tags must be a list", code="invalid_tags")

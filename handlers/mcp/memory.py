@@ -11,8 +11,8 @@ from typing import Any, TypedDict
 
 from mcp.server.mcpserver import Context, MCPServer
 
-from ds_events.memory.audit import audit as audit_memory_store
-from ds_events.memory.records import append_record, audit_records, read_records
+from ds_events.services.memory_audit import audit as audit_memory_store
+from ds_events.services.memory_records import append_record, audit_records, read_records
 from ds_events.memory.store import MemoryContext
 from ds_events.services import memory as memory_service
 

@@ -8,7 +8,7 @@ import pytest
 
 from ds_events.home import Home, Quest
 from ds_events.memory.index import fts_query
-from ds_events.memory.plan import STAGE_PLANS, pull_for_stage, stage_memory_plan
+from ds_events.services.memory_plan import STAGE_PLANS, pull_for_stage, stage_memory_plan
 from ds_events.memory.store import INDEX_FILE, MemoryContext
 from ds_events.memory.text import config_pollution, similarity
 from ds_events.services import memory as svc

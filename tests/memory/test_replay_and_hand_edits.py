@@ -11,8 +11,8 @@ import pytest
 
 from ds_events.cli import main
 from ds_events.home import Home, Quest
-from ds_events.memory.audit import audit, import_hand_edits
-from ds_events.memory.records import append_record
+from ds_events.services.memory_audit import audit, import_hand_edits
+from ds_events.services.memory_records import append_record
 from ds_events.memory.store import MemoryContext
 from ds_events.services import memory as svc
 

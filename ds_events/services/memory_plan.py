@@ -11,9 +11,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from ds_events.errors import Invalid
-from ds_events.services.memory import list_recent, search
+from ds_events.memory.store import MemoryContext
 
-from .store import MemoryContext
+from .memory import list_recent, search
 
 __all__ = ["StagePlan", "STAGE_PLANS", "stage_memory_plan", "pull_for_stage"]
 

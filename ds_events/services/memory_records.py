@@ -11,11 +11,12 @@ from collections.abc import Sequence
 from typing import Any
 
 from ds_events.errors import Invalid
-from ds_events.services.memory import card_summary, search, write_card
+from ds_events.memory.cards import card_summary
+from ds_events.memory.store import MemoryContext
 from projections.memory import RECORD_TYPES, digest_line
 
-from .audit import audit
-from .store import MemoryContext
+from .memory import search, write_card
+from .memory_audit import audit
 
 __all__ = ["RECORD_KINDS", "append_record", "read_records", "audit_records"]
 

@@ -13,22 +13,15 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
-from ds_events.events.memory import CardImported, CardWritten
 from ds_events.errors import Invalid
-from ds_events.services.memory import (
-    as_tag_list,
-    card_summary,
-    check_tags,
-    check_title,
-    guard_keys,
-    new_card_id,
-    parse_card_text,
-)
+from ds_events.events.memory import CardImported, CardWritten
+from ds_events.memory.cards import as_tag_list, card_summary, check_tags, check_title, new_card_id, parse_card_text
+from ds_events.memory.store import MemoryContext, MemoryStore, check_scope
+from ds_events.memory.text import config_pollution, is_near_duplicate, similarity
 from ds_events.views import write_atomic
 from projections.memory import KINDS, RESERVED_KEYS, Card, MemoryState, render_card
 
-from .store import MemoryContext, MemoryStore, check_scope
-from .text import config_pollution, is_near_duplicate, similarity
+from .memory import guard_keys
 
 __all__ = ["audit", "import_hand_edits"]
 

@@ -12,9 +12,9 @@ from typing import Any
 
 import yaml
 
-from ds_events.services.memory import search, write_card
+from ds_events.memory.store import MemoryContext
 
-from .store import MemoryContext
+from .memory import search, write_card
 
 __all__ = ["Quality", "load_fixture", "evaluate", "substring_search"]
 
