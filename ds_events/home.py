@@ -24,7 +24,8 @@ import yaml
 from .events import Event, QuestCreated
 from .log import EventLog, Policy, Transaction
 from .errors import Conflict, Invalid, NotFound
-from .views import Views, write_atomic
+from .paths import write_atomic
+from .views import Views
 
 __all__ = [
     "Home",

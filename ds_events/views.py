@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import fcntl
 import os
-import tempfile
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
@@ -21,10 +20,12 @@ import msgspec
 from projections import quest_projections
 from projections.base import Projection
 
+from .errors import Invalid
 from .events import Event, decode_line
 from .log import EventLog
+from .paths import confined, read_confined, write_atomic
 
-__all__ = ["Views", "write_atomic"]
+__all__ = ["Views", "write_atomic"]  # write_atomic: re-exported from ds_events.paths
 
 _SNAPSHOT_EVERY = 2000
 
@@ -60,6 +61,9 @@ class Views:
         self._since_snapshot = 0
         self._keep_replaced: Path | None = None
         self.replaced: list[str] = []
+        # Files a materialisation could not write (a link out of the root, a directory
+        # in the way): reported by replay, retried on the next materialisation.
+        self.refused: list[str] = []
         self.applied = 0
         for p in self.projections:
             self.states[p.name] = p.initial()
@@ -130,7 +134,8 @@ class Views:
         copied under that directory before it is overwritten, and listed in
         ``self.replaced``: replay never silently destroys a person's edit.
         """
-        self.replaced: list[str] = []
+        self.replaced = []
+        self.refused = []
         self._keep_replaced = Path(keep_replaced) if keep_replaced is not None else None
         lock_path = Path(self.log.path).parent / "materialise.lock"
         fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
@@ -158,20 +163,29 @@ class Views:
             os.close(fd)
 
     def _write_if_changed(self, rel: str, data: bytes) -> bool:
-        target = _confined(self.root, rel)
+        try:
+            target = confined(self.root, rel)
+        except Invalid as exc:
+            # A symlink planted since the command checked its paths: never write through
+            # it. The event is in the log; the file appears once the link is removed.
+            self.refused.append(f"{rel}: {exc.message}")
+            return False
         known = self._written.get(rel)
         if known is not None and known[0] == data and known[1] == _signature(target):
             return False
         try:
-            on_disk = target.read_bytes()
-            if on_disk == data:
-                self._written[rel] = (data, _signature(target))
-                return False
-            if self._keep_replaced is not None:
-                write_atomic(self._keep_replaced / rel, on_disk)
-                self.replaced.append(rel)
-        except (FileNotFoundError, IsADirectoryError):
-            pass
+            on_disk = read_confined(self.root, rel)
+        except Invalid:
+            on_disk = None  # a link or a directory in the way: replaced below, never followed
+        if on_disk == data:
+            self._written[rel] = (data, _signature(target))
+            return False
+        if on_disk is not None and self._keep_replaced is not None:
+            write_atomic(self._keep_replaced / rel, on_disk)
+            self.replaced.append(rel)
+        if target.is_dir() and not target.is_symlink():
+            self.refused.append(f"{rel}: a directory stands where the file goes")
+            return False
         write_atomic(target, data)
         self._written[rel] = (data, _signature(target))
         return True
@@ -209,40 +223,6 @@ class Views:
             return
 
 
-def write_atomic(path: str | os.PathLike[str], data: bytes) -> None:
-    """Write ``data`` to ``path`` via a temp file and ``os.replace``: never half-written."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
-
-
-def _confined(root: Path, rel: str) -> Path:
-    """``root / rel``, refusing anything that would land outside ``root``.
-
-    Checked lexically (no absolute paths, no ``..``) and then through the real path of
-    the parent directory, so a symlinked directory cannot lead out either.
-    """
-    parts = Path(rel).parts
-    if not rel or Path(rel).is_absolute() or ".." in parts:
-        raise ValueError(f"materialised path {rel!r} escapes {root}")
-    target = root / rel
-    base = _real(str(root))
-    parent = _real(str(target.parent))
-    if parent != base and not parent.startswith(base + os.sep):
-        raise ValueError(f"materialised path {rel!r} escapes {root}")
-    return target
-
-
 def _signature(path: Path) -> tuple[int, int, int]:
     """Identity of a file's current version: a rewrite by anyone changes it."""
     try:
@@ -250,7 +230,3 @@ def _signature(path: Path) -> tuple[int, int, int]:
     except OSError:
         return (0, 0, 0)
     return (st.st_ino, st.st_size, st.st_mtime_ns)
-
-
-def _real(path: str) -> str:
-    return os.path.realpath(path)

@@ -38,6 +38,7 @@ LAYERS: dict[str, int] = {
     "ds_events.log": 2,
     "ds_events.store": 2,
     "ds_events.fdio": 2,
+    "ds_events.paths": 2,
     "ds_events.config": 2,
     "ds_events.home": 2,
     "ds_events.views": 2,

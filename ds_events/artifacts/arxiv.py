@@ -24,7 +24,7 @@ import msgspec
 
 from ds_events.home import Home
 from ds_events.errors import Invalid, NotFound, ServiceError
-from ds_events.views import write_atomic
+from ds_events.paths import write_atomic
 
 __all__ = ["Fetcher", "ArxivApiFetcher", "DEFAULT_API_URL", "read_paper", "normalise_paper_id", "MODES"]
 

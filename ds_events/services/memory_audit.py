@@ -18,7 +18,7 @@ from ds_events.events.memory import CardImported, CardWritten
 from ds_events.memory.cards import as_tag_list, card_summary, check_tags, check_title, new_card_id, parse_card_text
 from ds_events.memory.store import MemoryContext, MemoryStore, check_scope
 from ds_events.memory.text import config_pollution, is_near_duplicate, similarity
-from ds_events.views import write_atomic
+from ds_events.paths import write_atomic
 from projections.memory import KINDS, RESERVED_KEYS, Card, MemoryState, render_card
 
 from .memory import guard_keys
