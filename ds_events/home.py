@@ -147,10 +147,15 @@ class Home:
             shutil.rmtree(root, ignore_errors=True)
             raise
 
-    def open_quest(self, quest_id: str, *, actor: str = "cli") -> Quest:
+    def require_quest(self, quest_id: str) -> Path:
+        """The quest's root, or :class:`NotFound` (``unknown_quest``); opens nothing."""
         root = self.quest_root(quest_id)
         if not (root / ".ds" / "events.jsonl").is_file():
             raise NotFound(f"no quest {quest_id!r} in {self.root}: see `ds quest list`", code="unknown_quest")
+        return root
+
+    def open_quest(self, quest_id: str, *, actor: str = "cli") -> Quest:
+        self.require_quest(quest_id)
         return Quest(self, quest_id, actor=actor)
 
 

@@ -1,36 +1,57 @@
 """Plumbing every MCP namespace shares.
 
 - :class:`QuestBinding`: which quest a server works on, from flags or the environment
-  (``DS_HOME`` + ``DS_QUEST_ID``, or ``DS_QUEST_ROOT``).
-- :func:`new_server`: an ``MCPServer`` whose lifespan opens the quest once and hands a
-  :class:`ToolContext` to every tool through the lifespan context (no module globals).
-- :func:`tool_errors`: service errors become ``ToolError``s whose text is a JSON object
-  with a stable ``error`` code, so the model can read and correct them.
+  (``DS_HOME`` + ``DS_QUEST_ID``, or ``DS_QUEST_ROOT`` inside ``DS_HOME``).
+- :class:`Namespace`: the tools of one namespace, each declared as a handler
+  ``(ToolContext, Command) -> Result``. A tool's input schema is its command's JSON
+  schema (every default said in the parameter's description, because the Codex CLI
+  strips ``default`` before the model sees a schema), its output schema is its result's.
+  Arguments are decoded by :func:`ds_events.services.commands.decode_command`, so an
+  unknown, missing or mistyped argument gets our structured error, never the SDK's
+  validation dump. A plain ``def`` handler runs in a worker thread (it may take the
+  log's lock, sync, run git or SQLite), an ``async def`` one on the loop.
+- Errors: every failure reaches the model as a JSON object ``{"error": code,
+  "message": ...}`` (:func:`error_payload`).
+
+The quest is opened in the background when the server starts, so the server answers
+``initialize`` at once; the first tool call waits for the opening if it is not done.
 """
 
 from __future__ import annotations
 
-import functools
+import inspect
 import json
 import os
-from collections.abc import AsyncIterator, Awaitable, Callable
+import sys
+import threading
+import traceback
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ParamSpec, TypeVar
+from typing import Any, get_type_hints
 
-from mcp.server.mcpserver import Context, MCPServer
+import anyio.to_thread
+import msgspec
+from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.tools import Tool
+from mcp.server.mcpserver.utilities.func_metadata import func_metadata
+from mcp.types import CallToolResult, TextContent
 
+from ds_events.errors import DiskFull, Invalid, LogError, ServiceError
 from ds_events.events import EventDecodeError
-from ds_events.home import Home, Quest
-from ds_events.log import LogError
-from ds_events.errors import Invalid, ServiceError
+from ds_events.home import Home, Quest, validate_quest_id
+from ds_events.services.commands import Command, decode_command
 
-__all__ = ["QuestBinding", "ToolContext", "new_server", "tool_context", "tool_errors", "error_payload"]
-
-P = ParamSpec("P")
-R = TypeVar("R")
+__all__ = [
+    "QuestBinding",
+    "ToolContext",
+    "Namespace",
+    "error_payload",
+    "input_schema",
+    "output_schema",
+]
 
 
 @dataclass(frozen=True)
@@ -38,8 +59,7 @@ class QuestBinding:
     """The quest an MCP server acts on."""
 
     home: Path
-    quest_id: str | None = None
-    quest_root: Path | None = None
+    quest_id: str
 
     @classmethod
     def resolve(
@@ -50,90 +70,261 @@ class QuestBinding:
         quest_root: str | os.PathLike[str] | None = None,
         environ: dict[str, str] | None = None,
     ) -> QuestBinding:
-        """Flags win over the environment; a quest id or a quest root is required."""
+        """Flags win over the environment; a quest id or a quest root is required.
+
+        A quest root must be ``<home>/quests/<id>`` of the home in force (so global memory
+        and config stay in that home), and a quest id given beside a root must name it.
+        """
         env = os.environ if environ is None else environ
         quest_id = quest_id or env.get("DS_QUEST_ID") or None
         root = quest_root or env.get("DS_QUEST_ROOT") or None
         home_path = Path(home or env.get("DS_HOME") or Home().root).expanduser()
         if quest_id is None and root is None:
-            raise Invalid(
-                "no quest given: set DS_QUEST_ID (with DS_HOME) or DS_QUEST_ROOT, or pass --quest", code="no_quest"
-            )
-        return cls(home=home_path, quest_id=quest_id, quest_root=Path(root).expanduser() if root else None)
+            raise Invalid("no quest given: set DS_QUEST_ID (with DS_HOME) or DS_QUEST_ROOT, or pass --quest", code="no_quest")
+        if root is not None:
+            real_root = Path(root).expanduser().resolve()
+            quests = (home_path / "quests").resolve()
+            if real_root.parent != quests:
+                raise Invalid(
+                    f"quest root {root} is not a quest of the home {home_path} (expected {quests}/<quest id>): "
+                    "set DS_HOME to the home that holds it",
+                    code="quest_outside_home",
+                )
+            if quest_id is not None and quest_id != real_root.name:
+                raise Invalid(
+                    f"DS_QUEST_ID={quest_id!r} and DS_QUEST_ROOT={root} name different quests: give one of them",
+                    code="conflicting_quest",
+                )
+            quest_id = real_root.name
+        assert quest_id is not None
+        return cls(home=home_path, quest_id=validate_quest_id(quest_id))
+
+    def check(self) -> None:
+        """Fail now, cheaply and with a clear message, if the quest does not exist."""
+        Home(self.home).require_quest(self.quest_id)
 
     def open(self, actor: str) -> Quest:
-        if self.quest_root is not None:
-            return Quest.at(self.quest_root, actor=actor)
-        assert self.quest_id is not None
         return Home(self.home).open_quest(self.quest_id, actor=actor)
 
 
-@dataclass
 class ToolContext:
-    """What a namespace's tools get: the open quest and room for namespace state."""
+    """What a namespace's tools get: the open quest and room for namespace state.
 
-    binding: QuestBinding
-    quest: Quest
-    actor: str
-    extra: dict[str, Any] = field(default_factory=dict)
+    The quest opens in a background thread when the server starts; :attr:`quest` waits
+    for it (or opens it, if nothing started the opening). A failed opening is kept and
+    reported by every call.
+    """
+
+    def __init__(self, binding: QuestBinding, actor: str, setup: Callable[[ToolContext], None] | None = None) -> None:
+        self.binding = binding
+        self.actor = actor
+        self.extra: dict[str, Any] = {}
+        self._setup = setup
+        self._quest: Quest | None = None
+        self._error: BaseException | None = None
+        self._closers: list[Callable[[], None]] = []
+        self._lock = threading.Lock()
+        self._closed = False
+
+    @property
+    def quest(self) -> Quest:
+        with self._lock:
+            if self._quest is None and self._error is None:
+                if self._closed:
+                    raise LogError("the MCP server is shutting down")
+                try:
+                    self._quest = self.binding.open(self.actor)
+                    if self._setup is not None:
+                        self._setup(self)
+                except BaseException as exc:  # noqa: BLE001 - every later call reports it
+                    self._error = exc
+            if self._error is not None:
+                raise self._error
+            assert self._quest is not None
+            return self._quest
 
     @property
     def home(self) -> Home:
         return self.quest.home
 
+    def on_close(self, closer: Callable[[], None]) -> None:
+        """Run ``closer`` when the server stops (before the quest closes)."""
+        self._closers.append(closer)
 
-def new_server(
-    name: str,
-    binding: QuestBinding,
-    *,
-    instructions: str,
-    setup: Callable[[ToolContext], Awaitable[None] | None] | None = None,
-) -> MCPServer[ToolContext]:
-    """An MCP server for namespace ``name`` bound to one quest.
+    def warm_up(self) -> None:
+        """Open the quest now; a failure is kept for the first tool call to report."""
+        try:
+            self.quest  # noqa: B018 - opening is the point
+        except BaseException:  # noqa: BLE001
+            pass
 
-    The quest is opened when the server starts (so a bad binding fails at once, before
-    any tool call) and closed when it stops. ``setup`` may add namespace state to the
-    context's ``extra``.
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            for closer in reversed(self._closers):
+                closer()
+            self._closers.clear()
+            if self._quest is not None:
+                self._quest.close()
+                self._quest = None
+
+
+Handler = Callable[..., Any]
+
+
+class Namespace:
+    """The tools of one MCP namespace, bound to one quest.
+
+    ``setup(tc)`` runs once, right after the quest opens, in the opening thread: it may
+    add namespace state to ``tc.extra`` and register closers with ``tc.on_close``.
     """
-    actor = f"mcp:{name}"
 
-    @asynccontextmanager
-    async def lifespan(_server: MCPServer[ToolContext]) -> AsyncIterator[ToolContext]:
-        quest = binding.open(actor)
-        ctx = ToolContext(binding=binding, quest=quest, actor=actor)
+    def __init__(
+        self,
+        name: str,
+        binding: QuestBinding,
+        *,
+        instructions: str,
+        setup: Callable[[ToolContext], None] | None = None,
+    ) -> None:
+        self.name = name
+        self.binding = binding
+        self.instructions = instructions
+        self.setup = setup
+        self.actor = f"mcp:{name}"
+        self.tools: list[ServiceTool] = []
+
+    def tool(self, fn: Handler | None = None, *, name: str | None = None) -> Any:
+        """Register ``fn(tc: ToolContext, cmd: SomeCommand) -> SomeResult`` as a tool.
+
+        The command type comes from the annotation of the second parameter, the output
+        schema from the return annotation, the description from the docstring.
+        """
+
+        def register(handler: Handler) -> Handler:
+            self.tools.append(ServiceTool.of(handler, name=name))
+            return handler
+
+        return register(fn) if fn is not None else register
+
+    def server(self) -> MCPServer[ToolContext]:
+        namespace = self
+
+        @asynccontextmanager
+        async def lifespan(_server: MCPServer[ToolContext]) -> AsyncIterator[ToolContext]:
+            tc = ToolContext(binding=namespace.binding, actor=namespace.actor, setup=namespace.setup)
+            opener = threading.Thread(target=tc.warm_up, name=f"open {namespace.binding.quest_id}", daemon=True)
+            opener.start()
+            try:
+                yield tc
+            finally:
+                await anyio.to_thread.run_sync(opener.join)
+                await anyio.to_thread.run_sync(tc.close)
+
+        return MCPServer(
+            name=f"ds-events-{self.name}", instructions=self.instructions, lifespan=lifespan, tools=list(self.tools)
+        )
+
+
+class ServiceTool(Tool):
+    """A tool whose arguments are a :class:`Command` and whose answer is a Struct."""
+
+    command: Any = None
+    handler: Any = None
+    result_schema: dict[str, Any] | None = None
+
+    @classmethod
+    def of(cls, handler: Handler, *, name: str | None = None) -> ServiceTool:
+        hints = get_type_hints(handler)
+        params = list(inspect.signature(handler).parameters)
+        if len(params) != 2:
+            raise TypeError(f"tool {handler.__name__} must take (tc, command)")
+        command = hints.get(params[1])
+        if not (isinstance(command, type) and issubclass(command, Command)):
+            raise TypeError(f"tool {handler.__name__}: annotate its second parameter with a Command type")
+        returns = hints.get("return")
+
+        def placeholder() -> None:  # the SDK's metadata wants a function; ours is `handler`
+            return None
+
+        return cls(
+            fn=placeholder,
+            name=name or handler.__name__,
+            description=inspect.cleandoc(handler.__doc__ or ""),
+            parameters=input_schema(command),
+            fn_metadata=func_metadata(placeholder),
+            is_async=inspect.iscoroutinefunction(handler),
+            command=command,
+            handler=handler,
+            result_schema=output_schema(returns) if returns is not None else None,
+        )
+
+    @property
+    def output_schema(self) -> dict[str, Any] | None:  # type: ignore[override]
+        return self.result_schema
+
+    async def run(self, arguments: dict[str, Any], context: Any, convert_result: bool = False) -> Any:
         try:
-            if setup is not None:
-                maybe = setup(ctx)
-                if maybe is not None:
-                    await maybe
-            yield ctx
-        finally:
-            quest.close()
-
-    return MCPServer(name=f"ds-events-{name}", instructions=instructions, lifespan=lifespan)
-
-
-def tool_context(ctx: Context) -> ToolContext:  # type: ignore[type-arg]
-    """The :class:`ToolContext` of the server handling this call."""
-    return ctx.request_context.lifespan_context  # type: ignore[no-any-return]
-
-
-def error_payload(exc: ServiceError) -> str:
-    return json.dumps(exc.to_dict(), ensure_ascii=False, default=str)
-
-
-def tool_errors(fn: Callable[P, Awaitable[R]]) -> Callable[P, Awaitable[R]]:
-    """Map domain errors to ``ToolError`` with a JSON body ``{"error": code, "message": ...}``."""
-
-    @functools.wraps(fn)
-    async def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
-        try:
-            return await fn(*args, **kwargs)
+            tc: ToolContext = context.request_context.lifespan_context
+            cmd = decode_command(self.command, arguments)
+            if self.is_async:
+                result = await self.handler(tc, cmd)
+            else:
+                result = await anyio.to_thread.run_sync(self.handler, tc, cmd)
         except ToolError:
             raise
-        except ServiceError as exc:
-            raise ToolError(error_payload(exc)) from exc
-        except (LogError, EventDecodeError) as exc:
-            raise ToolError(json.dumps({"error": "log_unavailable", "message": f"{exc}; run `ds verify`"})) from exc
+        except BaseException as exc:
+            if not isinstance(exc, Exception):
+                raise  # cancellation and the like are not the model's business
+            raise ToolError(json.dumps(error_payload(exc, tool=self.name), ensure_ascii=False, default=str)) from exc
+        data = msgspec.to_builtins(result)
+        text = json.dumps(data, ensure_ascii=False)
+        return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=data)
 
-    return wrapper
+
+def error_payload(exc: BaseException, *, tool: str = "") -> dict[str, Any]:
+    """The JSON object a caller sees for ``exc``: a stable code and a message."""
+    if isinstance(exc, ServiceError):
+        return exc.to_dict()
+    if isinstance(exc, DiskFull):
+        return {"error": "disk_full", "message": f"{exc}: free some space; nothing was written"}
+    if isinstance(exc, (LogError, EventDecodeError)):
+        return {"error": "log_unavailable", "message": f"{exc}; run `ds verify`"}
+    if isinstance(exc, OSError):
+        where = f": {exc.filename}" if exc.filename else ""
+        return {"error": "os_error", "message": f"{exc.strerror or exc}{where}", "errno": exc.errno}
+    # A bug of ours: say so in our shape, and leave the traceback on stderr.
+    traceback.print_exception(exc, file=sys.stderr)
+    return {"error": "internal_error", "message": f"{tool or 'the tool'} failed unexpectedly ({type(exc).__name__}: {exc})"}
+
+
+def input_schema(command: type[Command]) -> dict[str, Any]:
+    """The command's JSON schema as a tool's input schema, with every default spelled out
+    in its parameter's description."""
+    schema = _inline(msgspec.json.schema(command))
+    for prop in schema.get("properties", {}).values():
+        if "default" in prop:
+            said = f"Default: {json.dumps(prop['default'], ensure_ascii=False)}."
+            text = prop.get("description", "").rstrip()
+            if "default" not in text.lower():
+                prop["description"] = f"{text} {said}".strip()
+    return schema
+
+
+def output_schema(result: Any) -> dict[str, Any] | None:
+    """The JSON schema of a result type (a Struct or a TypedDict), or None for anything else."""
+    if isinstance(result, type) and (issubclass(result, msgspec.Struct) or hasattr(result, "__total__")):
+        return _inline(msgspec.json.schema(result))
+    return None
+
+
+def _inline(schema: dict[str, Any]) -> dict[str, Any]:
+    """msgspec's ``{"$ref": ..., "$defs": ...}`` with the referenced object at the top."""
+    ref = schema.get("$ref")
+    if ref is None:
+        return schema
+    defs = dict(schema.get("$defs", {}))
+    top = dict(defs.pop(ref.rsplit("/", 1)[1]))
+    if defs:
+        top["$defs"] = defs
+    return top

@@ -1,0 +1,132 @@
+"""Typed requests and answers of the services: one vocabulary for every edge.
+
+A service entry point takes a :class:`Command` (a frozen msgspec Struct whose fields are
+the request's arguments, each with a ``Meta(description=...)`` written for whoever
+calls it: a model through MCP, a script through HTTP, a person through the CLI) and
+returns a :class:`Result` (a Struct the edge encodes). Adapters decode what they receive
+into the command once, with :func:`decode_command`, so an MCP tool, an HTTP route and a
+CLI command that do the same thing take the same field names and refuse bad input with
+the same codes:
+
+- ``unknown_argument``: a name the command does not take (every such name is listed,
+  with the names it does take) — a misspelled flag is never silently ignored;
+- ``missing_argument``: a required field is absent;
+- ``invalid_argument``: a value of the wrong type, naming the argument and the JSON
+  type it expects.
+
+Rules that need the quest's state (an unknown card, a duplicate, a closed request)
+stay in the services, with their own codes.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, TypeVar
+
+import msgspec
+
+from ds_events.errors import Invalid
+
+__all__ = ["Command", "Result", "decode_command", "argument_names", "to_builtins"]
+
+C = TypeVar("C", bound="Command")
+
+# msgspec names JSON types its own way in messages; say them as JSON Schema does.
+_JSON_TYPES = {
+    "int": "integer",
+    "float": "number",
+    "str": "string",
+    "bool": "boolean",
+    "array": "array",
+    "object": "object",
+    "null": "null",
+}
+_EXPECTED = re.compile(r"^Expected `(?P<expected>[^`]+)`(?P<rest>.*?)(?:, got `(?P<got>[^`]+)`)?(?: - at `(?P<path>[^`]+)`)?$")
+_MISSING = re.compile(r"^Object missing required field `(?P<field>[^`]+)`(?: - at `(?P<path>[^`]+)`)?$")
+
+
+class Command(msgspec.Struct, kw_only=True, frozen=True, forbid_unknown_fields=True):
+    """Base of every service command: keyword-only, immutable, unknown fields refused."""
+
+
+class Result(msgspec.Struct, kw_only=True):
+    """Base of every service answer; adapters encode it with :func:`to_builtins`."""
+
+
+def argument_names(cls: type[msgspec.Struct]) -> list[str]:
+    """The names a command takes, as callers spell them."""
+    return [f.encode_name for f in msgspec.structs.fields(cls)]
+
+
+def decode_command(cls: type[C], data: Any) -> C:
+    """``data`` (a JSON object, as received) as a ``cls``, or :class:`Invalid`.
+
+    Unknown names are checked first and all at once, so a caller learns every misspelled
+    argument in one answer.
+    """
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise Invalid(f"arguments must be a JSON object, got {_json_type(data)}", code="invalid_argument", argument="")
+    allowed = argument_names(cls)
+    unknown = [str(k) for k in data if k not in allowed]
+    if unknown:
+        raise Invalid(
+            f"unknown argument{'s' if len(unknown) > 1 else ''} {', '.join(map(repr, unknown))}: "
+            f"this call takes {', '.join(allowed) or 'no arguments'}",
+            code="unknown_argument",
+            arguments=unknown,
+            allowed=allowed,
+        )
+    try:
+        return msgspec.convert(data, cls)
+    except msgspec.ValidationError as exc:
+        raise _argument_error(str(exc)) from None
+
+
+def to_builtins(value: Any) -> Any:
+    """A result (or anything msgspec can encode) as plain JSON-able Python values."""
+    return msgspec.to_builtins(value)
+
+
+def _argument_error(text: str) -> Invalid:
+    missing = _MISSING.match(text)
+    if missing:
+        name = _join(missing.group("path"), missing.group("field"))
+        return Invalid(f"missing required argument {name!r}", code="missing_argument", argument=name)
+    found = _EXPECTED.match(text)
+    if found:
+        name = _argument_of(found.group("path"))
+        expected = _JSON_TYPES.get(found.group("expected"), found.group("expected")) + (found.group("rest") or "")
+        got = found.group("got")
+        details: dict[str, Any] = {"argument": name, "expected": expected}
+        message = f"argument {name!r} must be {_article(expected)}"
+        if got:
+            details["got"] = _JSON_TYPES.get(got, got)
+            message += f", got {_article(details['got'])}"
+        return Invalid(message, code="invalid_argument", **details)
+    path = text.rpartition(" - at `")[2].rstrip("`") if " - at `" in text else ""
+    return Invalid(f"invalid argument: {text}", code="invalid_argument", argument=_argument_of(path or None))
+
+
+def _argument_of(path: str | None) -> str:
+    """``$.payload.kind`` -> ``payload.kind``; ``$.tags[0]`` -> ``tags[0]``."""
+    if not path:
+        return ""
+    return path[2:] if path.startswith("$.") else path.lstrip("$")
+
+
+def _join(path: str | None, field: str) -> str:
+    prefix = _argument_of(path)
+    return f"{prefix}.{field}" if prefix else field
+
+
+def _article(type_name: str) -> str:
+    return ("an " if type_name[:1] in "aeiou" else "a ") + type_name
+
+
+def _json_type(value: Any) -> str:
+    for kind, name in ((bool, "boolean"), (int, "integer"), (float, "number"), (str, "string"), (list, "array")):
+        if isinstance(value, kind):
+            return name
+    return "null" if value is None else type(value).__name__
