@@ -10,6 +10,7 @@ import msgspec
 from ds_events.home import Home
 from ds_events.services import connectors
 from ds_events.services import interactions as service
+from ds_events.services.commands import decode_command
 from projections import interactions as view
 
 from .common import CliError, cli, emit_json, json_option, open_quest, out, pass_home
@@ -36,8 +37,9 @@ def reply(home: Home, quest_id: str, interaction_id: str, text: str, option_id: 
             parsed = json.loads(data)
         except json.JSONDecodeError as exc:
             raise CliError(f"--data is not valid JSON ({exc}): pass an object such as '{{\"lr\": 0.1}}'") from None
+    cmd = decode_command(service.Reply, {"interaction_id": interaction_id, "text": text, "option_id": option_id, "data": parsed})
     with open_quest(home, quest_id) as q:
-        event = service.reply(q, interaction_id, text, option_id=option_id, data=parsed, source="cli")
+        event = service.reply(q, cmd, source="cli")
     if as_json:
         emit_json({"seq": event.seq, "id": event.id, "interaction_id": interaction_id})
     else:

@@ -31,5 +31,5 @@ def mcp(home: Home, namespace: str, quest_id: str | None, quest_root: Path | Non
     from handlers.mcp import QuestBinding, build_server
 
     binding = QuestBinding.resolve(home=home.root, quest_id=quest_id, quest_root=quest_root)
-    binding.open("mcp:check").close()  # fail now, with a clear message, on a bad binding
+    binding.check()  # fail now, with a clear message, on a bad binding (opens nothing)
     build_server(namespace, binding).run("stdio")

@@ -97,7 +97,8 @@ def _argument_error(text: str) -> Invalid:
     found = _EXPECTED.match(text)
     if found:
         name = _argument_of(found.group("path"))
-        expected = _JSON_TYPES.get(found.group("expected"), found.group("expected")) + (found.group("rest") or "")
+        alternatives = [_JSON_TYPES.get(t, t) for t in found.group("expected").split(" | ")]
+        expected = " or ".join(alternatives) + (found.group("rest") or "")
         got = found.group("got")
         details: dict[str, Any] = {"argument": name, "expected": expected}
         message = f"argument {name!r} must be {_article(expected)}"

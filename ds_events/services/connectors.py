@@ -6,37 +6,37 @@ always there (the quest's own CLI/web view) and cannot be removed. The routing p
 interaction when it is sent (:func:`projections.interactions.route`).
 
 Connectors: ``local`` delivers by being in the log (its attempt is recorded with the
-interaction, in the same append); ``webhook`` POSTs JSON with aiohttp, retrying
-connection errors, timeouts, 429 and 5xx with exponential backoff up to
-``max_attempts``; every attempt's result is a ``delivery.attempted`` event whose id is
-derived from (interaction, binding, attempt), so a retried record is a no-op. The POST
-carries an ``Idempotency-Key`` header: webhook delivery is at-least-once, receivers
-dedupe on it.
+interaction, in the same append); ``webhook`` targets are POSTed by an adapter that owns
+the network (``handlers.connectors.webhook``): this module says what is left to send
+(:func:`webhook_jobs`, resuming after the last recorded attempt) and records each
+attempt's result (:func:`record_attempt`) as a ``delivery.attempted`` event whose id is
+derived from (interaction, binding, attempt), so a retried record is a no-op.
 """
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
-import os
 import re
+from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
-import aiohttp
+import msgspec
 
+from ds_events.errors import Conflict, Invalid, NotFound
 from ds_events.events.interaction import ConnectorBound, ConnectorUnbound, DeliveryAttempted, RoutingPolicyChanged
 from ds_events.home import Quest
 from projections import interactions as view
-
-from ds_events.errors import Conflict, Invalid, NotFound
 
 __all__ = [
     "bind",
     "unbind",
     "set_routing_policy",
-    "deliver",
-    "deliver_pending",
+    "WebhookJob",
+    "webhook_jobs",
+    "unfinished_interactions",
+    "attempt_outcome",
+    "record_attempt",
     "local_delivery_events",
     "webhook_payload",
     "CONNECTORS",
@@ -136,47 +136,80 @@ def local_delivery_events(interaction_id: str, targets: list[view.Binding]) -> l
     ]
 
 
-async def deliver(quest: Quest, interaction_id: str, *, session: aiohttp.ClientSession | None = None) -> list[DeliveryAttempted]:
-    """Send ``interaction_id`` to its unfinished webhook targets; returns the attempt events.
+class WebhookJob(msgspec.Struct, kw_only=True, frozen=True):
+    """One webhook target of one interaction that still needs an attempt."""
 
-    Resumes after the last recorded attempt, so calling it again after a crash continues
-    the retry budget rather than restarting it.
-    """
+    quest_id: str
+    interaction_id: str
+    binding_id: str
+    target: str
+    attempts_done: int
+    max_attempts: int
+    backoff_seconds: float
+    timeout_seconds: float
+    token_env: str | None
+    payload_base: dict[str, Any]
+
+    def payload(self, attempt: int) -> dict[str, Any]:
+        return {**self.payload_base, "attempt": attempt}
+
+    def headers(self, attempt: int, environ: Mapping[str, str]) -> dict[str, str]:
+        headers = {"Idempotency-Key": f"{self.interaction_id}/{self.binding_id}", "X-DS-Attempt": str(attempt)}
+        if self.token_env and environ.get(self.token_env):
+            headers["Authorization"] = f"Bearer {environ[self.token_env]}"
+        return headers
+
+
+def webhook_jobs(quest: Quest, interaction_id: str) -> list[WebhookJob]:
+    """The webhook targets of ``interaction_id`` without a final outcome, each resuming
+    after its last recorded attempt (so a crash continues the retry budget)."""
     state: view.State = quest.state("interactions")
     record = state.interactions.get(interaction_id)
     if record is None:
         raise NotFound(f"no interaction {interaction_id!r}", code="unknown_interaction")
-    jobs = [
-        (state.bindings[s.binding_id], s.attempts)
-        for s in record.deliveries.values()
-        if s.outcome in ("pending", "retrying") and s.binding_id in state.bindings
-        and state.bindings[s.binding_id].connector == "webhook"
-    ]
-    if not jobs:
-        return []
-    defaults = {**WEBHOOK_DEFAULTS, **(quest.home.config().get("connectors", {}) or {}).get("webhook", {})}
-    own = session is None
-    session = session or aiohttp.ClientSession()
-    try:
-        results = await asyncio.gather(
-            *(_deliver_webhook(quest, session, record, binding, done, defaults) for binding, done in jobs)
-        )
-    finally:
-        if own:
-            await session.close()
-    return [event for events in results for event in events]
+    configured = quest.home.config().get("connectors", {}) or {}
+    defaults = {**WEBHOOK_DEFAULTS, **(configured.get("webhook", {}) or {})}
+    jobs = []
+    for status in record.deliveries.values():
+        binding = state.bindings.get(status.binding_id)
+        if status.outcome not in ("pending", "retrying") or binding is None or binding.connector != "webhook":
+            continue
+        settings = {**defaults, **binding.settings}
+        jobs.append(
+            WebhookJob(
+                quest_id=quest.id, interaction_id=interaction_id, binding_id=binding.binding_id, target=binding.target,
+                attempts_done=status.attempts, max_attempts=int(settings["max_attempts"]),
+                backoff_seconds=float(settings["backoff_seconds"]), timeout_seconds=float(settings["timeout_seconds"]),
+                token_env=settings.get("token_env"),
+                payload_base=webhook_payload(quest.id, record, binding.binding_id, 0),
+            )
+        )  # fmt: skip
+    return jobs
 
 
-async def deliver_pending(quest: Quest) -> list[DeliveryAttempted]:
-    """Resume every delivery without a final outcome (for the daemon after a restart)."""
-    ids = list(dict.fromkeys(r.interaction_id for r, _ in view.unfinished_deliveries(quest.state("interactions"))))
-    out: list[DeliveryAttempted] = []
-    if not ids:
-        return out
-    async with aiohttp.ClientSession() as session:
-        for iid in ids:
-            out += await deliver(quest, iid, session=session)
-    return out
+def unfinished_interactions(quest: Quest) -> list[str]:
+    """Interactions with a delivery that has no final outcome (to resume after a restart)."""
+    return list(dict.fromkeys(r.interaction_id for r, _ in view.unfinished_deliveries(quest.state("interactions"))))
+
+
+def attempt_outcome(job: WebhookJob, attempt: int, error: str, retryable: bool) -> str:
+    """``delivered``, ``retrying`` (another attempt follows) or ``failed`` (final)."""
+    if not error:
+        return "delivered"
+    return "retrying" if retryable and attempt < job.max_attempts else "failed"
+
+
+async def record_attempt(
+    quest: Quest, job: WebhookJob, attempt: int, *, status_code: int | None, error: str, retryable: bool
+) -> DeliveryAttempted:
+    """Record one attempt's result; returns the stored event."""
+    event = DeliveryAttempted(
+        id=_attempt_id(job.interaction_id, job.binding_id, attempt), interaction_id=job.interaction_id,
+        binding_id=job.binding_id, connector="webhook", attempt=attempt,
+        outcome=attempt_outcome(job, attempt, error, retryable),  # type: ignore[arg-type]
+        status_code=status_code, error=error,
+    )  # fmt: skip
+    return (await quest.emit_async(event))[0]  # type: ignore[return-value]
 
 
 def webhook_payload(quest_id: str, record: view.InteractionRecord, binding_id: str, attempt: int) -> dict[str, Any]:
@@ -197,69 +230,7 @@ def webhook_payload(quest_id: str, record: view.InteractionRecord, binding_id: s
     }
 
 
-# -- the webhook connector --------------------------------------------------------------
-
-
-async def _deliver_webhook(
-    quest: Quest,
-    session: aiohttp.ClientSession,
-    record: view.InteractionRecord,
-    binding: view.Binding,
-    done: int,
-    defaults: dict[str, Any],
-) -> list[DeliveryAttempted]:
-    settings = {**defaults, **binding.settings}
-    max_attempts = int(settings["max_attempts"])
-    backoff = float(settings["backoff_seconds"])
-    timeout = aiohttp.ClientTimeout(total=float(settings["timeout_seconds"]))
-    headers = {"Idempotency-Key": f"{record.interaction_id}/{binding.binding_id}"}
-    token_env = settings.get("token_env")
-    if token_env and os.environ.get(token_env):
-        headers["Authorization"] = f"Bearer {os.environ[token_env]}"
-    recorded: list[DeliveryAttempted] = []
-    attempt = done
-    while attempt < max_attempts:
-        attempt += 1
-        if attempt > 1:
-            # Exponential backoff between attempts (also after a resumed crash).
-            await asyncio.sleep(backoff * 2 ** (attempt - 2))
-        status, error, retryable = await _post(
-            session, binding.target, webhook_payload(quest.id, record, binding.binding_id, attempt),
-            {**headers, "X-DS-Attempt": str(attempt)}, timeout,
-        )
-        if error == "":
-            outcome = "delivered"
-        elif retryable and attempt < max_attempts:
-            outcome = "retrying"
-        else:
-            outcome = "failed"
-        event = DeliveryAttempted(
-            id=_attempt_id(record.interaction_id, binding.binding_id, attempt), interaction_id=record.interaction_id,
-            binding_id=binding.binding_id, connector="webhook", attempt=attempt, outcome=outcome,  # type: ignore[arg-type]
-            status_code=status, error=error,
-        )
-        recorded += await quest.emit_async(event)
-        if outcome != "retrying":
-            break
-    return recorded
-
-
-async def _post(
-    session: aiohttp.ClientSession, url: str, payload: dict[str, Any], headers: dict[str, str], timeout: aiohttp.ClientTimeout
-) -> tuple[int | None, str, bool]:
-    """One POST: ``(status, error or "", retryable)``."""
-    try:
-        async with session.post(url, json=payload, headers=headers, timeout=timeout) as resp:
-            await resp.read()
-            if 200 <= resp.status < 300:
-                return resp.status, "", False
-            # 429 and 5xx are the receiver's temporary trouble; other 4xx will not improve.
-            retryable = resp.status == 429 or resp.status >= 500
-            return resp.status, f"HTTP {resp.status} {resp.reason or ''}".strip(), retryable
-    except asyncio.TimeoutError:
-        return None, "timed out", True
-    except aiohttp.ClientError as exc:
-        return None, f"{type(exc).__name__}: {exc}", True
+# -- helpers ---------------------------------------------------------------------------
 
 
 def _attempt_id(interaction_id: str, binding_id: str, attempt: int) -> str:

@@ -18,23 +18,35 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import re
-from typing import Any
+from collections.abc import Awaitable, Callable
+from typing import Annotated, Any
 
 import msgspec
+from msgspec import Meta
 
+from ds_events.errors import Conflict, Invalid, NotFound
 from ds_events.events import new_event_id
 from ds_events.events.interaction import InteractionReplied, InteractionSent, MailboxDelivered
 from ds_events.home import Quest
 from projections import interactions as view
 
 from . import connectors
-from ds_events.errors import Conflict, Invalid, NotFound
+from .commands import Command, Result
 
 __all__ = [
+    "Interact",
+    "Reply",
+    "GetInteraction",
+    "InboundMessage",
+    "InteractionSummary",
+    "InteractResult",
+    "InteractionDetail",
+    "Deliver",
     "interact",
     "interact_async",
     "consume_mailbox",
     "reply",
+    "get_interaction",
     "wait_for_reply",
     "KINDS",
     "REPLY_MODES",
@@ -73,48 +85,144 @@ ERROR_CODES = (
     "reply_not_expected",
     "already_answered",
     "unknown_option",
-    "invalid_reply_data",
     "reply_schema_mismatch",
 ) + connectors.ERROR_CODES
 
+# Options and reply schemas are checked by the service (with their own error codes);
+# their JSON schema tells the caller the shape up front.
+_OPTION_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "id": {"type": "string", "description": "Short id the user answers with, e.g. \"a\"."},
+        "label": {"type": "string", "description": "What the option is, in a few words."},
+        "description": {"type": "string", "description": "Optional longer explanation."},
+        "recommended": {"type": "boolean", "description": "Optional: mark the option you recommend."},
+    },
+    "required": ["id", "label"],
+    "additionalProperties": False,
+}
+_REPLY_SCHEMA_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "type": {"type": "string", "enum": sorted(_SCHEMA_TYPES)},
+        "properties": {"type": "object", "additionalProperties": {"type": "object"}},
+        "required": {"type": "array", "items": {"type": "string"}},
+    },
+    "required": ["type"],
+}
 
-def interact(
-    quest: Quest,
-    *,
-    kind: str = "progress",
-    message: str,
-    reply_mode: str | None = None,
-    include_recent_inbound_messages: bool = True,
-    recent_message_limit: int = 8,
-    options: list[dict[str, Any]] | None = None,
-    reply_schema: dict[str, Any] | None = None,
-    reply_to_interaction_id: str | None = None,
-    dedupe_key: str | None = None,
-    consumer: str = "",
-) -> dict[str, Any]:
+
+class Interact(Command):
+    """Tell the user something (or ask), and take every user message that arrived."""
+
+    message: Annotated[str, Meta(description="What you tell or ask the user (plain text or markdown, at most 20000 characters).")]
+    kind: Annotated[str, Meta(description=(
+        "progress (routine status) | milestone (a result worth noting) | decision_request (the user must "
+        "choose) | approval_result (outcome of something the user approved) | answer (you answer a question)."
+    ))] = "progress"
+    reply_mode: Annotated[str | None, Meta(description=(
+        "none | threaded | blocking. When null: blocking for decision_request, none otherwise. A blocking "
+        "request stays open until the user replies; progress and milestone cannot block; a decision_request "
+        "cannot be none."
+    ))] = None
+    include_recent_inbound_messages: Annotated[bool, Meta(description=(
+        "Also return recent, already delivered user messages for context (recent_inbound_messages)."
+    ))] = True
+    recent_message_limit: Annotated[int, Meta(description="0-50: how many recent interaction records and inbound messages to include.")] = 8
+    options: Annotated[list[dict[str, Any]] | None, Meta(
+        description="decision_request only, required there: 2-12 options.",
+        extra_json_schema={"anyOf": [{"type": "array", "items": _OPTION_SCHEMA, "minItems": 2, "maxItems": 12}, {"type": "null"}]},
+    )] = None
+    reply_schema: Annotated[dict[str, Any] | None, Meta(
+        description='Optional small JSON Schema that structured reply data must match: {"type": "object", "properties": {...}, "required": [...]}.',
+        extra_json_schema={"anyOf": [_REPLY_SCHEMA_SCHEMA, {"type": "null"}]},
+    )] = None
+    reply_to_interaction_id: Annotated[str | None, Meta(description="The interaction id or user message id this answers.")] = None
+    dedupe_key: Annotated[str | None, Meta(description="A progress or milestone update reusing a key already sent is suppressed.")] = None
+    wait_timeout_seconds: Annotated[float, Meta(description=(
+        "Blocking requests only, 0-300: wait this long for the reply and return it in `reply` (status "
+        "answered). 0 returns at once."
+    ))] = 0.0
+
+
+class Reply(Command):
+    """The user answers an interaction."""
+
+    interaction_id: Annotated[str, Meta(description="The interaction answered, e.g. \"ia-01J...\".")]
+    text: Annotated[str, Meta(description="The answer, at most 20000 characters.")]
+    option_id: Annotated[str | None, Meta(description="The chosen option's id (decision requests).")] = None
+    data: Annotated[dict[str, Any] | None, Meta(description="Structured answer, checked against the request's reply_schema.")] = None
+
+
+class GetInteraction(Command):
+    """Look up one interaction without consuming the mailbox."""
+
+    interaction_id: Annotated[str, Meta(description="An id returned by interact(), e.g. \"ia-01J...\".")]
+
+
+class InboundMessage(Result, omit_defaults=True):
+    """A user message or reply as the agent sees it."""
+
+    id: str
+    seq: int
+    ts: str
+    kind: str  # message | reply
+    text: str
+    source: str
+    interaction_id: str | None = None
+    option_id: str | None = None
+    data: dict[str, Any] | None = None
+
+
+class InteractionSummary(Result):
+    interaction_id: str
+    seq: int
+    ts: str
+    kind: str
+    message: str  # at most 500 characters
+    reply_mode: str
+    status: str
+    replies: int
+
+
+class InteractResult(Result):
+    interaction_id: str | None
+    status: str  # sent | waiting | answered | suppressed
+    suppressed: bool
+    duplicate_of: str | None
+    kind: str
+    reply_mode: str
+    new_messages: list[InboundMessage]
+    new_message_count: int
+    delivery_batch_id: str | None
+    recent_interactions: list[InteractionSummary]
+    recent_inbound_messages: list[InboundMessage]
+    deliveries: list[view.DeliveryStatus]
+    reply: InboundMessage | None
+    guidance: str
+
+
+class InteractionDetail(Result):
+    interaction: view.InteractionRecord
+    replies: list[InboundMessage]
+
+
+# Sends an interaction to its remote targets (webhooks); the adapter that owns the
+# network supplies it (``handlers.connectors.webhook.deliver``).
+Deliver = Callable[[Quest, str], Awaitable[Any]]
+
+
+def interact(quest: Quest, cmd: Interact, *, consumer: str = "") -> InteractResult:
     """Record an outbound interaction and consume the mailbox, atomically.
 
-    Returns a JSON-able dict: ``interaction_id``, ``status`` (``sent`` | ``waiting`` |
-    ``suppressed``), ``suppressed``, ``duplicate_of``, ``reply_mode``, ``new_messages``
-    (this call's delivery batch), ``delivery_batch_id``, ``recent_interactions``,
-    ``recent_inbound_messages``, ``deliveries`` and ``guidance``. Webhook targets are
-    left ``pending``; :func:`interact_async` (or :func:`connectors.deliver`) sends them.
+    Webhook targets are left ``pending``; :func:`interact_async` with a ``deliver``
+    function (or the daemon's delivery loop) sends them.
     """
-    mode = _validate(
-        quest,
-        kind=kind,
-        message=message,
-        reply_mode=reply_mode,
-        recent_message_limit=recent_message_limit,
-        options=options,
-        reply_schema=reply_schema,
-        reply_to_interaction_id=reply_to_interaction_id,
-        dedupe_key=dedupe_key,
-    )
-    fingerprint = _fingerprint(kind, message)
+    mode = _validate(quest, cmd)
+    fingerprint = _fingerprint(cmd.kind, cmd.message)
     with quest.transaction() as txn:
         state: view.State = quest.state("interactions")
-        duplicate_of = _duplicate_of(state, kind, fingerprint, dedupe_key)
+        duplicate_of = _duplicate_of(state, cmd.kind, fingerprint, cmd.dedupe_key)
         events: list[Any] = []
         interaction_id: str | None = None
         if duplicate_of is None:
@@ -122,10 +230,10 @@ def interact(
             targets = view.route(state)
             events.append(
                 InteractionSent(
-                    interaction_id=interaction_id, kind=kind, message=message, reply_mode=mode,  # type: ignore[arg-type]
-                    options=list(options or []), reply_schema=reply_schema,
-                    reply_to_interaction_id=reply_to_interaction_id, dedupe_key=dedupe_key,
-                    fingerprint=fingerprint if kind in _SUPPRESSIBLE else "",
+                    interaction_id=interaction_id, kind=cmd.kind, message=cmd.message, reply_mode=mode,  # type: ignore[arg-type]
+                    options=list(cmd.options or []), reply_schema=cmd.reply_schema,
+                    reply_to_interaction_id=cmd.reply_to_interaction_id, dedupe_key=cmd.dedupe_key,
+                    fingerprint=fingerprint if cmd.kind in _SUPPRESSIBLE else "",
                     targets=[b.binding_id for b in targets], routing_policy=state.routing_policy,
                 )
             )
@@ -138,52 +246,50 @@ def interact(
     state = quest.state("interactions")
     delivered = [state.inbound[i] for i in batch.message_ids] if batch is not None else []
     record = state.interactions.get(interaction_id) if interaction_id else None
-    recent_limit = recent_message_limit if include_recent_inbound_messages else 0
-    return {
-        "interaction_id": interaction_id,
-        "status": "suppressed" if duplicate_of else ("waiting" if mode == "blocking" else "sent"),
-        "suppressed": duplicate_of is not None,
-        "duplicate_of": duplicate_of,
-        "kind": kind,
-        "reply_mode": mode,
-        "new_messages": [_item_dict(i) for i in delivered],
-        "new_message_count": len(delivered),
-        "delivery_batch_id": batch.batch_id if batch is not None else None,
-        "recent_interactions": [_record_summary(r) for r in view.recent_interactions(state, recent_message_limit)],
-        "recent_inbound_messages": [
-            _item_dict(i) for i in view.recent_inbound(state, recent_limit) if batch is None or i.id not in batch.message_ids
+    recent_limit = cmd.recent_message_limit if cmd.include_recent_inbound_messages else 0
+    return InteractResult(
+        interaction_id=interaction_id,
+        status="suppressed" if duplicate_of else ("waiting" if mode == "blocking" else "sent"),
+        suppressed=duplicate_of is not None,
+        duplicate_of=duplicate_of,
+        kind=cmd.kind,
+        reply_mode=mode,
+        new_messages=[_inbound(i) for i in delivered],
+        new_message_count=len(delivered),
+        delivery_batch_id=batch.batch_id if batch is not None else None,
+        recent_interactions=[_record_summary(r) for r in view.recent_interactions(state, cmd.recent_message_limit)],
+        recent_inbound_messages=[
+            _inbound(i) for i in view.recent_inbound(state, recent_limit) if batch is None or i.id not in batch.message_ids
         ],
-        "deliveries": _deliveries(record),
-        "reply": None,
-        "guidance": _guidance(delivered, mode, duplicate_of),
-    }
+        deliveries=_deliveries(record),
+        reply=None,
+        guidance=_guidance(delivered, mode, duplicate_of),
+    )
 
 
-async def interact_async(
-    quest: Quest, *, wait_timeout_seconds: float = 0.0, deliver: bool = True, **kwargs: Any
-) -> dict[str, Any]:
-    """:func:`interact`, then deliver to webhook targets, then (blocking requests, when
-    ``wait_timeout_seconds`` > 0) wait for the user's reply and consume it."""
-    _validate_wait(wait_timeout_seconds, kwargs.get("kind", "progress"), kwargs.get("reply_mode"))
-    result = interact(quest, **kwargs)
-    iid = result["interaction_id"]
+async def interact_async(quest: Quest, cmd: Interact, *, consumer: str = "", deliver: Deliver | None = None) -> InteractResult:
+    """:func:`interact` off the loop, then ``deliver`` to remote targets, then (blocking
+    requests, when ``wait_timeout_seconds`` > 0) wait for the user's reply and consume it."""
+    _validate_wait(cmd.wait_timeout_seconds, cmd.kind, cmd.reply_mode)
+    result = await asyncio.to_thread(interact, quest, cmd, consumer=consumer)
+    iid = result.interaction_id
     if iid is None:
         return result
-    if deliver:
-        await connectors.deliver(quest, iid)
-        result["deliveries"] = _deliveries(quest.state("interactions").interactions[iid])
-    if result["reply_mode"] == "blocking" and wait_timeout_seconds > 0:
-        answered = await wait_for_reply(quest, iid, wait_timeout_seconds)
+    if deliver is not None:
+        await deliver(quest, iid)
+        result.deliveries = _deliveries(quest.state("interactions").interactions[iid])
+    if result.reply_mode == "blocking" and cmd.wait_timeout_seconds > 0:
+        answered = await wait_for_reply(quest, iid, cmd.wait_timeout_seconds)
         if answered is not None:
-            _batch_id, items = consume_mailbox(quest, consumer=kwargs.get("consumer", ""), interaction_id=iid)
-            result["new_messages"] += [_item_dict(i) for i in items]
-            result["new_message_count"] = len(result["new_messages"])
-            result["status"] = "answered"
-            result["reply"] = _item_dict(quest.state("interactions").inbound[answered])
-            result["guidance"] = "The user answered (see `reply`): act on it."
+            _batch_id, items = await asyncio.to_thread(consume_mailbox, quest, consumer=consumer, interaction_id=iid)
+            result.new_messages += [_inbound(i) for i in items]
+            result.new_message_count = len(result.new_messages)
+            result.status = "answered"
+            result.reply = _inbound(quest.state("interactions").inbound[answered])
+            result.guidance = "The user answered (see `reply`): act on it."
         else:
-            result["guidance"] = (
-                f"No reply within {wait_timeout_seconds:g}s. The request stays open; the answer will arrive "
+            result.guidance = (
+                f"No reply within {cmd.wait_timeout_seconds:g}s. The request stays open; the answer will arrive "
                 "through a later interact() call. Continue with work that does not depend on it, or stop the turn."
             )
     return result
@@ -203,22 +309,13 @@ def consume_mailbox(quest: Quest, *, consumer: str = "", interaction_id: str | N
     return event.batch_id, [state.inbound[i] for i in event.message_ids]
 
 
-def reply(
-    quest: Quest,
-    interaction_id: str,
-    text: str,
-    *,
-    option_id: str | None = None,
-    data: dict[str, Any] | None = None,
-    source: str = "cli",
-) -> InteractionReplied:
+def reply(quest: Quest, cmd: Reply, *, source: str = "cli") -> InteractionReplied:
     """The user answers an interaction; a blocking request closes. Queued for the agent."""
-    if not isinstance(text, str) or not text.strip():
+    text, data, interaction_id, option_id = cmd.text, cmd.data, cmd.interaction_id, cmd.option_id
+    if not text.strip():
         raise Invalid("a reply needs some text", code="empty_message")
     if len(text) > MAX_MESSAGE_CHARS:
         raise Invalid(f"a reply is at most {MAX_MESSAGE_CHARS} characters", code="message_too_long")
-    if data is not None and not isinstance(data, dict):
-        raise Invalid("reply data must be a JSON object", code="invalid_reply_data")
     with quest.transaction() as txn:
         record = quest.state("interactions").interactions.get(interaction_id)
         if record is None:
@@ -242,6 +339,16 @@ def reply(
             InteractionReplied(interaction_id=interaction_id, text=text, option_id=option_id, data=data, source=source)
         )
     return stored[0]  # type: ignore[return-value]
+
+
+def get_interaction(quest: Quest, cmd: GetInteraction) -> InteractionDetail:
+    """One interaction: its status, per-target delivery outcomes and the replies so far.
+    Read-only: replies still reach the agent once, through interact()."""
+    state: view.State = quest.state("interactions")
+    record = state.interactions.get(cmd.interaction_id)
+    if record is None:
+        raise NotFound(f"no interaction {cmd.interaction_id!r}", code="unknown_interaction")
+    return InteractionDetail(interaction=record, replies=[_inbound(state.inbound[r]) for r in record.replies if r in state.inbound])
 
 
 async def wait_for_reply(quest: Quest, interaction_id: str, timeout: float) -> str | None:
@@ -273,19 +380,11 @@ async def wait_for_reply(quest: Quest, interaction_id: str, timeout: float) -> s
 # -- validation -------------------------------------------------------------------------
 
 
-def _validate(
-    quest: Quest,
-    *,
-    kind: str,
-    message: str,
-    reply_mode: str | None,
-    recent_message_limit: int,
-    options: list[dict[str, Any]] | None,
-    reply_schema: dict[str, Any] | None,
-    reply_to_interaction_id: str | None,
-    dedupe_key: str | None,
-) -> str:
+def _validate(quest: Quest, cmd: Interact) -> str:
     """Check every argument before anything is written; returns the effective reply mode."""
+    kind, message, reply_mode, options = cmd.kind, cmd.message, cmd.reply_mode, cmd.options
+    reply_schema, recent_message_limit = cmd.reply_schema, cmd.recent_message_limit
+    dedupe_key, reply_to_interaction_id = cmd.dedupe_key, cmd.reply_to_interaction_id
     if kind not in KINDS:
         raise Invalid(f"unknown interaction kind {kind!r}: use one of {', '.join(KINDS)}", code="invalid_kind", kinds=list(KINDS))
     if not isinstance(message, str) or not message.strip():
@@ -419,31 +518,28 @@ def _delivery_event(state: view.State, consumer: str, interaction_id: str | None
     )
 
 
-def _item_dict(item: view.InboundItem) -> dict[str, Any]:
-    out: dict[str, Any] = {"id": item.id, "seq": item.seq, "ts": item.ts, "kind": item.kind, "text": item.text,
-                           "source": item.source}
+def _inbound(item: view.InboundItem) -> InboundMessage:
+    message = InboundMessage(id=item.id, seq=item.seq, ts=item.ts, kind=item.kind, text=item.text, source=item.source)
     if item.kind == "reply":
-        out.update(interaction_id=item.interaction_id, option_id=item.option_id, data=item.data)
-    return out
+        message.interaction_id, message.option_id, message.data = item.interaction_id, item.option_id, item.data
+    return message
 
 
-def _record_summary(record: view.InteractionRecord) -> dict[str, Any]:
-    return {
-        "interaction_id": record.interaction_id,
-        "seq": record.seq,
-        "ts": record.ts,
-        "kind": record.kind,
-        "message": record.message if len(record.message) <= 500 else record.message[:497] + "...",
-        "reply_mode": record.reply_mode,
-        "status": record.status,
-        "replies": len(record.replies),
-    }
+def _record_summary(record: view.InteractionRecord) -> InteractionSummary:
+    return InteractionSummary(
+        interaction_id=record.interaction_id,
+        seq=record.seq,
+        ts=record.ts,
+        kind=record.kind,
+        message=record.message if len(record.message) <= 500 else record.message[:497] + "...",
+        reply_mode=record.reply_mode,
+        status=record.status,
+        replies=len(record.replies),
+    )
 
 
-def _deliveries(record: view.InteractionRecord | None) -> list[dict[str, Any]]:
-    if record is None:
-        return []
-    return [msgspec.to_builtins(d) for d in record.deliveries.values()]
+def _deliveries(record: view.InteractionRecord | None) -> list[view.DeliveryStatus]:
+    return [] if record is None else list(record.deliveries.values())
 
 
 def _guidance(delivered: list[view.InboundItem], mode: str, duplicate_of: str | None) -> str:

@@ -5,9 +5,9 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from .common import QuestBinding, ToolContext, new_server, tool_context, tool_errors
+from .common import Namespace, QuestBinding, ToolContext
 
-__all__ = ["NAMESPACES", "build_server", "QuestBinding", "ToolContext", "new_server", "tool_context", "tool_errors"]
+__all__ = ["NAMESPACES", "build_server", "Namespace", "QuestBinding", "ToolContext"]
 
 # namespace -> module exposing build_server(binding) -> MCPServer
 NAMESPACES: dict[str, str] = {

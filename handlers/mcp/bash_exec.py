@@ -9,14 +9,16 @@ from __future__ import annotations
 
 from typing import Any, TypedDict
 
+import anyio.to_thread
 import msgspec
-from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver import MCPServer
 
 from ds_events.bash.linelog import LogSlice
-from ds_events.services import bash_exec as service
 from ds_events.errors import Invalid
+from ds_events.services import bash_exec as service
+from ds_events.services.bash_commands import BashExec
 
-from .common import QuestBinding, ToolContext, new_server, tool_context, tool_errors
+from .common import Namespace, QuestBinding, ToolContext
 
 __all__ = ["build_server", "BashExecResult"]
 
@@ -47,28 +49,10 @@ class BashExecResult(TypedDict, total=False):
 
 
 def build_server(binding: QuestBinding) -> MCPServer[ToolContext]:
-    server = new_server("bash_exec", binding, instructions=INSTRUCTIONS, setup=_reconcile_on_start)
+    ns = Namespace("bash_exec", binding, instructions=INSTRUCTIONS, setup=_reconcile_on_start)
 
-    @server.tool()
-    @tool_errors
-    async def bash_exec(
-        ctx: Context,  # type: ignore[type-arg]
-        command: str = "",
-        # A plain string (not Literal) so a wrong mode gets our structured error.
-        mode: str = "detach",
-        id: str | None = None,  # noqa: A002 - the tool's documented argument name
-        workdir: str | None = None,
-        env: dict[str, str] | None = None,
-        timeout_seconds: float | None = None,
-        wait_timeout_seconds: float | None = None,
-        tail: int | None = None,
-        after_seq: int | None = None,
-        before_seq: int | None = None,
-        limit: int | None = None,
-        force: bool = False,
-        wait: bool = False,
-        reason: str | None = None,
-    ) -> BashExecResult:
+    @ns.tool
+    async def bash_exec(tc: ToolContext, cmd: BashExec) -> BashExecResult:
         """Run and manage durable shell commands (bash -c) in this quest.
 
         Each session runs in its own process group under a monitor, with stdout and stderr
@@ -91,11 +75,6 @@ def build_server(binding: QuestBinding) -> MCPServer[ToolContext]:
           list    running sessions, with counts of every status.
           history every session, newest first (`limit`, default 50), with counts.
 
-        Args for starting: `workdir` (a directory inside the quest, relative to its root,
-        or inside one of its git worktrees; default the quest root), `env` (extra variables,
-        NAME: "value"), `timeout_seconds` (> 0: the session is terminated after that long,
-        status "terminated", reason "timeout").
-
         Session status: running | completed (exit 0) | failed (non-zero exit) |
         terminated (killed or timed out; see reason) | lost (its monitor vanished).
 
@@ -106,41 +85,41 @@ def build_server(binding: QuestBinding) -> MCPServer[ToolContext]:
           bash_exec(mode="read", id="bx-1a2b3c4d", tail=100)
           bash_exec(mode="kill", id="bx-1a2b3c4d", wait=True, reason="diverged")
         """
-        quest = tool_context(ctx).quest
+        quest = await tc.quest_async()
+        mode, session_id = cmd.mode, cmd.id
         if mode not in service.MODES:
             raise Invalid(f"unknown mode {mode!r}: use one of {', '.join(service.MODES)}", code="invalid_mode")
-        starting = mode == "detach" or (mode == "await" and id is None)
-        if starting and id is not None:
+        starting = mode == "detach" or (mode == "await" and session_id is None)
+        if starting and session_id is not None:
             raise Invalid("mode='detach' starts a new session: leave out id", code="unexpected_id")
-        if not starting and command:
+        if not starting and cmd.command:
             raise Invalid(f"mode={mode!r} does not take a command", code="unexpected_command")
         if mode == "await":
-            service.check_wait_timeout(wait_timeout_seconds)  # refuse before starting anything
+            service.check_wait_timeout(cmd.wait_timeout_seconds)  # refuse before starting anything
         if starting:
             session = await service.start_async(
-                quest, command, workdir=workdir, env=env, timeout_seconds=timeout_seconds
+                quest, cmd.command, workdir=cmd.workdir, env=cmd.env, timeout_seconds=cmd.timeout_seconds
             )
             if mode == "detach":
                 return _with_session("detach", session, message=f"started {session.id}",
                                      next=f"bash_exec(mode='await', id='{session.id}') or mode='read'")
-            id = session.id  # noqa: A001
+            session_id = session.id
         if mode == "await":
-            session = await service.await_session(quest, id, wait_timeout_seconds)  # type: ignore[arg-type]
-            return _awaited(quest, session)
+            session = await service.await_session(quest, session_id, cmd.wait_timeout_seconds)  # type: ignore[arg-type]
+            return await anyio.to_thread.run_sync(_awaited, quest, session)
         if mode == "read":
-            session = service.get_session(quest, id)
-            out = service.read_output(quest, session.id, tail=tail, after_seq=after_seq, before_seq=before_seq,
-                                      limit=limit)
-            return _with_session("read", session) | _output(out)
+            return await anyio.to_thread.run_sync(_read, quest, cmd)
         if mode == "kill":
-            session = await service.kill_async(quest, id, force=force, reason=reason, wait=wait)  # type: ignore[arg-type]
+            session = await service.kill_async(quest, session_id, force=cmd.force, reason=cmd.reason, wait=cmd.wait)  # type: ignore[arg-type]
             text = "still stopping (the monitor escalates to KILL after the grace period)" \
                 if session.status == "running" else f"ended: {session.status}"
             return _with_session("kill", session, message=text)
-        sessions, counts = service.list_sessions(quest, include_ended=mode == "history", limit=limit)
+        sessions, counts = await anyio.to_thread.run_sync(
+            lambda: service.list_sessions(quest, include_ended=mode == "history", limit=cmd.limit)
+        )
         return {"mode": mode, "sessions": [_session_dict(s) for s in sessions], "counts": counts}
 
-    return server
+    return ns.server()
 
 
 # -- private helpers -------------------------------------------------------------------
@@ -148,6 +127,14 @@ def build_server(binding: QuestBinding) -> MCPServer[ToolContext]:
 
 def _reconcile_on_start(tc: ToolContext) -> None:
     service.reconcile(tc.quest)
+
+
+def _read(quest: Any, cmd: BashExec) -> BashExecResult:
+    session = service.get_session(quest, cmd.id)
+    out = service.read_output(
+        quest, session.id, tail=cmd.tail, after_seq=cmd.after_seq, before_seq=cmd.before_seq, limit=cmd.limit
+    )
+    return _with_session("read", session) | _output(out)
 
 
 def _session_dict(session: service.Session) -> dict[str, Any]:

@@ -123,7 +123,7 @@ class ToolContext:
         self._quest: Quest | None = None
         self._error: BaseException | None = None
         self._closers: list[Callable[[], None]] = []
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()  # re-entrant: setup reads tc.quest
         self._closed = False
 
     @property
@@ -146,6 +146,12 @@ class ToolContext:
     @property
     def home(self) -> Home:
         return self.quest.home
+
+    async def quest_async(self) -> Quest:
+        """:attr:`quest` for ``async def`` tools: waits for the opening off the loop."""
+        if self._quest is not None:
+            return self._quest
+        return await anyio.to_thread.run_sync(lambda: self.quest)
 
     def on_close(self, closer: Callable[[], None]) -> None:
         """Run ``closer`` when the server stops (before the quest closes)."""
@@ -177,6 +183,7 @@ class Namespace:
 
     ``setup(tc)`` runs once, right after the quest opens, in the opening thread: it may
     add namespace state to ``tc.extra`` and register closers with ``tc.on_close``.
+    ``serial=True`` runs the namespace's blocking tools one at a time.
     """
 
     def __init__(
@@ -186,8 +193,12 @@ class Namespace:
         *,
         instructions: str,
         setup: Callable[[ToolContext], None] | None = None,
+        serial: bool = False,
     ) -> None:
         self.name = name
+        # One call at a time for namespaces whose state is not safe to share between
+        # threads (an SQLite connection, lazily opened stores).
+        self.serial = threading.Lock() if serial else None
         self.binding = binding
         self.instructions = instructions
         self.setup = setup
@@ -202,7 +213,7 @@ class Namespace:
         """
 
         def register(handler: Handler) -> Handler:
-            self.tools.append(ServiceTool.of(handler, name=name))
+            self.tools.append(ServiceTool.of(handler, name=name, serial=self.serial))
             return handler
 
         return register(fn) if fn is not None else register
@@ -232,9 +243,10 @@ class ServiceTool(Tool):
     command: Any = None
     handler: Any = None
     result_schema: dict[str, Any] | None = None
+    serial: Any = None  # a lock the blocking handler runs under, or None
 
     @classmethod
-    def of(cls, handler: Handler, *, name: str | None = None) -> ServiceTool:
+    def of(cls, handler: Handler, *, name: str | None = None, serial: threading.Lock | None = None) -> ServiceTool:
         hints = get_type_hints(handler)
         params = list(inspect.signature(handler).parameters)
         if len(params) != 2:
@@ -257,11 +269,18 @@ class ServiceTool(Tool):
             command=command,
             handler=handler,
             result_schema=output_schema(returns) if returns is not None else None,
+            serial=serial,
         )
 
     @property
     def output_schema(self) -> dict[str, Any] | None:  # type: ignore[override]
         return self.result_schema
+
+    def _call_blocking(self, tc: ToolContext, cmd: Command) -> Any:
+        if self.serial is None:
+            return self.handler(tc, cmd)
+        with self.serial:
+            return self.handler(tc, cmd)
 
     async def run(self, arguments: dict[str, Any], context: Any, convert_result: bool = False) -> Any:
         try:
@@ -270,7 +289,7 @@ class ServiceTool(Tool):
             if self.is_async:
                 result = await self.handler(tc, cmd)
             else:
-                result = await anyio.to_thread.run_sync(self.handler, tc, cmd)
+                result = await anyio.to_thread.run_sync(self._call_blocking, tc, cmd)
         except ToolError:
             raise
         except BaseException as exc:

@@ -6,17 +6,27 @@ its answer. Domain errors become ``ToolError``s with a stable ``error`` code.
 
 from __future__ import annotations
 
-import weakref
 from typing import Any, TypedDict
 
-from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver import MCPServer
 
-from ds_events.services.memory_audit import audit as audit_memory_store
-from ds_events.services.memory_records import append_record, audit_records, read_records
 from ds_events.memory.store import MemoryContext
 from ds_events.services import memory as memory_service
+from ds_events.services.memory_audit import audit as audit_memory_store
+from ds_events.services.memory_commands import (
+    AppendRecord,
+    AuditMemory,
+    AuditRecords,
+    ListRecent,
+    PromoteToGlobal,
+    ReadCard,
+    ReadRecords,
+    SearchCards,
+    WriteCard,
+)
+from ds_events.services.memory_records import append_record, audit_records, read_records
 
-from .common import QuestBinding, ToolContext, new_server, tool_context, tool_errors
+from .common import Namespace, QuestBinding, ToolContext
 
 __all__ = ["build_server", "INSTRUCTIONS"]
 
@@ -69,27 +79,15 @@ class ReadMemoryResult(TypedDict):
 def build_server(binding: QuestBinding) -> MCPServer[ToolContext]:
     """The `memory` namespace bound to one quest."""
 
-    def setup(ctx: ToolContext) -> None:
-        mem = MemoryContext(quest=ctx.quest, actor=ctx.actor)
-        ctx.extra["memory"] = mem
-        weakref.finalize(ctx, mem.close)  # the global log and indexes close with the server
+    def setup(tc: ToolContext) -> None:
+        mem = MemoryContext(quest=tc.quest, actor=tc.actor)
+        tc.extra["memory"] = mem
+        tc.on_close(mem.close)  # the global log and the indexes close with the server
 
-    server = new_server("memory", binding, instructions=INSTRUCTIONS, setup=setup)
+    ns = Namespace("memory", binding, instructions=INSTRUCTIONS, setup=setup, serial=True)
 
-    @server.tool()
-    @tool_errors
-    async def write(
-        kind: str,
-        title: str,
-        ctx: Context,
-        body: str = "",
-        markdown: str | None = None,
-        scope: str = "quest",
-        tags: list[str] | None = None,
-        metadata: dict[str, Any] | None = None,
-        supersedes: str | None = None,
-        force: bool = False,
-    ) -> WriteResult:
+    @ns.tool
+    def write(tc: ToolContext, cmd: WriteCard) -> WriteResult:
         """Save a lesson as a memory card so later turns find it instead of rediscovering it.
 
         Use after learning something durable: a paper's caveat (kind="papers"), an idea
@@ -116,13 +114,12 @@ def build_server(binding: QuestBinding) -> MCPServer[ToolContext]:
                        body="Without warmup the loss diverged in 3/3 runs.", tags=["vit"])
         """
         return memory_service.write_card(  # type: ignore[return-value]
-            _mem(ctx), kind, title, body, markdown=markdown, scope=scope, tags=tags, metadata=metadata,
-            supersedes=supersedes, force=force,
+            _mem(tc), cmd.kind, cmd.title, cmd.body, markdown=cmd.markdown, scope=cmd.scope, tags=cmd.tags,
+            metadata=cmd.metadata, supersedes=cmd.supersedes, force=cmd.force,
         )  # fmt: skip
 
-    @server.tool()
-    @tool_errors
-    async def read(ctx: Context, card_id: str | None = None, path: str | None = None, scope: str = "quest") -> dict[str, Any]:
+    @ns.tool
+    def read(tc: ToolContext, cmd: ReadCard) -> dict[str, Any]:
         """Read one card in full: fields, body, and its file text as on disk.
 
         Args:
@@ -136,19 +133,10 @@ def build_server(binding: QuestBinding) -> MCPServer[ToolContext]:
 
         Example: read(card_id="paper-0a1b2c3d")
         """
-        return memory_service.read_card(_mem(ctx), card_id=card_id, path=path, scope=scope)
+        return memory_service.read_card(_mem(tc), card_id=cmd.card_id, path=cmd.path, scope=cmd.scope)
 
-    @server.tool()
-    @tool_errors
-    async def search(
-        query: str,
-        ctx: Context,
-        scope: str = "quest",
-        limit: int = 10,
-        kind: str | None = None,
-        tags: list[str] | None = None,
-        diverse: bool = False,
-    ) -> CardsResult:
+    @ns.tool
+    def search(tc: ToolContext, cmd: SearchCards) -> CardsResult:
         """Find cards by meaning words, best first (BM25 over title, body, tags and hints).
 
         Natural-language questions work: the words are OR-ed and ranked, so a card that
@@ -167,23 +155,23 @@ def build_server(binding: QuestBinding) -> MCPServer[ToolContext]:
 
         Example: search(query="label smoothing calibration", scope="both", limit=5)
         """
-        results = memory_service.search(_mem(ctx), query, scope=scope, limit=limit, kind=kind, tags=tags, diverse=diverse)
+        results = memory_service.search(
+            _mem(tc), cmd.query, scope=cmd.scope, limit=cmd.limit, kind=cmd.kind, tags=cmd.tags, diverse=cmd.diverse
+        )
         return {"count": len(results), "results": results}
 
-    @server.tool()
-    @tool_errors
-    async def list_recent(ctx: Context, scope: str = "quest", limit: int = 10, kind: str | None = None) -> CardsResult:
+    @ns.tool
+    def list_recent(tc: ToolContext, cmd: ListRecent) -> CardsResult:
         """The most recently written or changed active cards, newest first.
 
         Args: scope (quest | global | both), limit (1-100), kind (optional filter).
         Example: list_recent(kind="decisions", limit=5)
         """
-        results = memory_service.list_recent(_mem(ctx), scope=scope, limit=limit, kind=kind)
+        results = memory_service.list_recent(_mem(tc), scope=cmd.scope, limit=cmd.limit, kind=cmd.kind)
         return {"count": len(results), "results": results}
 
-    @server.tool()
-    @tool_errors
-    async def promote_to_global(ctx: Context, card_id: str | None = None, path: str | None = None) -> PromoteResult:
+    @ns.tool
+    def promote_to_global(tc: ToolContext, cmd: PromoteToGlobal) -> PromoteResult:
         """Copy a quest card into global memory (visible to every quest), with provenance.
 
         Use for lessons that hold beyond this quest. Both logs record the promotion; the
@@ -191,11 +179,10 @@ def build_server(binding: QuestBinding) -> MCPServer[ToolContext]:
 
         Args: card_id, or path of the quest card. Example: promote_to_global(card_id="knowledge-1a2b3c4d")
         """
-        return memory_service.promote_to_global(_mem(ctx), card_id=card_id, path=path)  # type: ignore[return-value]
+        return memory_service.promote_to_global(_mem(tc), card_id=cmd.card_id, path=cmd.path)  # type: ignore[return-value]
 
-    @server.tool()
-    @tool_errors
-    async def audit(ctx: Context, scope: str = "quest") -> dict[str, Any]:
+    @ns.tool
+    def audit(tc: ToolContext, cmd: AuditMemory) -> dict[str, Any]:
         """A read-only health report of memory (changes nothing).
 
         Reports counts per kind, near-duplicate clusters among active cards,
@@ -203,33 +190,20 @@ def build_server(binding: QuestBinding) -> MCPServer[ToolContext]:
         and the log (modified / missing / untracked files; `ds memory import` takes them in).
         Args: scope: quest | global | both. Example: audit()
         """
-        return audit_memory_store(_mem(ctx), scope)
+        return audit_memory_store(_mem(tc), cmd.scope)
 
-    @server.tool()
-    @tool_errors
-    async def read_memory(
-        ctx: Context, task_description: str = "", tags: list[str] | None = None, top_k: int = 5
-    ) -> ReadMemoryResult:
+    @ns.tool
+    def read_memory(tc: ToolContext, cmd: ReadRecords) -> ReadMemoryResult:
         """Records relevant to a task: top_k relevant and mutually different, grouped by type,
         mistakes and constraints first. With no arguments: a one-line digest of every record.
 
         Args: task_description (what you are about to do), tags (filter), top_k (1-100).
         Example: read_memory(task_description="rerun the tokenizer ablation", top_k=5)
         """
-        return read_records(_mem(ctx), task_description, tags=tags, top_k=top_k)  # type: ignore[return-value]
+        return read_records(_mem(tc), cmd.task_description, tags=cmd.tags, top_k=cmd.top_k)  # type: ignore[return-value]
 
-    @server.tool()
-    @tool_errors
-    async def append_memory(
-        record_type: str,
-        summary: str,
-        detail: str,
-        session_id: str,
-        ctx: Context,
-        tags: list[str] | None = None,
-        supersedes: str | None = None,
-        force: bool = False,
-    ) -> WriteResult:
+    @ns.tool
+    def append_memory(tc: ToolContext, cmd: AppendRecord) -> WriteResult:
         """Append a typed record (id mem-NNN) to the quest's memory.
 
         Args:
@@ -246,17 +220,18 @@ def build_server(binding: QuestBinding) -> MCPServer[ToolContext]:
                  vocab change", detail="rm -rf ~/.cache/tok before rerunning", session_id="s-12")
         """
         return append_record(  # type: ignore[return-value]
-            _mem(ctx), record_type, summary, detail, session_id, tags=tags, supersedes=supersedes, force=force
+            _mem(tc), cmd.record_type, cmd.summary, cmd.detail, cmd.session_id, tags=cmd.tags, supersedes=cmd.supersedes,
+            force=cmd.force,
         )
 
-    @server.tool()
-    @tool_errors
-    async def audit_memory(ctx: Context) -> dict[str, Any]:
+    @ns.tool
+    def audit_memory(tc: ToolContext, cmd: AuditRecords) -> dict[str, Any]:
         """The audit report restricted to records, counted per record type. Example: audit_memory()"""
-        return audit_records(_mem(ctx))
+        return audit_records(_mem(tc))
 
-    return server
+    return ns.server()
 
 
-def _mem(ctx: Context) -> MemoryContext:  # type: ignore[type-arg]
-    return tool_context(ctx).extra["memory"]  # type: ignore[no-any-return]
+def _mem(tc: ToolContext) -> MemoryContext:
+    tc.quest  # noqa: B018 - opens the quest (and runs setup) if it is not open yet
+    return tc.extra["memory"]  # type: ignore[no-any-return]

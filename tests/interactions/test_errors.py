@@ -14,12 +14,15 @@ from ds_events.cli import interact as _interact_cli  # noqa: F401 - registers ds
 from ds_events.home import Home, Quest
 from ds_events.services import connectors
 from ds_events.services import interactions as service
+from ds_events.services.commands import decode_command
+from ds_events.services.interactions import Interact, Reply
 from ds_events.errors import ServiceError
 from tests.helpers import tool_error
 
 from .clients import artifact_client
 
 OPTIONS = [{"id": "a", "label": "A"}, {"id": "b", "label": "B"}]
+ARGUMENT_CODES = {"invalid_argument", "missing_argument", "unknown_argument"}  # decoding, at every edge
 Act = Callable[[Quest, mcp.Client, dict[str, str]], Awaitable[dict[str, Any]]]
 
 
@@ -40,7 +43,8 @@ def svc(fn: Callable[[Quest, dict[str, str]], Any]) -> Act:
 
 
 def reply(key: str, text: str = "ok", **kw: Any) -> Act:
-    return svc(lambda q, ids: service.reply(q, ids[key], text, **kw))
+    """A reply as any edge sends it: decoded from JSON, then the service."""
+    return svc(lambda q, ids: service.reply(q, decode_command(Reply, {"interaction_id": ids[key], "text": text, **kw})))
 
 
 CASES: list[tuple[str, str, Act]] = [
@@ -66,7 +70,7 @@ CASES: list[tuple[str, str, Act]] = [
      tool("interact", {"kind": "decision_request", "message": "?", "options": OPTIONS, "reply_schema": {"properties": {}}})),
     ("unknown_interaction", "reply_to unknown id", tool("interact", {"message": "hi", "reply_to_interaction_id": "ia-nope"})),
     ("unknown_interaction", "get unknown interaction", tool("get_interaction", {"interaction_id": "ia-nope"})),
-    ("unknown_interaction", "reply to unknown interaction", svc(lambda q, ids: service.reply(q, "ia-nope", "x"))),
+    ("unknown_interaction", "reply to unknown interaction", svc(lambda q, ids: service.reply(q, Reply(interaction_id="ia-nope", text="x")))),
     ("invalid_dedupe_key", "empty dedupe key", tool("interact", {"message": "hi", "dedupe_key": ""})),
     ("invalid_limit", "limit too large", tool("interact", {"message": "hi", "recent_message_limit": 51})),
     ("invalid_limit", "negative limit", tool("interact", {"message": "hi", "recent_message_limit": -1})),
@@ -76,7 +80,10 @@ CASES: list[tuple[str, str, Act]] = [
     ("reply_not_expected", "reply to a progress update", reply("progress")),
     ("already_answered", "second reply to a blocking request", reply("answered")),
     ("unknown_option", "option not offered", reply("blocking", option_id="c")),
-    ("invalid_reply_data", "data not an object", reply("blocking", data=[1, 2])),  # type: ignore[arg-type]
+    ("invalid_argument", "reply data not an object", reply("blocking", data=[1, 2])),
+    ("invalid_argument", "message not a string", tool("interact", {"message": 5})),
+    ("missing_argument", "interact without a message", tool("interact", {"kind": "progress"})),
+    ("unknown_argument", "a misspelled argument", tool("interact", {"message": "hi", "reply_mod": "none"})),
     ("reply_schema_mismatch", "data misses a required key", reply("schema", data={"lr": "high"})),
     ("unknown_connector", "unknown connector", svc(lambda q, ids: connectors.bind(q, "carrier-pigeon", "http://x.test/"))),
     ("invalid_url", "not http", svc(lambda q, ids: connectors.bind(q, "webhook", "ftp://x.test/hook"))),
@@ -101,14 +108,14 @@ def _setup(quest: Quest) -> dict[str, str]:
     """Interactions the cases refer to (made before the 'nothing written' snapshot)."""
     schema = {"type": "object", "properties": {"lr": {"type": "number"}}, "required": ["lr", "epochs"]}
     ids = {
-        "progress": service.interact(quest, message="progress")["interaction_id"],
-        "threaded": service.interact(quest, kind="answer", message="answer", reply_mode="threaded")["interaction_id"],
-        "blocking": service.interact(quest, kind="decision_request", message="?", options=OPTIONS)["interaction_id"],
-        "answered": service.interact(quest, kind="decision_request", message="??", options=OPTIONS)["interaction_id"],
-        "schema": service.interact(quest, kind="decision_request", message="lr?", options=OPTIONS,
-                                   reply_schema=schema)["interaction_id"],
+        "progress": service.interact(quest, Interact(message="progress")).interaction_id,
+        "threaded": service.interact(quest, Interact(kind="answer", message="answer", reply_mode="threaded")).interaction_id,
+        "blocking": service.interact(quest, Interact(kind="decision_request", message="?", options=OPTIONS)).interaction_id,
+        "answered": service.interact(quest, Interact(kind="decision_request", message="??", options=OPTIONS)).interaction_id,
+        "schema": service.interact(quest, Interact(kind="decision_request", message="lr?", options=OPTIONS,
+                                                   reply_schema=schema)).interaction_id,
     }
-    service.reply(quest, ids["answered"], "a", option_id="a")
+    service.reply(quest, Reply(interaction_id=ids["answered"], text="a", option_id="a"))
     connectors.bind(quest, "webhook", "http://hook.test/bound", settings={"max_attempts": 1})
     return ids
 
@@ -132,7 +139,7 @@ async def test_bad_input_gets_a_structured_error_with_a_stable_code_and_writes_n
 
 
 def test_every_error_code_of_interactions_and_delivery_has_a_case() -> None:
-    assert {code for code, _, _ in CASES} == set(service.ERROR_CODES)
+    assert {code for code, _, _ in CASES} == set(service.ERROR_CODES) | ARGUMENT_CODES
 
 
 def test_the_cli_reports_a_bad_reply_or_binding_as_one_line_and_exits_non_zero(
@@ -143,6 +150,7 @@ def test_the_cli_reports_a_bad_reply_or_binding_as_one_line_and_exits_non_zero(
         (["binding", "add", "q1", "ftp://x.test/"], "error: a webhook target must be an http(s) URL"),
         (["binding", "remove", "q1", "local"], "error: the local binding cannot be removed"),
         (["reply", "q1", "ia-nope", "yes", "--data", "{bad"], "error: --data is not valid JSON"),
+        (["reply", "q1", "ia-nope", "yes", "--data", "[1]"], "error: argument 'data' must be an object or null, got an array"),
     ]:
         seq = quest.log.last_seq
         with pytest.raises(SystemExit) as exit_info:
@@ -154,7 +162,7 @@ def test_the_cli_reports_a_bad_reply_or_binding_as_one_line_and_exits_non_zero(
 
 
 def test_the_cli_answers_a_request_and_lists_what_waits(quest: Quest, capsys: pytest.CaptureFixture[str]) -> None:
-    iid = service.interact(quest, kind="decision_request", message="Which seed?", options=OPTIONS)["interaction_id"]
+    iid = service.interact(quest, Interact(kind="decision_request", message="Which seed?", options=OPTIONS)).interaction_id
     with pytest.raises(SystemExit) as exit_info:
         main(["inbox", "q1"])
     assert exit_info.value.code == 0 and iid in capsys.readouterr().out

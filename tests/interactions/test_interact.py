@@ -11,6 +11,7 @@ from ds_events.events.interaction import InteractionSent, MailboxDelivered
 from ds_events.home import Home, Quest
 from ds_events.replay import replay_quest
 from ds_events.services import interactions as service
+from ds_events.services.interactions import Interact, Reply
 from ds_events.services import quests as quest_service
 
 from .clients import artifact_client, call
@@ -77,7 +78,7 @@ async def test_a_decision_request_blocks_by_default_and_stays_open_until_a_reply
         assert nothing["new_messages"] == []
         assert quest.state("interactions").open_requests == [iid]
 
-        answer = service.reply(quest, iid, "Go wider", option_id="wider")
+        answer = service.reply(quest, Reply(interaction_id=iid, text="Go wider", option_id="wider"))
         assert quest.state("interactions").open_requests == []
         looked = await call(client, "get_interaction", {"interaction_id": iid})
         assert looked["interaction"]["status"] == "answered" and looked["replies"][0]["option_id"] == "wider"
@@ -134,8 +135,8 @@ async def test_a_threaded_answer_can_refer_to_a_user_message_and_take_replies(ho
         })
         event = quest.log.read(types=["interaction.sent"])[-1]
         assert isinstance(event, InteractionSent) and event.reply_to_interaction_id == question.id
-        service.reply(quest, r["interaction_id"], "Thanks, rerun it with warmup")
-        service.reply(quest, r["interaction_id"], "And keep the seed")  # threaded: many replies, stays open
+        service.reply(quest, Reply(interaction_id=r["interaction_id"], text="Thanks, rerun it with warmup"))
+        service.reply(quest, Reply(interaction_id=r["interaction_id"], text="And keep the seed"))  # threaded: many replies, stays open
         assert quest.state("interactions").interactions[r["interaction_id"]].status == "sent"
         got = await call(client, "interact", {"message": "Rerunning with warmup"})
         assert [m["text"] for m in got["new_messages"]] == ["Thanks, rerun it with warmup", "And keep the seed"]
@@ -143,9 +144,9 @@ async def test_a_threaded_answer_can_refer_to_a_user_message_and_take_replies(ho
 
 def test_replay_rewrites_the_interaction_files_byte_for_byte(quest: Quest) -> None:
     quest_service.post_message(quest, "hello")
-    r = service.interact(quest, kind="decision_request", message="A or B?", options=OPTIONS)
-    service.reply(quest, r["interaction_id"], "A", option_id="wider")
-    service.interact(quest, kind="milestone", message="Baseline confirmed")
+    r = service.interact(quest, Interact(kind="decision_request", message="A or B?", options=OPTIONS))
+    service.reply(quest, Reply(interaction_id=r.interaction_id, text="A", option_id="wider"))
+    service.interact(quest, Interact(kind="milestone", message="Baseline confirmed"))
     files = sorted((quest.root / "interactions").rglob("*.json")) + [quest.root / "interactions" / "open_requests.md"]
     before = {p: p.read_bytes() for p in files}
     assert len(files) == 3 + 1
@@ -155,7 +156,7 @@ def test_replay_rewrites_the_interaction_files_byte_for_byte(quest: Quest) -> No
     first = {p: p.read_bytes() for p in files}
     replay_quest(quest.root, quest_id=quest.id)
     assert first == before == {p: p.read_bytes() for p in files}
-    record = json.loads((quest.root / "interactions" / "records" / f"{r['interaction_id']}.json").read_text())
+    record = json.loads((quest.root / "interactions" / "records" / f"{r.interaction_id}.json").read_text())
     assert record["status"] == "answered" and record["options"] == OPTIONS
     assert all(isinstance(e, MailboxDelivered) for e in quest.log.read(types=["mailbox.delivered"]))
 

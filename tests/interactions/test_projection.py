@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from ds_events.home import Home
 from ds_events.services import interactions as service
+from ds_events.services.interactions import Interact, Reply
 from ds_events.services import quests as quest_service
 from projections import fold
 from projections import interactions as view
@@ -34,13 +35,13 @@ def test_folding_the_whole_log_equals_the_live_state_and_snapshots_round_trip(op
             if kind == "message":
                 quest_service.post_message(quest, arg)
             elif kind == "progress":
-                service.interact(quest, message=arg)
+                service.interact(quest, Interact(message=arg))
             elif kind == "decision":
-                service.interact(quest, kind="decision_request", message=arg, options=OPTIONS)
+                service.interact(quest, Interact(kind="decision_request", message=arg, options=OPTIONS))
             elif kind == "reply":
                 open_requests = quest.state("interactions").open_requests
                 if open_requests:
-                    service.reply(quest, open_requests[0], arg, option_id=arg)
+                    service.reply(quest, Reply(interaction_id=open_requests[0], text=arg, option_id=arg))
             else:
                 service.consume_mailbox(quest)
         live = quest.state("interactions")

@@ -13,6 +13,8 @@ from ds_events.events.interaction import DeliveryAttempted
 from ds_events.home import Home, Quest
 from ds_events.services import connectors
 from ds_events.services import interactions as service
+from ds_events.services.interactions import Interact
+from handlers.connectors import webhook
 
 from .clients import artifact_client, call
 
@@ -71,30 +73,30 @@ async def test_a_webhook_that_fails_temporarily_is_retried_and_each_attempt_is_a
 ) -> None:
     hook = Receiver([503, 429, 200])
     bound = connectors.bind(quest, "webhook", await hook.start(aiohttp_server), settings=FAST)
-    r = await service.interact_async(quest, message="Epoch 1 done")
+    r = await service.interact_async(quest, Interact(message="Epoch 1 done"), deliver=webhook.deliver)
     assert attempts(quest, bound.binding_id) == [(1, "retrying", 503), (2, "retrying", 429), (3, "delivered", 200)]
     assert [h["X-DS-Attempt"] for h, _ in hook.requests] == ["1", "2", "3"]
     assert len({h["Idempotency-Key"] for h, _ in hook.requests}) == 1
-    webhook = next(d for d in r["deliveries"] if d["binding_id"] == bound.binding_id)
-    assert webhook["outcome"] == "delivered" and webhook["attempts"] == 3
+    hooked = next(d for d in r.deliveries if d.binding_id == bound.binding_id)
+    assert hooked.outcome == "delivered" and hooked.attempts == 3
 
 
 async def test_a_webhook_that_keeps_failing_ends_with_a_recorded_final_failure(quest: Quest, aiohttp_server: Server) -> None:
     hook = Receiver([500])
     bound = connectors.bind(quest, "webhook", await hook.start(aiohttp_server), settings=FAST)
-    r = await service.interact_async(quest, message="Epoch 2 done")
+    r = await service.interact_async(quest, Interact(message="Epoch 2 done"), deliver=webhook.deliver)
     assert attempts(quest, bound.binding_id) == [(1, "retrying", 500), (2, "retrying", 500), (3, "failed", 500)]
     assert len(hook.requests) == 3
-    status = quest.state("interactions").interactions[r["interaction_id"]].deliveries[bound.binding_id]
+    status = quest.state("interactions").interactions[r.interaction_id].deliveries[bound.binding_id]
     assert (status.outcome, status.attempts, status.error) == ("failed", 3, "HTTP 500 Internal Server Error")
     # A final failure is not resumed later.
-    assert await connectors.deliver_pending(quest) == [] and len(hook.requests) == 3
+    assert await webhook.deliver_pending(quest) == [] and len(hook.requests) == 3
 
 
 async def test_a_client_error_from_the_webhook_is_not_retried(quest: Quest, aiohttp_server: Server) -> None:
     hook = Receiver([400])
     bound = connectors.bind(quest, "webhook", await hook.start(aiohttp_server), settings=FAST)
-    await service.interact_async(quest, message="Epoch 3 done")
+    await service.interact_async(quest, Interact(message="Epoch 3 done"), deliver=webhook.deliver)
     assert attempts(quest, bound.binding_id) == [(1, "failed", 400)] and len(hook.requests) == 1
 
 
@@ -104,7 +106,7 @@ async def test_an_unreachable_webhook_fails_after_the_retry_budget(quest: Quest,
     url = str(server.make_url("/hook"))
     await server.close()  # nothing listens on that loopback port any more
     bound = connectors.bind(quest, "webhook", url, settings={**FAST, "max_attempts": 2})
-    await service.interact_async(quest, message="Epoch 4 done")
+    await service.interact_async(quest, Interact(message="Epoch 4 done"), deliver=webhook.deliver)
     events = [e for e in quest.log.read(types=["delivery.attempted"]) if e.binding_id == bound.binding_id]
     assert [(e.attempt, e.outcome, e.status_code) for e in events] == [(1, "retrying", None), (2, "failed", None)]
     assert all("ClientConnectorError" in e.error for e in events)
@@ -115,11 +117,11 @@ async def test_deliver_pending_resumes_an_interrupted_retry_without_restarting_t
 ) -> None:
     hook = Receiver([200])
     bound = connectors.bind(quest, "webhook", await hook.start(aiohttp_server), settings=FAST)
-    r = service.interact(quest, message="Evaluation finished")  # sent, webhook not yet delivered
+    r = service.interact(quest, Interact(message="Evaluation finished"))  # sent, webhook not yet delivered
     # The process that sent it failed once, recorded it, and died before retrying.
-    quest.emit(DeliveryAttempted(interaction_id=r["interaction_id"], binding_id=bound.binding_id, connector="webhook",
+    quest.emit(DeliveryAttempted(interaction_id=r.interaction_id, binding_id=bound.binding_id, connector="webhook",
                                  attempt=1, outcome="retrying", error="HTTP 502 Bad Gateway", status_code=502))
-    resumed = await connectors.deliver_pending(quest)
+    resumed = await webhook.deliver_pending(quest)
     assert [(e.attempt, e.outcome) for e in resumed] == [(2, "delivered")]
     assert [b["attempt"] for _, b in hook.requests] == [2]
 
@@ -139,8 +141,8 @@ async def test_the_routing_policy_chooses_which_bindings_receive_an_interaction(
     connectors.bind(quest, "webhook", await a.start(aiohttp_server), binding_id="hook-a", settings=FAST)
     connectors.bind(quest, "webhook", await b.start(aiohttp_server), binding_id="hook-b", primary=True, settings=FAST)
     connectors.set_routing_policy(quest, policy)
-    r = await service.interact_async(quest, message=f"Routed under {policy}")
-    assert {d["binding_id"] for d in r["deliveries"] if d["outcome"] == "delivered"} == expected
+    r = await service.interact_async(quest, Interact(message=f"Routed under {policy}"), deliver=webhook.deliver)
+    assert {d.binding_id for d in r.deliveries if d.outcome == "delivered"} == expected
     assert bool(a.requests) == ("hook-a" in expected) and bool(b.requests) == ("hook-b" in expected)
 
 
@@ -150,10 +152,10 @@ async def test_primary_only_without_a_primary_falls_back_to_local_and_unbinding_
     hook = Receiver([200])
     connectors.bind(quest, "webhook", await hook.start(aiohttp_server), binding_id="hook-a", settings=FAST)
     connectors.set_routing_policy(quest, "primary_only")
-    r = await service.interact_async(quest, message="Only local")
-    assert [d["binding_id"] for d in r["deliveries"]] == ["local"] and hook.requests == []
+    r = await service.interact_async(quest, Interact(message="Only local"), deliver=webhook.deliver)
+    assert [d.binding_id for d in r.deliveries] == ["local"] and hook.requests == []
     connectors.set_routing_policy(quest, "fanout_all")
     connectors.unbind(quest, "hook-a", reason="channel archived")
-    r = await service.interact_async(quest, message="Still only local")
-    assert [d["binding_id"] for d in r["deliveries"]] == ["local"] and hook.requests == []
+    r = await service.interact_async(quest, Interact(message="Still only local"), deliver=webhook.deliver)
+    assert [d.binding_id for d in r.deliveries] == ["local"] and hook.requests == []
     assert '"active": false' in (quest.root / "interactions" / "bindings.json").read_text()

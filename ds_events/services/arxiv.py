@@ -2,8 +2,9 @@
 
 A fetcher is any callable ``fetcher(paper_id) -> dict | Awaitable[dict]`` returning at
 least ``title`` (and usually ``authors``, ``abstract``, ``published``, ``sections`` as
-``[{"title", "text"}]`` or a plain ``text``). The default one asks the arXiv Atom API at
-``config.yaml: arxiv.api_url``; without a network it fails with ``arxiv_offline``.
+``[{"title", "text"}]`` or a plain ``text``). The adapters pass one that asks the arXiv
+Atom API at ``config.yaml: arxiv.api_url`` (``handlers.connectors.arxiv``); without a
+network it fails with ``arxiv_offline``.
 Only a validated paper is cached, so an outage or a bad answer never poisons the cache.
 Error codes: ``invalid_paper_id``, ``invalid_mode``, ``arxiv_offline``,
 ``arxiv_not_found``, ``arxiv_bad_response``, ``arxiv_fetch_failed``.
@@ -19,14 +20,13 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-import aiohttp
 import msgspec
 
 from ds_events.home import Home
 from ds_events.errors import Invalid, NotFound, ServiceError
 from ds_events.paths import write_atomic
 
-__all__ = ["Fetcher", "ArxivApiFetcher", "DEFAULT_API_URL", "read_paper", "normalise_paper_id", "MODES"]
+__all__ = ["Fetcher", "DEFAULT_API_URL", "api_url", "read_paper", "normalise_paper_id", "parse_atom", "MODES"]
 
 Fetcher = Callable[[str], "dict[str, Any] | Awaitable[dict[str, Any]]"]
 DEFAULT_API_URL = "https://export.arxiv.org/api/query"
@@ -37,32 +37,12 @@ _PREFIXES = ("https://arxiv.org/abs/", "http://arxiv.org/abs/", "https://arxiv.o
 _ATOM = "{http://www.w3.org/2005/Atom}"
 
 
-class ArxivApiFetcher:
-    """Fetch metadata and abstract from an arXiv-compatible Atom API."""
-
-    def __init__(self, api_url: str = DEFAULT_API_URL, *, timeout: float = 20.0) -> None:
-        self.api_url = api_url
-        self.timeout = timeout
-
-    async def __call__(self, paper_id: str) -> dict[str, Any]:
-        try:
-            async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=self.timeout)) as session:
-                async with session.get(self.api_url, params={"id_list": paper_id}) as resp:
-                    if resp.status == 404:
-                        raise NotFound(f"arXiv has no paper {paper_id!r}", code="arxiv_not_found", paper_id=paper_id)
-                    if resp.status >= 400:
-                        raise ServiceError(f"arXiv answered HTTP {resp.status}", code="arxiv_fetch_failed", status=resp.status)
-                    body = await resp.read()
-        except (aiohttp.ClientConnectionError, asyncio.TimeoutError, OSError) as exc:
-            raise ServiceError(
-                f"cannot reach arXiv at {self.api_url} ({type(exc).__name__}): offline? Nothing was cached.",
-                code="arxiv_offline",
-                paper_id=paper_id,
-            ) from None
-        return _parse_atom(body, paper_id)
+def api_url(home: Home) -> str:
+    """The arXiv API to ask: ``config.yaml: arxiv.api_url``, else the public one."""
+    return (home.config().get("arxiv") or {}).get("api_url") or DEFAULT_API_URL
 
 
-async def read_paper(home: Home, paper_id: Any, mode: Any = "read", fetcher: Fetcher | None = None) -> dict[str, Any]:
+async def read_paper(home: Home, paper_id: Any, mode: Any, fetcher: Fetcher) -> dict[str, Any]:
     """The paper from the cache, or fetched (then cached). ``mode="list"`` returns its
     metadata and section titles; ``mode="read"`` also the abstract and full text."""
     pid = normalise_paper_id(paper_id)
@@ -101,17 +81,14 @@ def normalise_paper_id(value: Any) -> str:
     return pid
 
 
-async def _fetch(home: Home, pid: str, fetcher: Fetcher | None) -> dict[str, Any]:
-    if fetcher is None:
-        api_url = (home.config().get("arxiv") or {}).get("api_url") or DEFAULT_API_URL
-        fetcher = ArxivApiFetcher(api_url)
+async def _fetch(home: Home, pid: str, fetcher: Fetcher) -> dict[str, Any]:
     try:
         result = fetcher(pid)
         if inspect.isawaitable(result):
             result = await result
     except ServiceError:
         raise
-    except (ConnectionError, OSError, asyncio.TimeoutError, aiohttp.ClientConnectionError) as exc:
+    except (ConnectionError, OSError, asyncio.TimeoutError) as exc:
         raise ServiceError(f"cannot fetch {pid}: {exc}; offline? Nothing was cached.", code="arxiv_offline", paper_id=pid) from None
     except Exception as exc:  # a third-party fetcher: report, never cache
         raise ServiceError(f"fetching {pid} failed: {type(exc).__name__}: {exc}", code="arxiv_fetch_failed", paper_id=pid) from None
@@ -141,7 +118,8 @@ def _clean(raw: Any, pid: str) -> dict[str, Any]:
     }
 
 
-def _parse_atom(body: bytes, pid: str) -> dict[str, Any]:
+def parse_atom(body: bytes, pid: str) -> dict[str, Any]:
+    """The paper in an arXiv Atom API answer (for fetchers that talk to that API)."""
     try:
         root = ET.fromstring(body)
     except ET.ParseError:

@@ -1,0 +1,1 @@
+"""Delivery to the world outside the quest: the connectors that talk over the network."""
