@@ -20,7 +20,8 @@ from dataclasses import dataclass, field
 import msgspec
 
 from .events import Event, EventDecodeError, LogRepaired, decode_line, encode, new_event_id, utc_now
-from .log import EventLog, _fsync_dir, append_lock, line_hash
+from .fdio import fsync_dir
+from .log import EventLog, append_lock, line_hash
 
 __all__ = ["Problem", "VerifyReport", "verify_log", "repair_log", "RepairReport"]
 
@@ -177,7 +178,7 @@ def repair_log(path: str, *, quest_id: str = "", actor: str = "cli") -> RepairRe
         os.replace(tmp, path)
         if os.path.exists(path + ".idx"):  # the sparse index describes the old bytes
             os.remove(path + ".idx")
-        _fsync_dir(directory)
+        fsync_dir(directory)
     EventLog(path, quest_id=quest_id).close()  # rebuild the index now, not on a later open
     return report
 

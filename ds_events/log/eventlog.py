@@ -1,0 +1,509 @@
+"""``EventLog``: the append-only, typed, hash-chained log of one quest (or global memory).
+
+Several processes append to one log (the daemon, MCP servers, the CLI). An append takes
+the append lock (:mod:`.lock`), catches up with whatever other processes appended since
+it last looked, assigns the next ``seq`` and the ``prev`` hash (:mod:`.format`), writes
+the whole batch with one ``write``, releases the lock, and syncs per the durability
+policy before returning (:mod:`.sync`). Syncing outside the lock is safe because a sync
+covers every byte written to the file before it, whoever wrote it: what is durable is
+always a prefix of the log. Readers never take the lock: they only consume complete
+lines (:mod:`.scan`), seeking through the sparse index (:mod:`.index`).
+
+Policy ``group`` shares writes and syncs between appends in flight in one process
+(:mod:`.group`). A torn tail left by a crashed writer is quarantined on open or by the
+next appender (:mod:`.recovery`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import threading
+from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
+from typing import Literal
+
+import msgspec
+
+from ..errors import LogError
+from ..events import Event, LogRecovered, decode_line, encode, new_event_id, utc_now
+from ..fdio import fsync_dir, stat_or_none, write_all
+from .format import encode_batches, line_hash, line_id, line_seq, line_type
+from .group import AsyncGroupCommit, ThreadGroupCommit
+from .index import INDEX_EVERY, SparseIndex
+from .lock import FileLock
+from .recovery import Torn, find_tail, quarantine
+from .scan import scan_lines
+from .sync import DurableFile
+
+__all__ = ["EventLog", "Transaction", "Policy"]
+
+Policy = Literal["always", "group", "never"]
+
+
+class EventLog:
+    """One quest's (or global memory's) event log at ``path``.
+
+    ``policy``: ``always`` syncs every append call; ``group`` lets appends that are in
+    flight at the same time in this process share one write and one sync; ``never``
+    leaves syncing to the OS. Every policy returns only after the write completed and,
+    unless ``never``, the data reached the disk. If a sync fails, the appends it covered
+    raise :class:`LogError` and this handle refuses further appends: reopen the log.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        quest_id: str = "",
+        actor: str = "",
+        policy: Policy = "group",
+        recover: bool = True,
+    ) -> None:
+        if policy not in ("always", "group", "never"):
+            raise ValueError(f"unknown durability policy {policy!r}: use always, group or never")
+        self.path = os.fspath(path)
+        self.quest_id = quest_id
+        self.actor = actor
+        self.policy: Policy = policy
+        self.recovered: LogRecovered | None = None
+        parent = os.path.dirname(self.path) or "."
+        os.makedirs(parent, exist_ok=True)
+        created = not os.path.exists(self.path)
+        self._file = DurableFile(self.path)
+        try:
+            self._lock = FileLock(self.path + ".lock")
+        except BaseException:
+            self._file.close(sync=False)
+            raise
+        self._index = SparseIndex(self.path + ".idx")
+        target = _CommitTarget(self)
+        self._threads = ThreadGroupCommit(target)
+        self._async = AsyncGroupCommit(target)
+        self._waiters: set[tuple[asyncio.AbstractEventLoop, asyncio.Event]] = set()
+        self._ids: dict[str, int] | None = None  # event id -> seq, built on first need
+        self._reset_state()
+        try:
+            if created:
+                fsync_dir(parent)
+            with self._lock:
+                self._load_tail(recover=recover)
+                self._load_index()
+            if self.recovered is not None:
+                self.recovered = self.append(self.recovered)
+        except BaseException:
+            self.close()
+            raise
+
+    # -- public API -----------------------------------------------------------------
+
+    @property
+    def last_seq(self) -> int:
+        """The highest seq in the log, including other processes' appends."""
+        self._refresh()
+        return self._last_seq
+
+    def append(self, event: Event | Sequence[Event]) -> Event | list[Event]:
+        """Append one event (returns it as stored) or a batch atomically (returns a list).
+
+        An event that carries an ``id`` already in the log is not appended again; the
+        stored one is returned, so a retried append is idempotent.
+        """
+        single = isinstance(event, Event)
+        events = [event] if single else list(event)  # type: ignore[list-item, arg-type]
+        if not events:
+            return []
+        if self.policy == "group" and not self._lock.held_by_me():
+            stored = self._threads.append(events)
+        else:  # (inside this thread's own transaction a group could never form)
+            stored = self._commit([events])[0]
+        return stored[0] if single else stored
+
+    async def append_async(self, event: Event | Sequence[Event]) -> Event | list[Event]:
+        """Like :meth:`append` without blocking the loop.
+
+        Under ``group`` (and ``never``) concurrent calls share one write, and one sync
+        covers every group written while the previous sync was in flight.
+        """
+        single = isinstance(event, Event)
+        events = [event] if single else list(event)  # type: ignore[list-item, arg-type]
+        if not events:
+            return []
+        if self.policy == "always":
+            loop = asyncio.get_running_loop()
+            stored = (await loop.run_in_executor(None, self._commit, [events]))[0]
+        else:
+            stored = await self._async.append(events)
+        return stored[0] if single else stored
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[Transaction]:
+        """Hold the append lock across a read-decide-append sequence.
+
+        Inside, no other process or thread can append: the log is caught up on entry,
+        reads see every event, and ``txn.append`` writes (and syncs) at once. Use it
+        for check-then-write rules that must hold across processes (exactly-once
+        delivery, duplicate refusal). Keep it short and synchronous: every appender
+        waits on it, and it must not span an ``await`` (async appends on the same loop
+        wait for it to end; a synchronous ``append`` from another coroutine on the same
+        thread would land inside it).
+        """
+        self._file.usable()
+        with self._lock:
+            self._catch_up()
+            yield Transaction(self)
+        self._wake_followers()
+
+    def read(self, after_seq: int = 0, limit: int | None = None, types: Iterable[str] | None = None) -> list[Event]:
+        """Events with ``seq > after_seq`` in order, at most ``limit``, optionally only ``types``."""
+        wanted = {t.encode() for t in types} if types is not None else None
+        out: list[Event] = []
+        for _seq, line in self.iter_lines(after_seq):
+            if wanted is not None and line_type(line) not in wanted:
+                continue
+            out.append(decode_line(line))
+            if limit is not None and len(out) >= limit:
+                break
+        return out
+
+    def get(self, seq: int) -> Event | None:
+        """The event with this seq, or None."""
+        found = self.read(after_seq=seq - 1, limit=1)
+        return found[0] if found and found[0].seq == seq else None
+
+    def tail(self, n: int, types: Iterable[str] | None = None) -> list[Event]:
+        """The last ``n`` events (of ``types`` if given) in log order."""
+        if types is None:
+            return self.read(after_seq=max(0, self.last_seq - n))
+        return self.read_reverse(limit=n, types=types)[::-1]
+
+    def read_reverse(
+        self, before_seq: int | None = None, limit: int = 100, types: Iterable[str] | None = None
+    ) -> list[Event]:
+        """Events with ``seq < before_seq`` newest first, scanning back window by window."""
+        end = (self.last_seq + 1) if before_seq is None else before_seq
+        out: list[Event] = []
+        window = max(limit, INDEX_EVERY)
+        while end > 1 and len(out) < limit:
+            start = max(0, end - 1 - window)
+            chunk = [e for e in self.read(after_seq=start, limit=end - 1 - start, types=types) if e.seq < end]
+            out.extend(reversed(chunk))
+            end = start + 1
+            window *= 2
+        return out[:limit]
+
+    def iter_lines(self, after_seq: int = 0) -> Iterator[tuple[int, bytes]]:
+        """Raw stored lines ``(seq, line)`` with ``seq > after_seq``, complete lines only."""
+        self._refresh()
+        seq, offset = self._index.seek(self._file.fd, after_seq + 1)
+        for line, _off in scan_lines(self._file.fd, offset):
+            if seq > after_seq:
+                yield seq, line
+            seq += 1
+
+    async def follow(self, after_seq: int = 0, *, poll_interval: float = 0.05) -> AsyncIterator[Event]:
+        """Yield every event after ``after_seq`` as it is appended, by any process, forever.
+
+        Keeps a byte cursor, so each wake reads only the new bytes. Appends in this
+        process wake followers at once; other processes' appends are seen within
+        ``poll_interval``.
+        """
+        self._refresh()
+        seq, offset = self._index.seek(self._file.fd, after_seq + 1)
+        wake = asyncio.Event()
+        waiter = (asyncio.get_running_loop(), wake)
+        self._waiters.add(waiter)
+        try:
+            while True:
+                progressed = False
+                for line, end in scan_lines(self._file.fd, offset):
+                    offset = end
+                    if seq > after_seq:
+                        yield decode_line(line)
+                    seq += 1
+                    progressed = True
+                if not progressed:
+                    if self._replaced() or os.fstat(self._file.fd).st_size < offset:
+                        raise LogError("the log was repaired or truncated under a follower: follow again from a seq")
+                    try:
+                        await asyncio.wait_for(wake.wait(), poll_interval)
+                    except asyncio.TimeoutError:
+                        pass
+                    wake.clear()
+        finally:
+            self._waiters.discard(waiter)
+
+    def close(self) -> None:
+        """Sync what this handle wrote, acknowledge what is in flight, release the files.
+
+        Appends that were written before ``close`` return normally; appends not yet
+        written fail with :class:`LogError`.
+        """
+        if self._file.closed:
+            return
+        self._async.close()  # syncs and acknowledges every group handed to its sync thread
+        with self._lock.threads:  # no write of ours is in progress
+            if self._file.close(sync=self.policy != "never"):
+                self._lock.close()
+
+    def __enter__(self) -> EventLog:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- appending ------------------------------------------------------------------
+
+    def _commit(self, batches: list[list[Event]]) -> list[list[Event]]:
+        """Write ``batches`` as one write, then sync per policy; each batch as stored."""
+        results, sync_to = self._write(batches)
+        if sync_to:
+            if self.policy != "never":
+                self._file.sync_through(sync_to)
+            self._wake_followers()
+        return results
+
+    def _write(self, batches: Iterable[list[Event]]) -> tuple[list[list[Event]], int]:
+        """Under the lock: catch up and write ``batches`` with one write, not synced.
+
+        Returns the batches as stored and the offset the log must be synced through
+        before they may be acknowledged (0 if nothing needs it). The sync comes after
+        the lock is released, so other processes and the next group can write
+        meanwhile.
+        """
+        self._file.usable()
+        with self._lock:
+            self._catch_up()
+            return self._commit_locked(list(batches), sync=False)
+
+    def _try_write(self, batches: list[list[Event]]) -> tuple[list[list[Event]], int] | None:
+        """Write ``batches`` (unsynced) if that needs no waiting and no catch-up, else None."""
+        self._file.usable()
+        if not self._lock.try_acquire():
+            return None
+        try:
+            st = os.fstat(self._file.fd)
+            named = stat_or_none(self.path)
+            if st.st_size != self._size or named is None or named.st_ino != st.st_ino:
+                return None  # another process appended or repaired: catch up off the loop
+            return self._commit_locked(batches, sync=False, may_scan=False)
+        except _WouldScan:  # an idempotency check must first read the whole log
+            return None
+        finally:
+            self._lock.release()
+
+    def _commit_locked(
+        self, batches: list[list[Event]], *, sync: bool = True, may_scan: bool = True
+    ) -> tuple[list[list[Event]], int]:
+        """Under the lock and caught up: assign seqs, chain, write once, sync per policy.
+
+        Returns the batches as stored and the offset the log must be synced through
+        before they are durable: the end of the file if anything was written or an
+        event was found already stored (its first append may still be syncing), else
+        0. ``sync=False`` leaves that sync to the caller. ``may_scan=False`` raises
+        :class:`_WouldScan`, having changed nothing, rather than read the whole log to
+        build the id map an idempotency check needs.
+        """
+        encoded = encode_batches(
+            batches,
+            seq=self._last_seq,
+            prev=self._last_hash,
+            offset=self._size,
+            quest_id=self.quest_id,
+            actor=self.actor,
+            known=self._id_seq if may_scan else self._id_seq_if_known,
+            stored=self._stored,
+        )
+        if encoded.lines:
+            first = self._last_seq + 1
+            write_all(self._file.fd, encoded.data())
+            self._last_seq, self._last_hash, self._size = encoded.seq, encoded.prev, encoded.end
+            self._file.note_written(encoded.end)
+            self._index.add_lines(first, encoded.starts, persist=True)
+            if self._ids is not None:
+                self._ids.update(encoded.ids)
+        sync_to = self._size if encoded.lines or encoded.duplicates else 0
+        if sync and sync_to and self.policy != "never":
+            self._file.sync_through(sync_to)
+        return encoded.results, sync_to
+
+    def _stored(self, seq: int) -> Event:
+        found = self.get(seq)
+        assert found is not None
+        return found
+
+    def _id_seq(self, event_id: str) -> int | None:
+        if self._ids is None:
+            ids: dict[str, int] = {}
+            seq = 0
+            for line, _ in scan_lines(self._file.fd, 0, self._size):
+                seq += 1
+                found = line_id(line)
+                if found:
+                    ids[found] = seq
+            self._ids = ids
+        return self._ids.get(event_id)
+
+    def _id_seq_if_known(self, event_id: str) -> int | None:
+        if self._ids is None:
+            raise _WouldScan
+        return self._ids.get(event_id)
+
+    def _wake_followers(self) -> None:
+        for loop, wake in list(self._waiters):
+            try:
+                loop.call_soon_threadsafe(wake.set)
+            except RuntimeError:  # that loop is closed: its follower is gone
+                self._waiters.discard((loop, wake))
+
+    # -- tail state, catch-up and recovery ------------------------------------------
+
+    def _reset_state(self) -> None:
+        self._size = 0  # where the complete lines this handle has seen end
+        self._last_seq = 0
+        self._last_hash = ""
+        self._index.reset()
+
+    def _load_tail(self, *, recover: bool) -> None:
+        """Find the last complete line; under the lock, quarantine a torn one."""
+        tail, torn = find_tail(self._file.fd)
+        if torn is not None:
+            if not recover:
+                raise LogError(f"{self.path}: {torn.reason} at byte {torn.offset}; open with recovery or run ds repair")
+            self.recovered = quarantine(self._file.fd, self.path, torn)
+        self._size, self._last_seq, self._last_hash = tail.size, tail.last_seq, tail.last_hash
+
+    def _load_index(self) -> None:
+        """Under the lock: load ``.idx``, check it against the log, extend it to the tail."""
+        self._index.load(self._file.fd, self._size, self._last_seq)
+
+    def _catch_up(self) -> None:
+        """Under the lock: absorb other processes' appends (or a replaced file)."""
+        if self._replaced(missing=True):  # ds repair replaced the file: reopen it
+            self._file.reopen()
+            self._reset_state()
+            self._ids = None
+            self._load_tail(recover=True)
+            self._load_index()
+            if self.recovered is not None:
+                self.recovered = None
+                raise LogError(f"{self.path} had a torn tail after a replace; reopen the log")
+            return
+        size = os.fstat(self._file.fd).st_size
+        if size < self._size:  # truncated by recovery elsewhere
+            self._file.forget()
+            self._reset_state()
+            self._ids = None
+            self._load_tail(recover=False)
+            self._load_index()
+        elif size > self._size:
+            self._advance(size)
+            if self._size != size:  # a writer died mid-line since we last looked
+                start = self._size
+                torn = Torn(start, os.pread(self._file.fd, size - start, start), "torn last line (no newline)")
+                # Record it as part of this same append: it is the next seq.
+                self._commit_recovered(quarantine(self._file.fd, self.path, torn))
+
+    def _commit_recovered(self, event: LogRecovered) -> None:
+        event = msgspec.structs.replace(
+            event,
+            seq=self._last_seq + 1,
+            id=new_event_id(),
+            ts=utc_now(),
+            quest_id=self.quest_id,
+            actor=self.actor or "log",
+            prev=self._last_hash,
+        )
+        line = encode(event)
+        write_all(self._file.fd, line + b"\n")
+        self._index.add([(event.seq, self._size)], persist=True)
+        self._last_seq, self._last_hash, self._size = event.seq, line_hash(line), self._size + len(line) + 1
+        self._file.note_written(self._size)
+        self._file.sync_through(self._size)
+
+    def _refresh(self) -> None:
+        """Without the lock: see complete lines other processes appended."""
+        if self._replaced():  # ds repair swapped the file: reopen under the lock
+            with self._lock:
+                self._catch_up()
+            return
+        size = os.fstat(self._file.fd).st_size
+        if size > self._size:
+            with self._lock.threads:
+                self._advance(size)
+        elif size < self._size:
+            with self._lock:
+                self._catch_up()
+
+    def _replaced(self, *, missing: bool = False) -> bool:
+        """Whether the path now names another file than the one we have open.
+
+        ``missing`` is the answer when the path names no file at all.
+        """
+        named = stat_or_none(self.path)
+        return missing if named is None else named.st_ino != os.fstat(self._file.fd).st_ino
+
+    def _advance(self, size: int) -> None:
+        """Consume complete lines in ``[self._size, size)`` into the tail state and index."""
+        seq, last, offset = self._last_seq, None, self._size
+        new_offsets: list[tuple[int, int]] = []
+        for line, end in scan_lines(self._file.fd, self._size, size):
+            seq += 1
+            if (seq - 1) % INDEX_EVERY == 0:
+                new_offsets.append((seq, offset))
+            if self._ids is not None:
+                found = line_id(line)
+                if found:
+                    self._ids[found] = seq
+            last, offset = line, end
+        if last is not None:
+            self._last_seq = line_seq(last)
+            self._last_hash = line_hash(last)
+            self._size = offset
+            self._index.add(new_offsets, persist=False)
+
+
+class Transaction:
+    """Appends made while :meth:`EventLog.transaction` holds the lock."""
+
+    def __init__(self, log: EventLog) -> None:
+        self._log = log
+        self.appended: list[Event] = []
+
+    @property
+    def last_seq(self) -> int:
+        return self._log._last_seq
+
+    def append(self, events: Event | Sequence[Event]) -> list[Event]:
+        """Write ``events`` now (one write, synced unless the policy is ``never``)."""
+        batch = [events] if isinstance(events, Event) else list(events)
+        results, _ = self._log._commit_locked([batch])
+        self.appended.extend(results[0])
+        return results[0]
+
+
+class _WouldScan(Exception):
+    """A commit on the loop thread would have to read the whole log first."""
+
+
+class _CommitTarget:
+    """The log as group commit sees it (:class:`ds_events.log.group.CommitTarget`)."""
+
+    __slots__ = ("_log", "path", "policy")
+
+    def __init__(self, log: EventLog) -> None:
+        self._log = log
+        self.path = log.path
+        self.policy = log.policy
+
+    def write(self, batches: list[list[Event]]) -> tuple[list[list[Event]], int]:
+        return self._log._write(batches)
+
+    def try_write(self, batches: list[list[Event]]) -> tuple[list[list[Event]], int] | None:
+        return self._log._try_write(batches)
+
+    def sync_through(self, end: int) -> None:
+        self._log._file.sync_through(end)
+
+    def acknowledged(self) -> None:
+        self._log._wake_followers()

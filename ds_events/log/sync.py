@@ -1,0 +1,113 @@
+"""The log's open file and how much of it is known to be on disk.
+
+Appends write under the append lock and sync after releasing it, so one sync can cover
+several writers' groups (what is durable is always a prefix of the file). This module
+keeps the bookkeeping that makes that safe: one sync at a time, the offset below which
+this handle knows the file is on disk, and a failed sync that is final for the handle.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+
+from ..errors import LogError
+
+__all__ = ["DurableFile"]
+
+
+class DurableFile:
+    """One open descriptor of the log at ``path`` and its durable prefix."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+        self.lock = threading.Lock()  # one sync at a time; guards everything below
+        self.durable = 0  # the file's first ``durable`` bytes are known to be on disk
+        self.written_end = 0  # the offset just after this handle's last write
+        self.failed: OSError | None = None
+        self.closed = False
+        self._retired: list[int] = []  # descriptors of replaced files (a sync may still use one)
+
+    def note_written(self, end: int) -> None:
+        self.written_end = end
+
+    def usable(self) -> None:
+        """Refuse to append through a closed handle or one whose sync has failed."""
+        if self.closed:
+            raise LogError(f"log {self.path} is closed")
+        self.refuse_if_failed()
+
+    def refuse_if_failed(self) -> None:
+        if self.failed is not None:
+            raise LogError(f"{self.path}: an earlier sync failed ({self.failed}); reopen the log")
+
+    def sync_through(self, end: int) -> None:
+        """Return once the file's first ``end`` bytes are on disk.
+
+        One sync runs at a time. A sync that began after those bytes were written
+        (ours or another thread's) is enough, so a caller whose bytes a sync already
+        covered returns at once. A failed sync is final for this handle: the kernel
+        may have dropped the pages it could not write, so a later sync that succeeds
+        would prove nothing about them. Every later append and sync raises.
+        """
+        with self.lock:
+            self.refuse_if_failed()
+            if self.durable >= end:
+                return
+            if self.closed:
+                raise LogError(f"log {self.path} was closed before the append was synced")
+            self.sync_locked()
+
+    def sync_locked(self) -> None:
+        """Under :attr:`lock`: sync the open file and record how far it is durable.
+
+        A failure is recorded for good (see :meth:`sync_through`) and raised.
+        """
+        covers = os.fstat(self.fd).st_size  # everything written so far, by anyone
+        try:
+            os.fdatasync(self.fd)
+        except OSError as exc:
+            self.failed = exc
+            raise LogError(
+                f"{self.path}: sync failed ({exc}); appends since the last good sync may not be on disk. "
+                "Reopen the log (it recovers its tail) and check it with ds verify"
+            ) from exc
+        self.durable = max(self.durable, covers)
+
+    def sync_own_writes_locked(self) -> None:
+        """Under :attr:`lock`: sync if this handle wrote past the durable offset."""
+        if self.failed is None and self.written_end > self.durable:
+            self.sync_locked()
+
+    def forget(self) -> None:
+        """The file shrank or changed under us: offsets from before mean nothing now."""
+        with self.lock:
+            self.durable = self.written_end = 0
+
+    def reopen(self) -> None:
+        """The path names a new file (``ds repair`` replaced it): switch to it.
+
+        What we wrote to the old file is synced first, and its descriptor stays open
+        until :meth:`close`: a thread may be about to sync it (and must not hit a
+        reused number).
+        """
+        with self.lock:
+            self.sync_own_writes_locked()
+            self._retired.append(self.fd)
+            self.fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+            self.durable = self.written_end = 0
+
+    def close(self, *, sync: bool) -> bool:
+        """Sync what this handle wrote (if ``sync``), then close. False if already closed."""
+        with self.lock:
+            if self.closed:
+                return False
+            if sync:
+                with contextlib.suppress(LogError):  # recorded: later syncs through this handle fail
+                    self.sync_own_writes_locked()
+            self.closed = True
+            for fd in (self.fd, *self._retired):
+                os.close(fd)
+            return True
