@@ -28,6 +28,7 @@ import msgspec
 from ..errors import LogError
 from ..events import Event, LogRecovered, decode_line, encode, new_event_id, utc_now
 from ..fdio import fsync_dir, stat_or_none, write_all
+from ..store import Head
 from .format import encode_batches, line_hash, line_id, line_seq, line_type
 from .group import AsyncGroupCommit, ThreadGroupCommit
 from .index import INDEX_EVERY, SparseIndex
@@ -102,6 +103,12 @@ class EventLog:
         """The highest seq in the log, including other processes' appends."""
         self._refresh()
         return self._last_seq
+
+    def head(self) -> Head:
+        """The last seq and the chain hash of its line, including other processes' appends."""
+        self._refresh()
+        with self._lock.threads:  # both from the same moment
+            return Head(self._last_seq, self._last_hash)
 
     def append(self, event: Event | Sequence[Event]) -> Event | list[Event]:
         """Append one event (returns it as stored) or a batch atomically (returns a list).
