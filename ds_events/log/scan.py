@@ -9,9 +9,10 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 
-__all__ = ["scan_lines", "CHUNK"]
+__all__ = ["scan_lines", "CHUNK", "FIRST_CHUNK"]
 
-CHUNK = 1 << 20
+CHUNK = 1 << 20  # the largest read: a long scan (a replay) reads the file in these
+FIRST_CHUNK = 16 << 10  # the first read; each next one doubles, up to CHUNK
 
 
 def scan_lines(fd: int, offset: int, end: int | None = None) -> Iterator[tuple[bytes, int]]:
@@ -19,15 +20,21 @@ def scan_lines(fd: int, offset: int, end: int | None = None) -> Iterator[tuple[b
 
     Yields ``(line without newline, offset after it)``. A final line without its
     newline is not yielded: it is a write in progress (or torn; recovery's job).
+
+    Reads start small and double: a caller that stops after a page of lines (a read
+    with a limit) has read about twice what it used, wherever in the file it started,
+    while a long scan soon reads ``CHUNK`` bytes at a time.
     """
     if end is None:
         end = os.fstat(fd).st_size
     carry = b""
     pos = offset
+    size = FIRST_CHUNK
     while pos < end:
-        chunk = os.pread(fd, min(CHUNK, end - pos), pos)
+        chunk = os.pread(fd, min(size, end - pos), pos)
         if not chunk:
             break
+        size = min(size * 2, CHUNK)
         base = pos - len(carry)
         pos += len(chunk)
         lines = (carry + chunk if carry else chunk).split(b"\n")
