@@ -29,7 +29,7 @@ from ..errors import LogError
 from ..events import Event, LogRecovered, decode_line, encode, new_event_id, utc_now
 from ..fdio import fsync_dir, stat_or_none, write_all
 from ..store import Head
-from .format import encode_batches, line_hash, line_id, line_seq, line_type
+from .format import encode_batches, line_hash, line_id, line_prev, line_seq, line_type
 from .group import AsyncGroupCommit, ThreadGroupCommit
 from .index import INDEX_EVERY, SparseIndex
 from .lock import FileLock
@@ -71,7 +71,8 @@ class EventLog:
         parent = os.path.dirname(self.path) or "."
         os.makedirs(parent, exist_ok=True)
         created = not os.path.exists(self.path)
-        self._file = DurableFile(self.path)
+        self._size = 0  # where the complete lines this handle has seen (and checked) end
+        self._file = DurableFile(self.path, intact_end=lambda: self._size)
         try:
             self._lock = FileLock(self.path + ".lock")
         except BaseException:
@@ -366,7 +367,7 @@ class EventLog:
     # -- tail state, catch-up and recovery ------------------------------------------
 
     def _reset_state(self) -> None:
-        self._size = 0  # where the complete lines this handle has seen end
+        self._size = 0
         self._last_seq = 0
         self._last_hash = ""
         self._index.reset()
@@ -398,18 +399,28 @@ class EventLog:
             return
         size = os.fstat(self._file.fd).st_size
         if size < self._size:  # truncated by recovery elsewhere
-            self._file.forget()
-            self._reset_state()
-            self._ids = None
-            self._load_tail(recover=False)
-            self._load_index()
+            self._reload()
         elif size > self._size:
-            self._advance(size)
+            if not self._advance(size):  # rewritten under us: what we knew is void
+                self._reload()
+                return
             if self._size != size:  # a writer died mid-line since we last looked
                 start = self._size
                 torn = Torn(start, os.pread(self._file.fd, size - start, start), "torn last line (no newline)")
+                recovered = quarantine(self._file.fd, self.path, torn)
+                self._file.forget()  # the file shrank: sync the next append whatever it covers
                 # Record it as part of this same append: it is the next seq.
-                self._commit_recovered(quarantine(self._file.fd, self.path, torn))
+                self._commit_recovered(recovered)
+
+    def _reload(self) -> None:
+        """Under the lock: the file is not what this handle last saw (it shrank, or the
+        bytes at our tail do not continue our chain): read its tail afresh, and trust no
+        offset from before, the durable one included."""
+        self._file.forget()
+        self._reset_state()
+        self._ids = None
+        self._load_tail(recover=False)
+        self._load_index()
 
     def _commit_recovered(self, event: LogRecovered) -> None:
         event = msgspec.structs.replace(
@@ -437,10 +448,12 @@ class EventLog:
         size = os.fstat(self._file.fd).st_size
         if size > self._size:
             with self._lock.threads:
-                self._advance(size)
-        elif size < self._size:
-            with self._lock:
-                self._catch_up()
+                if self._advance(size):
+                    return
+        elif size == self._size:
+            return
+        with self._lock:  # it shrank or was rewritten: look again under the lock
+            self._catch_up()
 
     def _replaced(self, *, missing: bool = False) -> bool:
         """Whether the path now names another file than the one we have open.
@@ -450,11 +463,17 @@ class EventLog:
         named = stat_or_none(self.path)
         return missing if named is None else named.st_ino != os.fstat(self._file.fd).st_ino
 
-    def _advance(self, size: int) -> None:
-        """Consume complete lines in ``[self._size, size)`` into the tail state and index."""
+    def _advance(self, size: int) -> bool:
+        """Consume complete lines in ``[self._size, size)`` into the tail state and index.
+
+        False, having consumed nothing, if the first of them does not chain onto the
+        last line this handle knows: the file was rewritten under us.
+        """
         seq, last, offset = self._last_seq, None, self._size
         new_offsets: list[tuple[int, int]] = []
         for line, end in scan_lines(self._file.fd, self._size, size):
+            if last is None and seq and line_prev(line) != self._last_hash:
+                return False
             seq += 1
             if (seq - 1) % INDEX_EVERY == 0:
                 new_offsets.append((seq, offset))
@@ -468,6 +487,7 @@ class EventLog:
             self._last_hash = line_hash(last)
             self._size = offset
             self._index.add(new_offsets, persist=False)
+        return True
 
 
 class Transaction:

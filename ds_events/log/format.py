@@ -19,10 +19,11 @@ import msgspec
 
 from ..events import Event, EventDecodeError, decode_line, encode, new_event_ids, utc_now
 
-__all__ = ["line_hash", "line_seq", "line_id", "line_type", "Encoded", "encode_batches"]
+__all__ = ["line_hash", "line_seq", "line_id", "line_type", "line_prev", "Encoded", "encode_batches"]
 
 _ID_MARK = b'"id":"'
 _SEQ_MARK = b'"seq":'
+_PREV_MARK = b'"prev":"'
 
 
 def line_hash(line: bytes) -> str:
@@ -52,6 +53,20 @@ def line_id(line: bytes) -> str | None:
     start = at + len(_ID_MARK)
     end = line.find(b'"', start)
     return line[start:end].decode() if end > start else None
+
+
+def line_prev(line: bytes) -> str | None:
+    """The ``prev`` hash of a stored line without decoding it (None if it has none).
+
+    The envelope's ``prev`` is the first such key in the line: a payload string cannot
+    hold an unescaped quote, and payload fields come after the envelope.
+    """
+    at = line.find(_PREV_MARK)
+    if at < 0:
+        return None
+    start = at + len(_PREV_MARK)
+    end = line.find(b'"', start)
+    return line[start:end].decode() if end >= start else None
 
 
 def line_type(line: bytes) -> bytes:

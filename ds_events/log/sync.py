@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
+from collections.abc import Callable
 
 from ..errors import LogError
 
@@ -18,10 +19,18 @@ __all__ = ["DurableFile"]
 
 
 class DurableFile:
-    """One open descriptor of the log at ``path`` and its durable prefix."""
+    """One open descriptor of the log at ``path`` and its durable prefix.
 
-    def __init__(self, path: str) -> None:
+    ``intact_end()`` says up to which offset the owner knows the file holds complete,
+    checked lines (its own writes included). A sync never records more than that as
+    durable: bytes beyond it (another writer's line in progress) may yet be cut off by
+    a recovery and replaced by shorter lines, and an offset that counted them would
+    later let an append of ours that ends below it return without a sync.
+    """
+
+    def __init__(self, path: str, *, intact_end: Callable[[], int]) -> None:
         self.path = path
+        self._intact_end = intact_end
         self.fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
         self.lock = threading.Lock()  # one sync at a time; guards everything below
         self.durable = 0  # the file's first ``durable`` bytes are known to be on disk
@@ -65,7 +74,8 @@ class DurableFile:
 
         A failure is recorded for good (see :meth:`sync_through`) and raised.
         """
-        covers = os.fstat(self.fd).st_size  # everything written so far, by anyone
+        # Everything written so far (by anyone) that we know to be whole lines.
+        covers = min(os.fstat(self.fd).st_size, self._intact_end())
         try:
             os.fdatasync(self.fd)
         except OSError as exc:
@@ -82,7 +92,8 @@ class DurableFile:
             self.sync_locked()
 
     def forget(self) -> None:
-        """The file shrank or changed under us: offsets from before mean nothing now."""
+        """The file shrank, was recovered or changed under us: offsets from before
+        mean nothing now, so the next append syncs whatever this one covered."""
         with self.lock:
             self.durable = self.written_end = 0
 
