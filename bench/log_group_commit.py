@@ -166,7 +166,8 @@ def main() -> None:
                 nonlocal count
                 count = fn()
 
-            return count / timed(run)
+            seconds = timed(run)
+            return count / seconds
 
         rates = run_rounds(
             {
