@@ -63,10 +63,13 @@ def verify_log(path: str) -> VerifyReport:
     report = VerifyReport(path=path)
     expected_seq = 1
     prev_hash = ""
+    batch_start: tuple[int, int] | None = None  # (line, offset) of an unfinished batch's first line
+    torn = False
     for n, offset, line, has_nl in _lines(path):
         report.lines = n
         if not has_nl:
             report.problems.append(Problem(n, offset, "torn last line: no newline (a crashed write; open the log to recover it)"))
+            torn = True
             break
         try:
             event = decode_line(line)
@@ -88,6 +91,14 @@ def verify_log(path: str) -> VerifyReport:
         prev_hash = line_hash(line)
         expected_seq = event.seq + 1
         report.last_seq = event.seq
+        if event.more and batch_start is None:
+            batch_start = (n, offset)
+        elif not event.more:
+            batch_start = None
+    if batch_start is not None and not torn:
+        report.problems.append(
+            Problem(*batch_start, "incomplete batch at the end: its last line is missing (a crashed write; open the log to recover it)")
+        )
     return report
 
 
@@ -118,7 +129,9 @@ def repair_log(path: str, *, quest_id: str = "", actor: str = "cli") -> RepairRe
         kept: list[tuple[int, Event, bytes]] = []
         bad: list[bytes] = []
         seen_ids: set[str] = set()
+        offsets: dict[int, int] = {}
         for n, offset, line, has_nl in _lines(path):
+            offsets[n] = offset
             try:
                 event = decode_line(line)
             except EventDecodeError as exc:
@@ -131,6 +144,13 @@ def repair_log(path: str, *, quest_id: str = "", actor: str = "cli") -> RepairRe
                 continue
             seen_ids.add(event.id)
             kept.append((n, event, line))
+        # A batch whose last line never made it (a crashed write) goes whole.
+        unfinished: list[tuple[int, Event, bytes]] = []
+        while kept and kept[-1][1].more:
+            unfinished.insert(0, kept.pop())
+        for n, _event, line in unfinished:
+            report.removed.append(Problem(n, offsets[n], "part of an incomplete batch: its last line is missing"))
+            bad.append(line + b"\n")
         in_file = [n for n, _e, _l in kept]
         kept.sort(key=lambda item: (item[1].seq, item[0]))  # seq order; file order breaks ties
         report.reordered = sum(1 for before, (n, _e, _l) in zip(in_file, kept) if before != n)

@@ -78,7 +78,7 @@ def _print_line(line: bytes, as_json: bool) -> None:
 def _payload(event: object) -> dict[str, object]:
     import msgspec
 
-    envelope = {"seq", "id", "ts", "v", "quest_id", "actor", "run_id", "prev", "type"}
+    envelope = {"seq", "id", "ts", "v", "quest_id", "actor", "run_id", "prev", "more", "type"}
     return {k: v for k, v in msgspec.structs.asdict(event).items() if k not in envelope}  # type: ignore[arg-type]
 
 

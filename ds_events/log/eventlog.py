@@ -25,7 +25,7 @@ from typing import Literal
 
 import msgspec
 
-from ..errors import LogError
+from ..errors import DiskFull, LogError
 from ..events import Event, LogRecovered, decode_line, encode, new_event_id, utc_now
 from ..fdio import fsync_dir, stat_or_none, write_all
 from ..store import Head
@@ -33,9 +33,9 @@ from .format import encode_batches, line_hash, line_id, line_prev, line_seq, lin
 from .group import AsyncGroupCommit, ThreadGroupCommit
 from .index import INDEX_EVERY, SparseIndex
 from .lock import FileLock
-from .recovery import Torn, find_tail, quarantine
+from .recovery import Torn, find_tail, quarantine, torn_after
 from .scan import scan_lines
-from .sync import DurableFile
+from .sync import DISK_FULL_ERRNOS, DurableFile, as_log_error
 
 __all__ = ["EventLog", "Transaction", "Policy"]
 
@@ -68,6 +68,10 @@ class EventLog:
         self.actor = actor
         self.policy: Policy = policy
         self.recovered: LogRecovered | None = None
+        # A torn tail this handle found and left in place (a full disk kept it from
+        # recovering it): reads stop before it, appends are refused.
+        self.torn: Torn | None = None
+        self._torn_size = 0  # the file's size when it was found
         parent = os.path.dirname(self.path) or "."
         os.makedirs(parent, exist_ok=True)
         created = not os.path.exists(self.path)
@@ -84,6 +88,7 @@ class EventLog:
         self._async = AsyncGroupCommit(target)
         self._waiters: set[tuple[asyncio.AbstractEventLoop, asyncio.Event]] = set()
         self._ids: dict[str, int] | None = None  # event id -> seq, built on first need
+        self._generation = 0  # +1 whenever offsets from before stop meaning anything
         self._reset_state()
         try:
             if created:
@@ -92,7 +97,15 @@ class EventLog:
                 self._load_tail(recover=recover)
                 self._load_index()
             if self.recovered is not None:
-                self.recovered = self.append(self.recovered)
+                try:
+                    self.recovered = self.append(self.recovered)
+                except DiskFull:  # the tail is in quarantine; readable, appends refused
+                    self.recovered = None
+        except OSError as exc:
+            self.close()
+            if exc.errno in DISK_FULL_ERRNOS:
+                raise as_log_error(self.path, exc, "opening the log") from exc
+            raise
         except BaseException:
             self.close()
             raise
@@ -203,8 +216,9 @@ class EventLog:
     def iter_lines(self, after_seq: int = 0) -> Iterator[tuple[int, bytes]]:
         """Raw stored lines ``(seq, line)`` with ``seq > after_seq``, complete lines only."""
         self._refresh()
+        end = self._size  # complete batches end here (what lies beyond is a write in progress)
         seq, offset = self._index.seek(self._file.fd, after_seq + 1)
-        for line, _off in scan_lines(self._file.fd, offset):
+        for line, _off in scan_lines(self._file.fd, offset, end):
             if seq > after_seq:
                 yield seq, line
             seq += 1
@@ -217,6 +231,7 @@ class EventLog:
         ``poll_interval``.
         """
         self._refresh()
+        generation = self._generation
         seq, offset = self._index.seek(self._file.fd, after_seq + 1)
         wake = asyncio.Event()
         waiter = (asyncio.get_running_loop(), wake)
@@ -224,15 +239,16 @@ class EventLog:
         try:
             while True:
                 progressed = False
-                for line, end in scan_lines(self._file.fd, offset):
+                self._refresh()  # up to where complete batches end: a batch is seen whole
+                if self._generation != generation:  # our byte cursor means nothing in it
+                    raise LogError("the log was repaired or truncated under a follower: follow again from a seq")
+                for line, end in scan_lines(self._file.fd, offset, max(offset, self._size)):
                     offset = end
                     if seq > after_seq:
                         yield decode_line(line)
                     seq += 1
                     progressed = True
                 if not progressed:
-                    if self._replaced() or os.fstat(self._file.fd).st_size < offset:
-                        raise LogError("the log was repaired or truncated under a follower: follow again from a seq")
                     try:
                         await asyncio.wait_for(wake.wait(), poll_interval)
                     except asyncio.TimeoutError:
@@ -324,7 +340,10 @@ class EventLog:
         )
         if encoded.lines:
             first = self._last_seq + 1
-            write_all(self._file.fd, encoded.data())
+            try:
+                write_all(self._file.fd, encoded.data())
+            except OSError as exc:
+                raise self._write_failed(exc, "a write") from exc
             self._last_seq, self._last_hash, self._size = encoded.seq, encoded.prev, encoded.end
             self._file.note_written(encoded.end)
             self._index.add_lines(first, encoded.starts, persist=True)
@@ -334,6 +353,24 @@ class EventLog:
         if sync and sync_to and self.policy != "never":
             self._file.sync_through(sync_to)
         return encoded.results, sync_to
+
+    def _write_failed(self, exc: OSError, what: str, *, cut: bool = True) -> LogError:
+        """Under the lock, after a failed write: cut the file back to the end of the
+        last complete batch we know (a partial batch must not stay), refuse further
+        appends through this handle, and return the error to raise.
+
+        If even the cut fails, the partial batch stays at the tail, where readers do
+        not see it (its last line is missing) and the next opener's recovery drops it.
+        ``cut=False`` (a recovery that failed) leaves the torn bytes for the next one.
+        """
+        if cut:
+            try:
+                if os.fstat(self._file.fd).st_size > self._size:
+                    os.ftruncate(self._file.fd, self._size)
+            except OSError:
+                pass
+        self._file.fail_write(exc)
+        return as_log_error(self.path, exc, what)
 
     def _stored(self, seq: int) -> Event:
         found = self.get(seq)
@@ -375,11 +412,23 @@ class EventLog:
     def _load_tail(self, *, recover: bool) -> None:
         """Find the last complete line; under the lock, quarantine a torn one."""
         tail, torn = find_tail(self._file.fd)
+        self.torn = None
         if torn is not None:
             if not recover:
                 raise LogError(f"{self.path}: {torn.reason} at byte {torn.offset}; open with recovery or run ds repair")
-            self.recovered = quarantine(self._file.fd, self.path, torn)
+            try:
+                self.recovered = quarantine(self._file.fd, self.path, torn)
+            except OSError as exc:
+                if exc.errno not in DISK_FULL_ERRNOS:
+                    raise
+                self._keep_torn(torn)
+                self._file.fail_write(exc)  # appends are refused (DiskFull) until reopened
         self._size, self._last_seq, self._last_hash = tail.size, tail.last_seq, tail.last_hash
+
+    def _keep_torn(self, torn: Torn) -> None:
+        """Leave ``torn`` where it is: reads stop before it."""
+        self.torn = torn
+        self._torn_size = torn.offset + len(torn.data)
 
     def _load_index(self) -> None:
         """Under the lock: load ``.idx``, check it against the log, extend it to the tail."""
@@ -389,6 +438,7 @@ class EventLog:
         """Under the lock: absorb other processes' appends (or a replaced file)."""
         if self._replaced(missing=True):  # ds repair replaced the file: reopen it
             self._file.reopen()
+            self._generation += 1
             self._reset_state()
             self._ids = None
             self._load_tail(recover=True)
@@ -404,10 +454,12 @@ class EventLog:
             if not self._advance(size):  # rewritten under us: what we knew is void
                 self._reload()
                 return
-            if self._size != size:  # a writer died mid-line since we last looked
-                start = self._size
-                torn = Torn(start, os.pread(self._file.fd, size - start, start), "torn last line (no newline)")
-                recovered = quarantine(self._file.fd, self.path, torn)
+            if self._size != size:  # a writer died mid-batch since we last looked
+                torn = torn_after(self._file.fd, self._size, size)
+                try:
+                    recovered = quarantine(self._file.fd, self.path, torn)
+                except OSError as exc:
+                    raise self._write_failed(exc, "recovery of a torn tail", cut=False) from exc
                 self._file.forget()  # the file shrank: sync the next append whatever it covers
                 # Record it as part of this same append: it is the next seq.
                 self._commit_recovered(recovered)
@@ -417,6 +469,7 @@ class EventLog:
         bytes at our tail do not continue our chain): read its tail afresh, and trust no
         offset from before, the durable one included."""
         self._file.forget()
+        self._generation += 1
         self._reset_state()
         self._ids = None
         self._load_tail(recover=False)
@@ -433,7 +486,10 @@ class EventLog:
             prev=self._last_hash,
         )
         line = encode(event)
-        write_all(self._file.fd, line + b"\n")
+        try:
+            write_all(self._file.fd, line + b"\n")
+        except OSError as exc:
+            raise self._write_failed(exc, "recording a recovery") from exc
         self._index.add([(event.seq, self._size)], persist=True)
         self._last_seq, self._last_hash, self._size = event.seq, line_hash(line), self._size + len(line) + 1
         self._file.note_written(self._size)
@@ -446,6 +502,10 @@ class EventLog:
                 self._catch_up()
             return
         size = os.fstat(self._file.fd).st_size
+        if self.torn is not None:
+            if size == self._torn_size:
+                return  # the torn tail we know of, still there: nothing to read beyond
+            self.torn = None  # someone recovered it: look again
         if size > self._size:
             with self._lock.threads:
                 if self._advance(size):
@@ -471,7 +531,7 @@ class EventLog:
         """
         seq, last, offset = self._last_seq, None, self._size
         new_offsets: list[tuple[int, int]] = []
-        for line, end in scan_lines(self._file.fd, self._size, size):
+        for line, end in scan_lines(self._file.fd, self._size, size, whole_batches=True):
             if last is None and seq and line_prev(line) != self._last_hash:
                 return False
             seq += 1

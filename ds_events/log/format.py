@@ -13,17 +13,20 @@ and ``prev``, and resolves events whose id is already stored (idempotent retries
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Callable, Sequence
 
 import msgspec
 
 from ..events import Event, EventDecodeError, decode_line, encode, new_event_ids, utc_now
 
-__all__ = ["line_hash", "line_seq", "line_id", "line_type", "line_prev", "Encoded", "encode_batches"]
+__all__ = ["line_hash", "line_seq", "line_id", "line_type", "line_prev", "line_more", "may_hold_more", "Encoded", "encode_batches"]
 
 _ID_MARK = b'"id":"'
 _SEQ_MARK = b'"seq":'
 _PREV_MARK = b'"prev":"'
+_MORE_MARK = b',"more":'
+_NONZERO_MORE = re.compile(rb',"more":[1-9]')
 
 
 def line_hash(line: bytes) -> str:
@@ -67,6 +70,35 @@ def line_prev(line: bytes) -> str | None:
     start = at + len(_PREV_MARK)
     end = line.find(b'"', start)
     return line[start:end].decode() if end >= start else None
+
+
+def line_more(line: bytes) -> int:
+    """How many lines of the same batch follow this stored line (0 for a batch's last
+    line, and for lines written before batches were marked).
+
+    Read where the envelope puts it, right after ``prev`` (an empty string or 32 hex
+    digits), so a payload field that happens to be called ``more`` is never taken for it.
+    """
+    at = line.find(_PREV_MARK)
+    if at < 0:
+        return 0
+    at += len(_PREV_MARK)
+    at = at + 1 if line[at : at + 1] == b'"' else at + 33  # after prev's closing quote
+    if not line.startswith(_MORE_MARK, at):
+        return 0
+    start = stop = at + len(_MORE_MARK)
+    while stop < len(line) and 48 <= line[stop] <= 57:
+        stop += 1
+    return int(line[start:stop]) if stop > start else 0
+
+
+def may_hold_more(data: bytes) -> bool:
+    """Whether any line in ``data`` may say that more lines of its batch follow.
+
+    A fast screen for a whole chunk of lines (False is certain; True needs
+    :func:`line_more` per line).
+    """
+    return _NONZERO_MORE.search(data) is not None
 
 
 def line_type(line: bytes) -> bytes:
@@ -126,38 +158,51 @@ def encode_batches(
     next_id = iter(new_event_ids(sum(map(len, batches)))).__next__
     first_seq = seq
     lines, starts, new_ids = out.lines, out.starts, out.ids
+    written: list[Event] = []  # the new events, in line order
     for events in batches:
-        results: list[Event] = []
-        for event in events:
+        # First decide which events are new (and their seqs), then encode them: each
+        # line says how many lines of its batch follow it, which needs the count.
+        results: list[Event | None] = [None] * len(events)
+        new: list[tuple[int, Event, str, int]] = []  # (position, event, id, seq)
+        later: list[tuple[int, int]] = []  # (position, seq): a duplicate of a new event
+        for position, event in enumerate(events):
             event_id = event.id
             if event_id:
                 existing = new_ids.get(event_id) or known(event_id)
                 if existing:
-                    if existing > first_seq:  # stored earlier in these same batches
-                        results.append(decode_line(lines[existing - first_seq - 1]))
-                    else:
-                        results.append(stored(existing))
                     out.duplicates = True
+                    if existing > first_seq:  # stored earlier in these same batches
+                        later.append((position, existing))
+                    else:
+                        results[position] = stored(existing)
                     continue
             else:
                 event_id = next_id()
             seq += 1
             new_ids[event_id] = seq
+            new.append((position, event, event_id, seq))
+        more = len(new)
+        for position, event, event_id, event_seq in new:
+            more -= 1
             event = replace(
                 event,
-                seq=seq,
+                seq=event_seq,
                 id=event_id,
                 ts=event.ts or ts,
                 quest_id=event.quest_id or quest_id,
                 actor=event.actor or actor,
                 prev=prev,
+                more=more,
             )
             line = enc(event)
             prev = blake(line, digest_size=16).hexdigest()
             starts.append(offset)
             offset += len(line) + 1
             lines.append(line)
-            results.append(event)
-        out.results.append(results)
+            written.append(event)
+            results[position] = event
+        for position, event_seq in later:
+            results[position] = written[event_seq - first_seq - 1]
+        out.results.append(results)  # type: ignore[arg-type]
     out.seq, out.prev, out.end = seq, prev, offset
     return out

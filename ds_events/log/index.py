@@ -102,13 +102,18 @@ class SparseIndex:
             if (seq - 1) % INDEX_EVERY == 0 and (seq - 1) // INDEX_EVERY == len(offsets):
                 offsets.append(offset)
         if persist and len(offsets) > self._persisted:
-            on_disk = file_size(self.path) // 8
-            if on_disk < len(offsets):
-                start = max(on_disk, 0)
-                data = struct.pack(f"<{len(offsets) - start}Q", *offsets[start:])
-                with open(self.path, "r+b" if on_disk else "wb") as f:
-                    f.seek(start * 8)
-                    f.write(data)
+            try:
+                on_disk = file_size(self.path) // 8
+                if on_disk < len(offsets):
+                    start = max(on_disk, 0)
+                    data = struct.pack(f"<{len(offsets) - start}Q", *offsets[start:])
+                    with open(self.path, "r+b" if on_disk else "wb") as f:
+                        f.seek(start * 8)
+                        f.write(data)
+            except OSError:
+                # A cache that could not be written (a full disk): the events are in
+                # the log; the next append or open writes the entries again.
+                return
             self._persisted = len(offsets)
 
     def add_lines(self, first_seq: int, starts: list[int], *, persist: bool) -> None:

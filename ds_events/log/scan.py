@@ -9,17 +9,24 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 
+from .format import line_more, may_hold_more
+
 __all__ = ["scan_lines", "CHUNK", "FIRST_CHUNK"]
 
 CHUNK = 1 << 20  # the largest read: a long scan (a replay) reads the file in these
 FIRST_CHUNK = 16 << 10  # the first read; each next one doubles, up to CHUNK
 
 
-def scan_lines(fd: int, offset: int, end: int | None = None) -> Iterator[tuple[bytes, int]]:
+def scan_lines(fd: int, offset: int, end: int | None = None, *, whole_batches: bool = False) -> Iterator[tuple[bytes, int]]:
     """Complete lines of ``fd`` from ``offset`` up to ``end`` (default: the file's end now).
 
     Yields ``(line without newline, offset after it)``. A final line without its
     newline is not yielded: it is a write in progress (or torn; recovery's job).
+    With ``whole_batches``, neither are the lines of a batch whose last line (the one
+    saying no more follow) is not there yet, so a batch is seen whole or not at all.
+    Only the last batch of a log can be incomplete (recovery removes it before anyone
+    appends after it), so a reader that knows where complete batches end reads up to
+    there without it, and uses it only for bytes beyond.
 
     Reads start small and double: a caller that stops after a page of lines (a read
     with a limit) has read about twice what it used, wherever in the file it started,
@@ -30,6 +37,7 @@ def scan_lines(fd: int, offset: int, end: int | None = None) -> Iterator[tuple[b
     carry = b""
     pos = offset
     size = FIRST_CHUNK
+    held: list[tuple[bytes, int]] = []  # lines of a batch whose last line is still to come
     while pos < end:
         chunk = os.pread(fd, min(size, end - pos), pos)
         if not chunk:
@@ -37,8 +45,21 @@ def scan_lines(fd: int, offset: int, end: int | None = None) -> Iterator[tuple[b
         size = min(size * 2, CHUNK)
         base = pos - len(carry)
         pos += len(chunk)
-        lines = (carry + chunk if carry else chunk).split(b"\n")
+        data = carry + chunk if carry else chunk
+        lines = data.split(b"\n")
         carry = lines.pop()  # after the last newline: partial (or empty)
+        if not whole_batches or (not held and not may_hold_more(data)):  # no batch to wait for here
+            for line in lines:
+                base += len(line) + 1
+                yield line, base
+            continue
         for line in lines:
             base += len(line) + 1
+            if held or line_more(line):
+                held.append((line, base))
+                if line_more(line):
+                    continue
+                yield from held
+                held = []
+                continue
             yield line, base

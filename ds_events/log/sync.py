@@ -9,13 +9,27 @@ this handle knows the file is on disk, and a failed sync that is final for the h
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import threading
 from collections.abc import Callable
 
-from ..errors import LogError
+from ..errors import DiskFull, LogError
 
-__all__ = ["DurableFile"]
+__all__ = ["DurableFile", "as_log_error", "DISK_FULL_ERRNOS"]
+
+DISK_FULL_ERRNOS = (errno.ENOSPC, errno.EDQUOT)
+
+
+def as_log_error(path: str, exc: OSError, what: str) -> LogError:
+    """The error a caller sees for an ``OSError`` while ``what`` (a write, a sync ...):
+    :class:`DiskFull` for a full disk or quota, else :class:`LogError`."""
+    if exc.errno in DISK_FULL_ERRNOS:
+        return DiskFull(f"{path}: the disk is full ({exc.strerror}) during {what}: {_NOTHING}; free some space and retry")
+    return LogError(f"{path}: {what} failed ({exc}): {_NOTHING}; reopen the log and check it with ds verify")
+
+
+_NOTHING = "nothing of this append was kept"
 
 
 class DurableFile:
@@ -35,7 +49,8 @@ class DurableFile:
         self.lock = threading.Lock()  # one sync at a time; guards everything below
         self.durable = 0  # the file's first ``durable`` bytes are known to be on disk
         self.written_end = 0  # the offset just after this handle's last write
-        self.failed: OSError | None = None
+        self.failed: OSError | None = None  # a sync failed: final for this handle
+        self.write_failed: OSError | None = None  # a write failed: refuse until reopened
         self.closed = False
         self._retired: list[int] = []  # descriptors of replaced files (a sync may still use one)
 
@@ -43,10 +58,18 @@ class DurableFile:
         self.written_end = end
 
     def usable(self) -> None:
-        """Refuse to append through a closed handle or one whose sync has failed."""
+        """Refuse to append through a closed handle, or one whose sync or write failed."""
         if self.closed:
             raise LogError(f"log {self.path} is closed")
         self.refuse_if_failed()
+        if self.write_failed is not None:
+            error = DiskFull if self.write_failed.errno in DISK_FULL_ERRNOS else LogError
+            raise error(f"{self.path}: an earlier write failed ({self.write_failed.strerror or self.write_failed}); reopen the log")
+
+    def fail_write(self, exc: OSError) -> None:
+        """A write (or a recovery's truncation) failed: what this handle knows of the
+        file's end may be wrong, so it appends nothing more until reopened."""
+        self.write_failed = exc
 
     def refuse_if_failed(self) -> None:
         if self.failed is not None:
@@ -80,7 +103,8 @@ class DurableFile:
             os.fdatasync(self.fd)
         except OSError as exc:
             self.failed = exc
-            raise LogError(
+            error = DiskFull if exc.errno in DISK_FULL_ERRNOS else LogError
+            raise error(
                 f"{self.path}: sync failed ({exc}); appends since the last good sync may not be on disk. "
                 "Reopen the log (it recovers its tail) and check it with ds verify"
             ) from exc

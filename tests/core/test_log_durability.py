@@ -67,14 +67,15 @@ def test_a_handle_that_finds_the_file_rewritten_under_it_reloads_and_syncs(tmp_p
     # it knew, the durable one included.
     path = tmp_path / "events.jsonl"
     with EventLog(path, quest_id="q", actor="a", policy="always") as a:
-        a.append([msg(i) for i in range(100)])
+        for k in range(10):
+            a.append([msg(k * 10 + i) for i in range(10)])
         lines = path.read_bytes().split(b"\n")[:-1]
-        os.truncate(path, sum(len(x) + 1 for x in lines[:50]))
+        os.truncate(path, sum(len(x) + 1 for x in lines[:50]))  # after the 5th batch
         with EventLog(path, quest_id="q", actor="b", policy="never") as b:
-            b.append([msg(100 + i, pad=40) for i in range(80)])  # seqs 51..130, longer lines
+            b.append([msg(100 + i, pad=80) for i in range(80)])  # seqs 51..130, longer lines
         assert os.path.getsize(path) > sum(len(x) + 1 for x in lines)
         assert [e.seq for e in a.read(after_seq=128)] == [129, 130]
-        assert a.get(40).content == "m39" and a.get(65).content == "m114" + "x" * 40 and a.get(129).content == "m178" + "x" * 40
+        assert a.get(40).content == "m39" and a.get(65).content == "m114" + "x" * 80 and a.get(129).content == "m178" + "x" * 80
         syncs = SyncRecorder(monkeypatch, str(path))
         stored = a.append(msg(999))
         assert stored.seq == 131
