@@ -15,9 +15,9 @@ One concept per module:
 from __future__ import annotations
 
 from ..errors import LogError
-from .eventlog import EventLog, Policy, Transaction
+from .eventlog import MAX_EVENT_BYTES, EventLog, Policy, Transaction
 from .format import line_hash
 from .index import INDEX_EVERY
 from .lock import append_lock
 
-__all__ = ["EventLog", "Transaction", "Policy", "LogError", "line_hash", "append_lock", "INDEX_EVERY"]
+__all__ = ["EventLog", "Transaction", "Policy", "LogError", "line_hash", "append_lock", "INDEX_EVERY", "MAX_EVENT_BYTES"]

@@ -25,7 +25,7 @@ from typing import Literal
 
 import msgspec
 
-from ..errors import DiskFull, LogError
+from ..errors import DiskFull, LogError, ServiceError
 from ..events import Event, LogRecovered, decode_line, encode, new_event_id, utc_now
 from ..fdio import fsync_dir, stat_or_none, write_all
 from ..store import Head
@@ -37,9 +37,10 @@ from .recovery import Torn, find_tail, quarantine, torn_after
 from .scan import scan_lines
 from .sync import DISK_FULL_ERRNOS, DurableFile, as_log_error
 
-__all__ = ["EventLog", "Transaction", "Policy"]
+__all__ = ["EventLog", "Transaction", "Policy", "MAX_EVENT_BYTES"]
 
 Policy = Literal["always", "group", "never"]
+MAX_EVENT_BYTES = 8 << 20  # the largest stored line an append accepts (config log.max_event_bytes)
 
 
 class EventLog:
@@ -48,8 +49,12 @@ class EventLog:
     ``policy``: ``always`` syncs every append call; ``group`` lets appends that are in
     flight at the same time in this process share one write and one sync; ``never``
     leaves syncing to the OS. Every policy returns only after the write completed and,
-    unless ``never``, the data reached the disk. If a sync fails, the appends it covered
-    raise :class:`LogError` and this handle refuses further appends: reopen the log.
+    unless ``never``, the data reached the disk. If a write or a sync fails, the appends
+    it covered raise :class:`LogError` (:class:`DiskFull` for a full disk) and this
+    handle refuses further appends: reopen the log.
+
+    An event whose stored line would be longer than ``max_event_bytes`` is refused
+    with :class:`ServiceError` ``event_too_large``, and nothing of its append is written.
     """
 
     def __init__(
@@ -60,9 +65,13 @@ class EventLog:
         actor: str = "",
         policy: Policy = "group",
         recover: bool = True,
+        max_event_bytes: int = MAX_EVENT_BYTES,
     ) -> None:
         if policy not in ("always", "group", "never"):
             raise ValueError(f"unknown durability policy {policy!r}: use always, group or never")
+        if max_event_bytes < 1:
+            raise ValueError(f"max_event_bytes must be positive, not {max_event_bytes!r}")
+        self.max_event_bytes = max_event_bytes
         self.path = os.fspath(path)
         self.quest_id = quest_id
         self.actor = actor
@@ -137,7 +146,7 @@ class EventLog:
         if self.policy == "group" and not self._lock.held_by_me():
             stored = self._threads.append(events)
         else:  # (inside this thread's own transaction a group could never form)
-            stored = self._commit([events])[0]
+            stored = _or_raise(self._commit([events])[0])
         return stored[0] if single else stored
 
     async def append_async(self, event: Event | Sequence[Event]) -> Event | list[Event]:
@@ -152,7 +161,7 @@ class EventLog:
             return []
         if self.policy == "always":
             loop = asyncio.get_running_loop()
-            stored = (await loop.run_in_executor(None, self._commit, [events]))[0]
+            stored = _or_raise((await loop.run_in_executor(None, self._commit, [events]))[0])
         else:
             stored = await self._async.append(events)
         return stored[0] if single else stored
@@ -337,6 +346,7 @@ class EventLog:
             actor=self.actor,
             known=self._id_seq if may_scan else self._id_seq_if_known,
             stored=self._stored,
+            max_bytes=self.max_event_bytes,
         )
         if encoded.lines:
             first = self._last_seq + 1
@@ -565,8 +575,16 @@ class Transaction:
         """Write ``events`` now (one write, synced unless the policy is ``never``)."""
         batch = [events] if isinstance(events, Event) else list(events)
         results, _ = self._log._commit_locked([batch])
-        self.appended.extend(results[0])
-        return results[0]
+        stored = _or_raise(results[0])
+        self.appended.extend(stored)
+        return stored
+
+
+def _or_raise(result: list[Event] | ServiceError) -> list[Event]:
+    """An append's events as stored, or raise the error that refused it."""
+    if isinstance(result, ServiceError):
+        raise result
+    return result
 
 
 class _WouldScan(Exception):

@@ -13,20 +13,19 @@ and ``prev``, and resolves events whose id is already stored (idempotent retries
 from __future__ import annotations
 
 import hashlib
-import re
 from collections.abc import Callable, Sequence
 
 import msgspec
 
+from ..errors import ServiceError
 from ..events import Event, EventDecodeError, decode_line, encode, new_event_ids, utc_now
 
-__all__ = ["line_hash", "line_seq", "line_id", "line_type", "line_prev", "line_more", "may_hold_more", "Encoded", "encode_batches"]
+__all__ = ["line_hash", "line_seq", "line_id", "line_type", "line_prev", "line_more", "Encoded", "encode_batches"]
 
 _ID_MARK = b'"id":"'
 _SEQ_MARK = b'"seq":'
 _PREV_MARK = b'"prev":"'
 _MORE_MARK = b',"more":'
-_NONZERO_MORE = re.compile(rb',"more":[1-9]')
 
 
 def line_hash(line: bytes) -> str:
@@ -92,15 +91,6 @@ def line_more(line: bytes) -> int:
     return int(line[start:stop]) if stop > start else 0
 
 
-def may_hold_more(data: bytes) -> bool:
-    """Whether any line in ``data`` may say that more lines of its batch follow.
-
-    A fast screen for a whole chunk of lines (False is certain; True needs
-    :func:`line_more` per line).
-    """
-    return _NONZERO_MORE.search(data) is not None
-
-
 def line_type(line: bytes) -> bytes:
     """The type tag of a stored line (``{"type":"<tag>"`` comes first)."""
     end = line.find(b'"', 9)
@@ -110,7 +100,8 @@ def line_type(line: bytes) -> bytes:
 class Encoded:
     """Appends turned into stored lines, ready for one write.
 
-    ``results`` holds each append's events as stored (new or found already stored);
+    ``results`` holds each append's events as stored (new or found already stored),
+    or the error that refused that append (an event too large) and none of its events;
     ``lines`` the new lines (no newlines) in order, ``starts`` the file offset at which
     each begins; ``seq``, ``prev`` and ``end`` describe the log after them; ``ids`` maps
     each new event id to its seq; ``duplicates`` says whether any event was already
@@ -120,7 +111,7 @@ class Encoded:
     __slots__ = ("results", "lines", "starts", "ids", "seq", "prev", "end", "duplicates")
 
     def __init__(self, seq: int, prev: str, end: int) -> None:
-        self.results: list[list[Event]] = []
+        self.results: list[list[Event] | ServiceError] = []
         self.lines: list[bytes] = []
         self.starts: list[int] = []
         self.ids: dict[str, int] = {}
@@ -142,12 +133,18 @@ def encode_batches(
     actor: str,
     known: Callable[[str], int | None],
     stored: Callable[[int], Event],
+    max_bytes: int | None = None,
 ) -> Encoded:
     """Assign the envelope of every new event of ``batches`` after ``(seq, prev)``.
 
     ``offset`` is where the first line will start. An event that carries an id is new
     unless ``known(id)`` (the log) or an earlier event of these batches has that id;
     then ``stored(seq)`` gives the stored event (for one stored before these batches).
+    Each new line says how many lines of its batch follow it (``more``).
+
+    A batch with a line longer than ``max_bytes`` is refused whole (its result is a
+    :class:`ServiceError` with code ``event_too_large``); the other batches of a group
+    are encoded as if it had not been there.
 
     This is the hot path of every append (and of group commit, once per group), so it
     binds what it calls to locals.
@@ -160,6 +157,7 @@ def encode_batches(
     lines, starts, new_ids = out.lines, out.starts, out.ids
     written: list[Event] = []  # the new events, in line order
     for events in batches:
+        undo = (seq, prev, offset, len(lines))
         # First decide which events are new (and their seqs), then encode them: each
         # line says how many lines of its batch follow it, which needs the count.
         results: list[Event | None] = [None] * len(events)
@@ -195,14 +193,32 @@ def encode_batches(
                 more=more,
             )
             line = enc(event)
+            if max_bytes is not None and len(line) > max_bytes:
+                out.results.append(_too_large(len(line), max_bytes))
+                seq, prev, offset, kept = undo  # as if this batch had never come
+                del lines[kept:], starts[kept:], written[kept:]
+                for _p, _e, refused_id, _s in new:
+                    new_ids.pop(refused_id, None)
+                break
             prev = blake(line, digest_size=16).hexdigest()
             starts.append(offset)
             offset += len(line) + 1
             lines.append(line)
             written.append(event)
             results[position] = event
-        for position, event_seq in later:
-            results[position] = written[event_seq - first_seq - 1]
-        out.results.append(results)  # type: ignore[arg-type]
+        else:
+            for position, event_seq in later:
+                results[position] = written[event_seq - first_seq - 1]
+            out.results.append(results)  # type: ignore[arg-type]
     out.seq, out.prev, out.end = seq, prev, offset
     return out
+
+
+def _too_large(size: int, limit: int) -> ServiceError:
+    return ServiceError(
+        f"an event of {size:,} bytes is larger than the log accepts ({limit:,} bytes, log.max_event_bytes): "
+        "nothing of this append was written; keep large data in a file and record its path",
+        code="event_too_large",
+        size=size,
+        limit=limit,
+    )

@@ -26,7 +26,9 @@ __all__ = ["CommitTarget", "ThreadGroupCommit", "AsyncGroupCommit", "ASYNC_GROUP
 ASYNC_GROUP = 512  # most events one asyncio group commit encodes on the loop thread
 
 Batches = list[list[Any]]
-Written = tuple[Batches, int]  # each batch as stored, and the offset to sync through (0: none)
+# Each batch as stored (or the exception that refused that batch alone), and the offset
+# to sync through before acknowledging (0: none).
+Written = tuple[list[Any], int]
 
 
 class CommitTarget(Protocol):
@@ -109,7 +111,10 @@ class ThreadGroupCommit:
             if sync_to:
                 target.sync_through(sync_to)
             for p, r in zip(batch, results):
-                p.result = r
+                if isinstance(r, BaseException):  # that append alone was refused
+                    p.error = r
+                else:
+                    p.result = r
         except BaseException as exc:  # the whole group failed: tell every member
             for p in batch:
                 p.error = exc
@@ -368,9 +373,11 @@ def _settle(items: _Acks, error: BaseException | None, target: CommitTarget | No
     """
     for fut, stored in items:
         if not fut.done():
-            if error is None:
-                fut.set_result(stored)
-            else:
+            if error is not None:
                 fut.set_exception(error)
+            elif isinstance(stored, BaseException):  # that append alone was refused
+                fut.set_exception(stored)
+            else:
+                fut.set_result(stored)
     if target is not None and error is None:
         target.acknowledged()

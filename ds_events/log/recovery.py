@@ -59,6 +59,9 @@ def find_tail(fd: int) -> tuple[Tail, Torn | None]:
             decode_line(last[:-1])
         except EventDecodeError as exc:
             end, reason = last_start, f"undecodable last line: {exc}"
+        else:
+            if line_more(last[:-1]) == 0:  # the usual case: it ends a batch
+                return Tail(size, line_seq(last), line_hash(last[:-1])), None
     # The complete lines before ``end`` that belong to a batch whose last line is missing.
     dropped = 0
     tail = Tail()
@@ -85,8 +88,9 @@ def torn_after(fd: int, offset: int, size: int) -> Torn:
 def lines_backwards(fd: int, end: int) -> Iterator[tuple[int, bytes]]:
     """``(offset, line without newline)`` of the lines before ``end``, last first.
 
-    ``end`` is 0 or just after a newline. Reads backwards in blocks that double, so
-    walking back over k lines costs about their length.
+    ``end`` is 0 or just after a newline. Reads backwards in blocks that double
+    without bound, so walking back over lines costs about their length, however long
+    one line is (each byte is read once and copied a bounded number of times).
     """
     pos, buf, stop, block = end, b"", 0, 64 * 1024  # buf holds [pos, pos + len(buf)); unsplit: buf[:stop]
     while True:
@@ -100,7 +104,7 @@ def lines_backwards(fd: int, end: int) -> Iterator[tuple[int, bytes]]:
                 yield 0, buf[: stop - 1]
             return
         start = max(0, pos - block)
-        block = min(block * 2, 1 << 20)
+        block *= 2
         head = os.pread(fd, pos - start, start)
         buf, stop, pos = head + buf[:stop], len(head) + stop, start
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 
-from .format import line_more, may_hold_more
+from .format import line_more
 
 __all__ = ["scan_lines", "CHUNK", "FIRST_CHUNK"]
 
@@ -34,7 +34,7 @@ def scan_lines(fd: int, offset: int, end: int | None = None, *, whole_batches: b
     """
     if end is None:
         end = os.fstat(fd).st_size
-    carry = b""
+    pieces: list[bytes] = []  # a line longer than what was read so far, in pieces
     pos = offset
     size = FIRST_CHUNK
     held: list[tuple[bytes, int]] = []  # lines of a batch whose last line is still to come
@@ -43,21 +43,35 @@ def scan_lines(fd: int, offset: int, end: int | None = None, *, whole_batches: b
         if not chunk:
             break
         size = min(size * 2, CHUNK)
-        base = pos - len(carry)
+        base = pos
         pos += len(chunk)
-        data = carry + chunk if carry else chunk
-        lines = data.split(b"\n")
-        carry = lines.pop()  # after the last newline: partial (or empty)
-        if not whole_batches or (not held and not may_hold_more(data)):  # no batch to wait for here
+        if chunk.find(b"\n") < 0:  # inside one long line: keep the piece, copy nothing yet
+            pieces.append(chunk)
+            continue
+        lines = chunk.split(b"\n")
+        rest = lines.pop()  # after the last newline: partial (or empty)
+        if pieces:
+            # Each byte is copied once more at most: a long line's pieces are joined
+            # once, when its newline arrives (re-joining a growing carry per chunk
+            # would cost the square of the line's length).
+            head = len(lines[0])
+            pieces.append(lines[0])
+            lines[0] = b"".join(pieces)
+            base -= len(lines[0]) - head  # where that line starts
+            pieces = []
+        if rest:
+            pieces.append(rest)
+        if not whole_batches:
             for line in lines:
                 base += len(line) + 1
                 yield line, base
             continue
         for line in lines:
             base += len(line) + 1
-            if held or line_more(line):
+            more = line_more(line)
+            if held or more:
                 held.append((line, base))
-                if line_more(line):
+                if more:
                     continue
                 yield from held
                 held = []
