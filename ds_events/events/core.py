@@ -82,6 +82,7 @@ class LogRepaired(Event, tag="log.repaired", kw_only=True):
     renumbered: int = 0  # kept events whose seq changed to close gaps or reorder
     rechained_from_seq: int | None = None  # first seq whose ``prev`` was recomputed
     reordered: int = 0  # kept events moved back into seq order
+    unvouched: list[int] = []  # seqs quarantined because no chain or anchor vouched for them
 
 
 EVENTS = (

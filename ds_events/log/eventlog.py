@@ -35,6 +35,7 @@ from .index import INDEX_EVERY, SparseIndex
 from .lock import FileLock
 from .recovery import Torn, find_tail, quarantine, torn_after
 from .scan import scan_lines
+from .anchor import Anchor, HeadAnchor
 from .sync import DISK_FULL_ERRNOS, DurableFile, as_log_error
 
 __all__ = ["EventLog", "Transaction", "Policy", "MAX_EVENT_BYTES"]
@@ -66,6 +67,8 @@ class EventLog:
         policy: Policy = "group",
         recover: bool = True,
         max_event_bytes: int = MAX_EVENT_BYTES,
+        read_only: bool = False,
+        key: bytes | None = None,
     ) -> None:
         if policy not in ("always", "group", "never"):
             raise ValueError(f"unknown durability policy {policy!r}: use always, group or never")
@@ -76,18 +79,23 @@ class EventLog:
         self.quest_id = quest_id
         self.actor = actor
         self.policy: Policy = policy
+        self.read_only = read_only
         self.recovered: LogRecovered | None = None
-        # A torn tail this handle found and left in place (a full disk kept it from
-        # recovering it): reads stop before it, appends are refused.
+        # A torn tail this handle found and left in place (read-only, or a full disk, or
+        # the file shrank below its anchored head): reads stop before it.
         self.torn: Torn | None = None
         self._torn_size = 0  # the file's size when it was found
         parent = os.path.dirname(self.path) or "."
-        os.makedirs(parent, exist_ok=True)
-        created = not os.path.exists(self.path)
-        self._size = 0  # where the complete lines this handle has seen (and checked) end
-        self._file = DurableFile(self.path, intact_end=lambda: self._size)
+        if not read_only:
+            os.makedirs(parent, exist_ok=True)
+        created = not read_only and not os.path.exists(self.path)
+        self._set_tail(0, 0, "")
+        self._anchor = HeadAnchor(self.path, key)
+        self._file = DurableFile(
+            self.path, intact=lambda: self._tail, anchor=None if read_only else self._anchor, read_only=read_only
+        )
         try:
-            self._lock = FileLock(self.path + ".lock")
+            self._lock = FileLock(None if read_only else self.path + ".lock")
         except BaseException:
             self._file.close(sync=False)
             raise
@@ -98,13 +106,15 @@ class EventLog:
         self._waiters: set[tuple[asyncio.AbstractEventLoop, asyncio.Event]] = set()
         self._ids: dict[str, int] | None = None  # event id -> seq, built on first need
         self._generation = 0  # +1 whenever offsets from before stop meaning anything
-        self._reset_state()
         try:
             if created:
                 fsync_dir(parent)
             with self._lock:
-                self._load_tail(recover=recover)
+                anchored = self._trusted_anchor()
+                self._load_tail(recover=recover and not read_only, anchored=anchored)
                 self._load_index()
+                if not read_only:
+                    self._check_head(anchored)
             if self.recovered is not None:
                 try:
                     self.recovered = self.append(self.recovered)
@@ -181,6 +191,7 @@ class EventLog:
         self._file.usable()
         with self._lock:
             self._catch_up()
+            self._file.usable()  # catching up may have found the log damaged
             yield Transaction(self)
         self._wake_followers()
 
@@ -226,7 +237,7 @@ class EventLog:
         """Raw stored lines ``(seq, line)`` with ``seq > after_seq``, complete lines only."""
         self._refresh()
         end = self._size  # complete batches end here (what lies beyond is a write in progress)
-        seq, offset = self._index.seek(self._file.fd, after_seq + 1)
+        seq, offset = self._index.seek(self._file.fd, after_seq + 1, end)
         for line, _off in scan_lines(self._file.fd, offset, end):
             if seq > after_seq:
                 yield seq, line
@@ -241,7 +252,7 @@ class EventLog:
         """
         self._refresh()
         generation = self._generation
-        seq, offset = self._index.seek(self._file.fd, after_seq + 1)
+        seq, offset = self._index.seek(self._file.fd, after_seq + 1, self._size)
         wake = asyncio.Event()
         waiter = (asyncio.get_running_loop(), wake)
         self._waiters.add(waiter)
@@ -278,6 +289,7 @@ class EventLog:
         with self._lock.threads:  # no write of ours is in progress
             if self._file.close(sync=self.policy != "never"):
                 self._lock.close()
+                self._anchor.close()
 
     def __enter__(self) -> EventLog:
         return self
@@ -307,6 +319,7 @@ class EventLog:
         self._file.usable()
         with self._lock:
             self._catch_up()
+            self._file.usable()  # catching up may have found the log damaged
             return self._commit_locked(list(batches), sync=False)
 
     def _try_write(self, batches: list[list[Event]]) -> tuple[list[list[Event]], int] | None:
@@ -354,11 +367,13 @@ class EventLog:
                 write_all(self._file.fd, encoded.data())
             except OSError as exc:
                 raise self._write_failed(exc, "a write") from exc
-            self._last_seq, self._last_hash, self._size = encoded.seq, encoded.prev, encoded.end
+            self._set_tail(encoded.end, encoded.seq, encoded.prev)
             self._file.note_written(encoded.end)
             self._index.add_lines(first, encoded.starts, persist=True)
             if self._ids is not None:
                 self._ids.update(encoded.ids)
+            if self.policy == "never":  # no sync will tell the anchor: tell it now
+                self._anchor.write(encoded.seq, encoded.prev, self._file.fd)
         sync_to = self._size if encoded.lines or encoded.duplicates else 0
         if sync and sync_to and self.policy != "never":
             self._file.sync_through(sync_to)
@@ -414,57 +429,117 @@ class EventLog:
     # -- tail state, catch-up and recovery ------------------------------------------
 
     def _reset_state(self) -> None:
-        self._size = 0
-        self._last_seq = 0
-        self._last_hash = ""
+        self._set_tail(0, 0, "")
         self._index.reset()
 
-    def _load_tail(self, *, recover: bool) -> None:
-        """Find the last complete line; under the lock, quarantine a torn one."""
+    def _set_tail(self, size: int, seq: int, line_hash_: str) -> None:
+        """Where complete batches end, and the seq and line hash of the last one's last
+        line; also as one tuple, which a sync thread reads in one step."""
+        self._size, self._last_seq, self._last_hash = size, seq, line_hash_
+        self._tail = (size, seq, line_hash_)
+
+    def _load_tail(self, *, recover: bool, anchored: Anchor | None = None, keep: bool = False) -> None:
+        """Find the end of the last complete batch; quarantine what follows if asked to
+        recover and it can be a crashed write (it is not if the anchor names a later
+        seq: then the file shrank below a head it once had, and only ``ds repair``
+        may cut it). Without recovery a torn tail is kept (read-only, or ``keep``) or
+        refused."""
         tail, torn = find_tail(self._file.fd)
         self.torn = None
         if torn is not None:
-            if not recover:
-                raise LogError(f"{self.path}: {torn.reason} at byte {torn.offset}; open with recovery or run ds repair")
-            try:
-                self.recovered = quarantine(self._file.fd, self.path, torn)
-            except OSError as exc:
-                if exc.errno not in DISK_FULL_ERRNOS:
-                    raise
+            if self.read_only or (keep and not recover):
                 self._keep_torn(torn)
-                self._file.fail_write(exc)  # appends are refused (DiskFull) until reopened
-        self._size, self._last_seq, self._last_hash = tail.size, tail.last_seq, tail.last_hash
+            elif not recover:
+                raise LogError(f"{self.path}: {torn.reason} at byte {torn.offset}; open with recovery or run ds repair")
+            elif anchored is not None and anchored.seq > tail.last_seq:
+                self._keep_torn(torn)
+                self._file.refuse(
+                    LogError(
+                        f"{self.path}: the log ends in a torn tail at byte {torn.offset} after seq {tail.last_seq}, "
+                        f"but its head anchor names seq {anchored.seq}: it shrank below a head it had, which a crashed "
+                        "write cannot do. Nothing was recovered or appended: check it with `ds verify`, then `ds repair`"
+                    )
+                )
+            else:
+                try:
+                    self.recovered = quarantine(self._file.fd, self.path, torn)
+                except OSError as exc:
+                    if exc.errno not in DISK_FULL_ERRNOS:
+                        raise
+                    self._keep_torn(torn)
+                    self._file.fail_write(exc)  # appends are refused (DiskFull) until reopened
+        self._set_tail(tail.size, tail.last_seq, tail.last_hash)
 
     def _keep_torn(self, torn: Torn) -> None:
         """Leave ``torn`` where it is: reads stop before it."""
         self.torn = torn
         self._torn_size = torn.offset + len(torn.data)
 
+    def _trusted_anchor(self) -> Anchor | None:
+        """The head anchor if it can be trusted (its MAC checks with our key, or no key
+        is in play); a garbled or forged one makes this handle refuse to append."""
+        try:
+            anchor = self._anchor.read()
+        except ValueError as exc:
+            if not self.read_only:
+                self._file.refuse(LogError(f"{self.path}: {exc}: check the log with `ds verify`, then `ds repair`"))
+            return None
+        if anchor is None or self._anchor.key is None or anchor.verified_by(self._anchor.key):
+            return anchor
+        if anchor.mac and not self.read_only:
+            self._file.refuse(
+                LogError(
+                    f"{self.path}: the head anchor's MAC does not match this home's key (the anchor was edited, or "
+                    "the log comes from another home): nothing will be appended; check it with `ds verify`"
+                )
+            )
+        return None
+
+    def _check_head(self, anchored: Anchor | None) -> None:
+        """Under the lock: refuse to append to a log that lost or changed the head its
+        anchor names (a truncated or rewritten end); appending would bury the evidence."""
+        if anchored is None or self._file.refusal is not None:
+            return
+        problem = ""
+        if anchored.seq > self._last_seq:
+            problem = f"it ends at seq {self._last_seq} but its head anchor names seq {anchored.seq}: lines were removed"
+        else:
+            line = next((line for seq, line in self.iter_lines(anchored.seq - 1) if seq == anchored.seq), None)
+            if line is None or line_hash(line) != anchored.hash:
+                problem = f"its line for seq {anchored.seq} is not the one its head anchor names: the log was rewritten"
+        if problem:
+            self._file.refuse(
+                LogError(f"{self.path}: {problem}. Nothing will be appended: check it with `ds verify`, then `ds repair`")
+            )
+
     def _load_index(self) -> None:
         """Under the lock: load ``.idx``, check it against the log, extend it to the tail."""
-        self._index.load(self._file.fd, self._size, self._last_seq)
+        self._index.load(self._file.fd, self._size, self._last_seq, persist=not self.read_only)
 
     def _catch_up(self) -> None:
         """Under the lock: absorb other processes' appends (or a replaced file)."""
         if self._replaced(missing=True):  # ds repair replaced the file: reopen it
             self._file.reopen()
+            self._anchor.forget()
             self._generation += 1
             self._reset_state()
             self._ids = None
-            self._load_tail(recover=True)
+            self._load_tail(recover=not self.read_only)
             self._load_index()
             if self.recovered is not None:
                 self.recovered = None
                 raise LogError(f"{self.path} had a torn tail after a replace; reopen the log")
             return
         size = os.fstat(self._file.fd).st_size
-        if size < self._size:  # truncated by recovery elsewhere
-            self._reload()
+        if self.torn is not None and size == self._torn_size:
+            return  # the torn tail we keep: nothing new
+        if size < self._size:  # lines this handle had seen are gone
+            self._reload(f"it shrank to {size:,} bytes, below the {self._size:,} this handle had read")
         elif size > self._size:
-            if not self._advance(size):  # rewritten under us: what we knew is void
-                self._reload()
+            if not self._advance(size):
+                self._reload(f"the bytes at offset {self._size:,} no longer continue the chain this handle had read")
                 return
-            if self._size != size:  # a writer died mid-batch since we last looked
+            if self._size != size and not self.read_only:  # a writer died mid-batch since we last looked
                 torn = torn_after(self._file.fd, self._size, size)
                 try:
                     recovered = quarantine(self._file.fd, self.path, torn)
@@ -474,16 +549,27 @@ class EventLog:
                 # Record it as part of this same append: it is the next seq.
                 self._commit_recovered(recovered)
 
-    def _reload(self) -> None:
-        """Under the lock: the file is not what this handle last saw (it shrank, or the
-        bytes at our tail do not continue our chain): read its tail afresh, and trust no
-        offset from before, the durable one included."""
+    def _reload(self, what: str) -> None:
+        """Under the lock: the file is not what this handle last saw (``what``): read
+        its tail afresh and trust no offset from before, the durable one included.
+
+        Recovery never cuts lines that anyone has read, so this is not a crashed write:
+        a writing handle refuses to append from now on (appending would bury the
+        evidence) until ``ds repair``; reads go on, of what the file holds now.
+        """
         self._file.forget()
         self._generation += 1
         self._reset_state()
         self._ids = None
-        self._load_tail(recover=False)
+        self._load_tail(recover=False, keep=True)
         self._load_index()
+        if not self.read_only:
+            self._file.refuse(
+                LogError(
+                    f"{self.path} changed under this handle: {what}. Nothing will be appended: "
+                    "check it with `ds verify`, then `ds repair`"
+                )
+            )
 
     def _commit_recovered(self, event: LogRecovered) -> None:
         event = msgspec.structs.replace(
@@ -501,7 +587,7 @@ class EventLog:
         except OSError as exc:
             raise self._write_failed(exc, "recording a recovery") from exc
         self._index.add([(event.seq, self._size)], persist=True)
-        self._last_seq, self._last_hash, self._size = event.seq, line_hash(line), self._size + len(line) + 1
+        self._set_tail(self._size + len(line) + 1, event.seq, line_hash(line))
         self._file.note_written(self._size)
         self._file.sync_through(self._size)
 
@@ -553,9 +639,7 @@ class EventLog:
                     self._ids[found] = seq
             last, offset = line, end
         if last is not None:
-            self._last_seq = line_seq(last)
-            self._last_hash = line_hash(last)
-            self._size = offset
+            self._set_tail(offset, line_seq(last), line_hash(last))
             self._index.add(new_offsets, persist=False)
         return True
 

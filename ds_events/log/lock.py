@@ -25,9 +25,11 @@ class FileLock:
     thread); :meth:`try_acquire` takes them only if that needs no waiting.
     """
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str | None) -> None:
+        """``path`` None: a thread lock only (a read-only handle, which never takes
+        the append lock and creates no lock file)."""
         self.path = path
-        self._fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        self._fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644) if path is not None else None
         self._thread_lock = threading.RLock()
         self._depth = 0  # how deep the owning thread is (the flock is taken at depth 1)
         self._owner: int | None = None
@@ -50,7 +52,8 @@ class FileLock:
         self._thread_lock.acquire()
         if self._depth == 0:
             try:
-                _flock(self._fd)
+                if self._fd is not None:
+                    _flock(self._fd)
             except BaseException:
                 self._thread_lock.release()
                 raise
@@ -74,7 +77,8 @@ class FileLock:
             self._thread_lock.release()
             return False
         try:
-            fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            if self._fd is not None:
+                fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except (BlockingIOError, InterruptedError):
             self._thread_lock.release()
             return False
@@ -87,12 +91,15 @@ class FileLock:
         try:
             if self._depth == 0:
                 self._owner = None
-                fcntl.flock(self._fd, fcntl.LOCK_UN)
+                if self._fd is not None:
+                    fcntl.flock(self._fd, fcntl.LOCK_UN)
         finally:
             self._thread_lock.release()
 
     def close(self) -> None:
-        os.close(self._fd)
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
 
 
 @contextlib.contextmanager

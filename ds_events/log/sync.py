@@ -15,6 +15,7 @@ import threading
 from collections.abc import Callable
 
 from ..errors import DiskFull, LogError
+from .anchor import HeadAnchor
 
 __all__ = ["DurableFile", "as_log_error", "DISK_FULL_ERRNOS"]
 
@@ -35,22 +36,36 @@ _NOTHING = "nothing of this append was kept"
 class DurableFile:
     """One open descriptor of the log at ``path`` and its durable prefix.
 
-    ``intact_end()`` says up to which offset the owner knows the file holds complete,
-    checked lines (its own writes included). A sync never records more than that as
-    durable: bytes beyond it (another writer's line in progress) may yet be cut off by
-    a recovery and replaced by shorter lines, and an offset that counted them would
-    later let an append of ours that ends below it return without a sync.
+    ``intact()`` gives ``(offset, seq, line hash)`` of the end of the complete lines
+    the owner has checked (its own writes included). A sync never records more than
+    that offset as durable: bytes beyond it (another writer's line in progress) may yet
+    be cut off by a recovery and replaced by shorter lines, and an offset that counted
+    them would later let an append of ours that ends below it return without a sync.
+    After each sync, ``anchor`` (if any) is told the head that is now durable.
     """
 
-    def __init__(self, path: str, *, intact_end: Callable[[], int]) -> None:
+    def __init__(
+        self,
+        path: str,
+        *,
+        intact: Callable[[], tuple[int, int, str]],
+        anchor: HeadAnchor | None = None,
+        read_only: bool = False,
+    ) -> None:
         self.path = path
-        self._intact_end = intact_end
-        self.fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+        self.read_only = read_only
+        try:
+            self.fd = os.open(path, os.O_RDONLY if read_only else os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+        except FileNotFoundError:
+            raise LogError(f"there is no log at {path}") from None
+        self._intact = intact
+        self.anchor = anchor
         self.lock = threading.Lock()  # one sync at a time; guards everything below
         self.durable = 0  # the file's first ``durable`` bytes are known to be on disk
         self.written_end = 0  # the offset just after this handle's last write
         self.failed: OSError | None = None  # a sync failed: final for this handle
         self.write_failed: OSError | None = None  # a write failed: refuse until reopened
+        self.refusal: LogError | None = None  # the log is not what it should be: refuse
         self.closed = False
         self._retired: list[int] = []  # descriptors of replaced files (a sync may still use one)
 
@@ -58,13 +73,22 @@ class DurableFile:
         self.written_end = end
 
     def usable(self) -> None:
-        """Refuse to append through a closed handle, or one whose sync or write failed."""
+        """Refuse to append through a closed or read-only handle, one whose sync or
+        write failed, or one that found the log damaged."""
         if self.closed:
             raise LogError(f"log {self.path} is closed")
+        if self.read_only:
+            raise LogError(f"log {self.path} was opened read-only: nothing can be appended through this handle")
+        if self.refusal is not None:
+            raise self.refusal
         self.refuse_if_failed()
         if self.write_failed is not None:
             error = DiskFull if self.write_failed.errno in DISK_FULL_ERRNOS else LogError
             raise error(f"{self.path}: an earlier write failed ({self.write_failed.strerror or self.write_failed}); reopen the log")
+
+    def refuse(self, error: LogError) -> None:
+        """The log is not what it should be (see ``error``): append nothing more."""
+        self.refusal = error
 
     def fail_write(self, exc: OSError) -> None:
         """A write (or a recovery's truncation) failed: what this handle knows of the
@@ -98,7 +122,8 @@ class DurableFile:
         A failure is recorded for good (see :meth:`sync_through`) and raised.
         """
         # Everything written so far (by anyone) that we know to be whole lines.
-        covers = min(os.fstat(self.fd).st_size, self._intact_end())
+        end, seq, line_hash = self._intact()
+        covers = min(os.fstat(self.fd).st_size, end)
         try:
             os.fdatasync(self.fd)
         except OSError as exc:
@@ -109,6 +134,8 @@ class DurableFile:
                 "Reopen the log (it recovers its tail) and check it with ds verify"
             ) from exc
         self.durable = max(self.durable, covers)
+        if self.anchor is not None and covers == end and seq:
+            self.anchor.write(seq, line_hash, self.fd)  # only ever a head that is on disk
 
     def sync_own_writes_locked(self) -> None:
         """Under :attr:`lock`: sync if this handle wrote past the durable offset."""
@@ -129,9 +156,11 @@ class DurableFile:
         reused number).
         """
         with self.lock:
-            self.sync_own_writes_locked()
+            if not self.read_only:
+                self.sync_own_writes_locked()
             self._retired.append(self.fd)
-            self.fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+            flags = os.O_RDONLY if self.read_only else os.O_RDWR | os.O_APPEND | os.O_CREAT
+            self.fd = os.open(self.path, flags, 0o644)
             self.durable = self.written_end = 0
 
     def close(self, *, sync: bool) -> bool:
@@ -139,10 +168,12 @@ class DurableFile:
         with self.lock:
             if self.closed:
                 return False
-            if sync:
+            if sync and not self.read_only:
                 with contextlib.suppress(LogError):  # recorded: later syncs through this handle fail
                     self.sync_own_writes_locked()
             self.closed = True
             for fd in (self.fd, *self._retired):
                 os.close(fd)
+            if self.anchor is not None:
+                self.anchor.close()
             return True

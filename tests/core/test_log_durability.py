@@ -13,6 +13,7 @@ import threading
 import pytest
 
 from ds_events.events import ConversationMessage
+from ds_events.errors import LogError
 from ds_events.log import EventLog, append_lock
 from ds_events.verify import verify_log
 
@@ -60,27 +61,32 @@ def test_an_append_after_another_writers_torn_line_was_recovered_is_synced(tmp_p
     assert verify_log(path).ok
 
 
-def test_a_handle_that_finds_the_file_rewritten_under_it_reloads_and_syncs(tmp_path, monkeypatch):
+def test_a_handle_that_finds_the_file_rewritten_under_it_reloads_and_refuses_to_append(tmp_path):
     # The bytes at A's tail offset no longer continue A's chain (the file was cut back
-    # and regrown past it by others): A must not take them for new lines (its seq
-    # count and index entries would point at the wrong events), nor trust any offset
-    # it knew, the durable one included.
+    # and regrown past it): A must not take them for new lines (its seq count and index
+    # entries would point at the wrong events), nor trust any offset it knew, the
+    # durable one included. No crash does this (recovery never cuts lines anyone has
+    # read), so A also refuses to append over it until ds repair.
     path = tmp_path / "events.jsonl"
     with EventLog(path, quest_id="q", actor="a", policy="always") as a:
         for k in range(10):
             a.append([msg(k * 10 + i) for i in range(10)])
         lines = path.read_bytes().split(b"\n")[:-1]
-        os.truncate(path, sum(len(x) + 1 for x in lines[:50]))  # after the 5th batch
-        with EventLog(path, quest_id="q", actor="b", policy="never") as b:
+        cut = sum(len(x) + 1 for x in lines[:50])  # after the 5th batch
+        scratch = tmp_path / "scratch.jsonl"
+        scratch.write_bytes(path.read_bytes()[:cut])
+        with EventLog(scratch, quest_id="q", actor="b", policy="never") as b:
             b.append([msg(100 + i, pad=80) for i in range(80)])  # seqs 51..130, longer lines
+        path.write_bytes(scratch.read_bytes())  # in place: same file, other bytes
         assert os.path.getsize(path) > sum(len(x) + 1 for x in lines)
         assert [e.seq for e in a.read(after_seq=128)] == [129, 130]
-        assert a.get(40).content == "m39" and a.get(65).content == "m114" + "x" * 80 and a.get(129).content == "m178" + "x" * 80
-        syncs = SyncRecorder(monkeypatch, str(path))
-        stored = a.append(msg(999))
-        assert stored.seq == 131
-        assert syncs.calls >= 1 and syncs.durable_size() >= os.path.getsize(path)
-    assert verify_log(str(path)).ok
+        assert a.get(40).content == "m39" and a.get(65).content == "m114" + "x" * 80
+        assert a.get(129).content == "m178" + "x" * 80
+        with pytest.raises(LogError, match="changed under this handle.*ds repair"):
+            a.append(msg(999))
+        with pytest.raises(LogError, match="changed under this handle"):
+            a.append(msg(999))  # and stays refused
+    assert verify_log(str(path)).problems  # the head anchor still names seq 100's old line
 
 
 def test_a_sync_records_as_durable_only_what_its_owner_knows_is_intact(tmp_path, monkeypatch):
@@ -88,7 +94,7 @@ def test_a_sync_records_as_durable_only_what_its_owner_knows_is_intact(tmp_path,
 
     path = str(tmp_path / "f")
     known = [0]
-    f = DurableFile(path, intact_end=lambda: known[0])
+    f = DurableFile(path, intact=lambda: (known[0], 1, "h"))
     try:
         os.write(f.fd, b"a" * 60)
         known[0] = 60
