@@ -10,6 +10,7 @@ Usage: python3 bench/log_append.py [--rounds N] [--n APPENDS_PER_ROUND] [--dir D
 from __future__ import annotations
 
 import argparse
+import inspect
 import os
 import tempfile
 
@@ -18,6 +19,10 @@ from _rounds import ROUNDS, ratios, run_rounds, spread, timed, verdict
 import _util  # noqa: F401 - puts the repository on sys.path
 from ds_events.events import ConversationMessage, encode
 from ds_events.log import EventLog
+
+# Appends sign the log's head anchor when the log has a key (every quest does): measure
+# that too (an EventLog from before anchors takes no key).
+SIGNED = {"key": os.urandom(32)} if "key" in inspect.signature(EventLog).parameters else {}
 
 
 def main() -> None:
@@ -45,7 +50,7 @@ def main() -> None:
             for name in os.listdir(tmp):
                 if name.startswith("ours.jsonl"):
                     os.remove(os.path.join(tmp, name))
-            with EventLog(path, quest_id="bench", actor="bench", policy="always") as log:
+            with EventLog(path, quest_id="bench", actor="bench", policy="always", **SIGNED) as log:
                 for event in events:
                     log.append(event)
 
