@@ -91,3 +91,26 @@ def test_add_lines_notes_only_the_indexed_seqs(tmp_path):
     index.add_lines(101, list(range(1000, 2000, 10)), persist=True)  # seqs 101..200
     assert len(index) == 4 and index.entry(3) == (3 * INDEX_EVERY + 1, 3 * INDEX_EVERY * 10)
     assert os.path.getsize(tmp_path / "x.idx") == 4 * 8
+
+
+def test_an_entry_beyond_what_a_read_covers_is_skipped_not_dropped(path, fd):
+    index = SparseIndex(str(path) + ".idx")
+    index.refresh(fd)
+    _seq, offset9 = index.entry(9)
+    # A reader whose view of the log ends before entry 9's line (an append landed since).
+    assert index.seek(fd, 9 * INDEX_EVERY + 5, size=offset9) == index.entry(8)
+    assert len(index) == 10  # entry 9 is kept ...
+    assert index.seek(fd, 9 * INDEX_EVERY + 5) == index.entry(9)  # ... and used once the read covers it
+
+
+def test_a_wrong_entry_is_dropped_at_first_use_and_an_earlier_one_used(path, fd):
+    idx = str(path) + ".idx"
+    data = bytearray(open(idx, "rb").read())
+    data[5 * 8 : 6 * 8] = data[6 * 8 : 7 * 8]  # entry 5 points at entry 6's line
+    open(idx, "wb").write(bytes(data))
+    index = SparseIndex(idx)
+    index.refresh(fd)
+    assert index.seek(fd, 5 * INDEX_EVERY + 3) == index.entry(4)
+    assert len(index) == 5
+    index.refresh(fd)
+    assert len(index) == 5  # the file's entries from the wrong one on are not read again
