@@ -10,8 +10,12 @@ always a prefix of the log. Readers never take the lock: they only consume compl
 lines (:mod:`.scan`), seeking through the sparse index (:mod:`.index`).
 
 Policy ``group`` shares writes and syncs between appends in flight in one process
-(:mod:`.group`). A torn tail left by a crashed writer is quarantined on open or by the
-next appender (:mod:`.recovery`).
+(:mod:`.group`). A batch is all or nothing: readers see only complete batches, and the
+torn tail a crashed writer leaves (a partial line, or part of a batch) is quarantined
+on open or by the next appender (:mod:`.recovery`). After each sync the head anchor
+(:mod:`.anchor`) records the durable head outside the log; an appender refuses a log
+that lost or changed that head, or that changed under it, rather than bury the
+evidence. A read-only handle never recovers, truncates, appends or creates a file.
 """
 
 from __future__ import annotations
@@ -56,6 +60,10 @@ class EventLog:
 
     An event whose stored line would be longer than ``max_event_bytes`` is refused
     with :class:`ServiceError` ``event_too_large``, and nothing of its append is written.
+
+    ``read_only``: read, never write (a torn tail is left in place and reported as
+    :attr:`torn`). ``key``: the home's log key, which signs the head anchor (and
+    without which a signed anchor cannot be trusted, nor is it overwritten).
     """
 
     def __init__(
