@@ -119,10 +119,12 @@ class EventLog:
                 fsync_dir(parent)
             with self._lock:
                 anchored = self._trusted_anchor()
-                self._load_tail(recover=recover and not read_only, anchored=anchored)
+                torn = self._load_tail(recover=recover and not read_only, anchored=anchored)
                 self._load_index()
                 if not read_only:
-                    self._check_head(anchored)
+                    self._check_head(anchored)  # before anything is cut: a refusal keeps all
+                if torn is not None:
+                    self._recover(torn)
             if self.recovered is not None:
                 try:
                     self.recovered = self.append(self.recovered)
@@ -446,37 +448,49 @@ class EventLog:
         self._size, self._last_seq, self._last_hash = size, seq, line_hash_
         self._tail = (size, seq, line_hash_)
 
-    def _load_tail(self, *, recover: bool, anchored: Anchor | None = None, keep: bool = False) -> None:
-        """Find the end of the last complete batch; quarantine what follows if asked to
-        recover and it can be a crashed write (it is not if the anchor names a later
-        seq: then the file shrank below a head it once had, and only ``ds repair``
-        may cut it). Without recovery a torn tail is kept (read-only, or ``keep``) or
-        refused."""
+    def _load_tail(self, *, recover: bool, anchored: Anchor | None = None, keep: bool = False) -> Torn | None:
+        """Find the end of the last complete batch. Returns what follows it if that is
+        to be recovered (the caller quarantines it with :meth:`_recover`): only if asked
+        to recover and it can be a crashed write, which it cannot if the anchor names a
+        later seq (the file then shrank below a head it once had, and only ``ds
+        repair`` may cut it). Otherwise a torn tail is kept in place (read-only,
+        ``keep``, or below the anchored head) or refused."""
         tail, torn = find_tail(self._file.fd)
         self.torn = None
-        if torn is not None:
-            if self.read_only or (keep and not recover):
-                self._keep_torn(torn)
-            elif not recover:
-                raise LogError(f"{self.path}: {torn.reason} at byte {torn.offset}; open with recovery or run ds repair")
-            elif anchored is not None and anchored.seq > tail.last_seq:
-                self._keep_torn(torn)
-                self._file.refuse(
-                    LogError(
-                        f"{self.path}: the log ends in a torn tail at byte {torn.offset} after seq {tail.last_seq}, "
-                        f"but its head anchor names seq {anchored.seq}: it shrank below a head it had, which a crashed "
-                        "write cannot do. Nothing was recovered or appended: check it with `ds verify`, then `ds repair`"
-                    )
-                )
-            else:
-                try:
-                    self.recovered = quarantine(self._file.fd, self.path, torn)
-                except OSError as exc:
-                    if exc.errno not in DISK_FULL_ERRNOS:
-                        raise
-                    self._keep_torn(torn)
-                    self._file.fail_write(exc)  # appends are refused (DiskFull) until reopened
         self._set_tail(tail.size, tail.last_seq, tail.last_hash)
+        if torn is None:
+            return None
+        if self.read_only or (keep and not recover):
+            self._keep_torn(torn)
+        elif not recover:
+            raise LogError(f"{self.path}: {torn.reason} at byte {torn.offset}; open with recovery or run ds repair")
+        elif anchored is not None and anchored.seq > tail.last_seq:
+            self._keep_torn(torn)
+            self._file.refuse(
+                LogError(
+                    f"{self.path}: the log ends in a torn tail at byte {torn.offset} after seq {tail.last_seq}, "
+                    f"but its head anchor names seq {anchored.seq}: it shrank below a head it had, which a crashed "
+                    "write cannot do. Nothing was recovered or appended: check it with `ds verify`, then `ds repair`"
+                )
+            )
+        else:
+            return torn
+        return None
+
+    def _recover(self, torn: Torn) -> None:
+        """Under the lock: quarantine ``torn`` (sets :attr:`recovered`, the event to
+        append), unless the handle refuses to append: then it stays where it is. On a
+        full disk it stays too, and appends are refused (DiskFull) until reopened."""
+        if self._file.refusal is not None:
+            self._keep_torn(torn)
+            return
+        try:
+            self.recovered = quarantine(self._file.fd, self.path, torn)
+        except OSError as exc:
+            if exc.errno not in DISK_FULL_ERRNOS:
+                raise
+            self._keep_torn(torn)
+            self._file.fail_write(exc)
 
     def _keep_torn(self, torn: Torn) -> None:
         """Leave ``torn`` where it is: reads stop before it."""
@@ -512,13 +526,23 @@ class EventLog:
         if anchored.seq > self._last_seq:
             problem = f"it ends at seq {self._last_seq} but its head anchor names seq {anchored.seq}: lines were removed"
         else:
-            line = next((line for seq, line in self.iter_lines(anchored.seq - 1) if seq == anchored.seq), None)
+            line = self._line_at(anchored.seq)
             if line is None or line_hash(line) != anchored.hash:
                 problem = f"its line for seq {anchored.seq} is not the one its head anchor names: the log was rewritten"
         if problem:
             self._file.refuse(
                 LogError(f"{self.path}: {problem}. Nothing will be appended: check it with `ds verify`, then `ds repair`")
             )
+
+    def _line_at(self, seq: int) -> bytes | None:
+        """The stored line of ``seq`` among the complete lines this handle knows (no
+        catching up: what lies beyond may be a torn tail not yet recovered)."""
+        start, offset = self._index.seek(self._file.fd, seq, self._size)
+        for line, _end in scan_lines(self._file.fd, offset, self._size):
+            if start == seq:
+                return line
+            start += 1
+        return None
 
     def _load_index(self) -> None:
         """Under the lock: load ``.idx``, check it against the log, extend it to the tail."""
@@ -532,9 +556,10 @@ class EventLog:
             self._generation += 1
             self._reset_state()
             self._ids = None
-            self._load_tail(recover=not self.read_only)
+            torn = self._load_tail(recover=not self.read_only)
             self._load_index()
-            if self.recovered is not None:
+            if torn is not None:
+                self._recover(torn)
                 self.recovered = None
                 raise LogError(f"{self.path} had a torn tail after a replace; reopen the log")
             return

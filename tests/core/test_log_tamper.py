@@ -367,3 +367,17 @@ def test_load_key_creates_a_private_key_once(tmp_path):
     key = load_key(tmp_path)
     assert len(key) == 32 and load_key(tmp_path) == key
     assert oct(os.stat(tmp_path / ".ds" / "log.key").st_mode & 0o777) == "0o600"
+
+
+def test_an_appender_that_refuses_a_damaged_log_cuts_nothing_even_a_torn_tail(path):
+    lines = lines_of(path)
+    HeadAnchor(str(path), b"f" * 32).reset(100, line_hash(lines[-1]))  # signed elsewhere
+    with open(path, "ab") as f:
+        f.write(b'{"type":"conversation.message","seq":101,"id":"half')
+    before = path.read_bytes()
+    with EventLog(path, quest_id="q", key=KEY) as log:
+        assert log.recovered is None and log.torn is not None
+        assert log.last_seq == 100
+        with pytest.raises(LogError, match="MAC does not match"):
+            log.append(msg(1))
+    assert path.read_bytes() == before
