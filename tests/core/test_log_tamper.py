@@ -229,7 +229,6 @@ def test_a_trailer_from_before_a_repair_is_noted_not_reported(tmp_path):
     path = root / ".ds" / "events.jsonl"
     make_log(path, 30, key=None)
     repo = pygit2.init_repository(str(root), initial_head="main")
-    commit = repo.revparse_single  # noqa: F841 - (documentation: commits are read by verify)
     lines = lines_of(path)
     sig = pygit2.Signature("t", "t@localhost", 1_000_000_000, 0)  # long before the repair
     tree = repo.TreeBuilder().write()
