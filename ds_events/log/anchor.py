@@ -9,9 +9,9 @@ forging the anchor too, which needs the key.
 
 Appenders update the anchor after each sync (so it only ever names a durable head;
 policy ``never``, which does not sync, after each write), under a ``flock`` of the
-anchor file, and never move it backwards. The first record, a fixed-size line, is the
-current head, rewritten in place; each time the head passes a multiple of
-``HISTORY_EVERY`` seqs, a signed record of it is also appended after it, so that when
+anchor file. The first record, a fixed-size line, is the current head, rewritten in
+place; each time the head passes a power of two below ``HISTORY_EVERY`` or a multiple
+of it, a signed record of it is also appended after it, so that when
 the end of a log disagrees with its head, ``ds repair`` can still vouch for the lines up
 to the last recorded head it agrees with. ``ds verify`` checks them all; ``ds repair``
 is the one tool that resets the file.
@@ -109,6 +109,7 @@ class HeadAnchor:
         self.history_every = history_every
         self._fd: int | None = None
         self._written = 0  # the highest seq this handle wrote (skip older heads cheaply)
+        self._log_ino: tuple[int, int] | None = None  # (log fd, its inode)
 
     def read(self) -> Anchor | None:
         """The current head, or None if there is none. Raises ValueError if garbled."""
@@ -132,40 +133,57 @@ class HeadAnchor:
 
     def write(self, seq: int, line_hash: str, log_fd: int) -> None:
         """Record ``(seq, line_hash)`` of the log open at ``log_fd`` as the head, unless
-        the anchor already names a later seq, or the log's path now names another file
-        (``ds repair`` replaced it: what we synced is history). Failures (a full disk)
-        are left for ``ds verify`` to notice: the anchor then lags, which it tolerates,
-        and the append that got here stands."""
+        this handle already wrote a later one, or the log's path now names another
+        file (``ds repair`` replaced it: what we synced is history). Failures (a full
+        disk) are left for ``ds verify`` to notice: the anchor then lags, which it
+        tolerates, and the append that got here stands.
+
+        This runs after every sync, so it costs one ``stat`` and one ``pwrite`` under the
+        anchor's ``flock``. Writers do not read the anchor each time: two processes may
+        write in either order, so it can name an older head for a moment, which is
+        still a true one.
+        """
         if seq <= self._written:
             return
         try:
-            if self._fd is None:
-                self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
-            with _flocked(self._fd, fcntl.LOCK_EX):
-                if os.stat(self.log_path).st_ino != os.fstat(log_fd).st_ino:
+            if self._fd is None and not self._open(seq):
+                return
+            assert self._fd is not None
+            if self._log_ino is None or self._log_ino[0] != log_fd:
+                self._log_ino = (log_fd, os.fstat(log_fd).st_ino)
+            mac = head_mac(self.key, seq, line_hash) if self.key is not None else ""
+            record = _encode(seq, line_hash, mac)
+            with _flocked(self._fd, fcntl.LOCK_EX):  # against ds repair's reset (see above)
+                if os.stat(self.log_path).st_ino != self._log_ino[1]:
                     return
-                try:
-                    current = _parse(os.pread(self._fd, _RECORD, 0))
-                except ValueError:
-                    current = None  # garbled: a fresh record replaces it
-                if current is not None:
-                    if current.seq >= seq:
-                        self._written = current.seq
-                        return
-                    if current.mac and self.key is None:
-                        return  # never replace a signed anchor with an unsigned one
-                mac = head_mac(self.key, seq, line_hash) if self.key is not None else ""
-                record = _encode(seq, line_hash, mac)
                 os.pwrite(self._fd, record, 0)
-                if current is None or current.seq // self.history_every < seq // self.history_every:
+                if _era(self._written, self.history_every) < _era(seq, self.history_every):
                     os.pwrite(self._fd, record, max(os.fstat(self._fd).st_size, _RECORD))
-                self._written = seq
+            self._written = seq
         except OSError:
             return
 
+    def _open(self, seq: int) -> bool:
+        """Open the anchor file on first use; False if this handle must not write it."""
+        self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            current = _parse(os.pread(self._fd, _RECORD, 0))
+        except ValueError:
+            current = None  # garbled: a fresh record replaces it
+        if current is not None:
+            if current.mac and self.key is None:
+                self._written = 1 << 62  # never replace a signed anchor with an unsigned one
+                return False
+            self._written = current.seq  # ahead of us (another process): wait until we pass it
+        return seq > self._written
+
     def forget(self) -> None:
         """The log was replaced or rewritten: what this handle wrote says nothing now."""
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
         self._written = 0
+        self._log_ino = None
 
     def reset(self, seq: int, line_hash: str) -> None:
         """Replace the anchor and its history whatever they say (``ds repair``, which
@@ -185,6 +203,13 @@ class HeadAnchor:
         if self._fd is not None:
             os.close(self._fd)
             self._fd = None
+
+
+def _era(seq: int, every: int) -> int:
+    """Which stretch of the log ``seq`` is in: the head is kept for good each time it
+    enters a new one. Stretches double up to ``every`` seqs (1, 2-3, 4-7 ...), then
+    are ``every`` long: a young log gets past heads soon, a long one one per ``every``."""
+    return seq.bit_length() if seq < every else every.bit_length() + seq // every
 
 
 def _encode(seq: int, line_hash: str, mac: str) -> bytes:

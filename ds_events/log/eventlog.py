@@ -46,6 +46,7 @@ __all__ = ["EventLog", "Transaction", "Policy", "MAX_EVENT_BYTES"]
 
 Policy = Literal["always", "group", "never"]
 MAX_EVENT_BYTES = 8 << 20  # the largest stored line an append accepts (config log.max_event_bytes)
+_NEVER_ANCHOR_EVERY = 64  # policy never: writes between head anchor updates (and one on close)
 
 
 class EventLog:
@@ -114,6 +115,7 @@ class EventLog:
         self._waiters: set[tuple[asyncio.AbstractEventLoop, asyncio.Event]] = set()
         self._ids: dict[str, int] | None = None  # event id -> seq, built on first need
         self._generation = 0  # +1 whenever offsets from before stop meaning anything
+        self._unanchored = 0  # policy never: writes since the anchor was told (see _anchor_now)
         try:
             if created:
                 fsync_dir(parent)
@@ -166,7 +168,9 @@ class EventLog:
         if self.policy == "group" and not self._lock.held_by_me():
             stored = self._threads.append(events)
         else:  # (inside this thread's own transaction a group could never form)
-            stored = _or_raise(self._commit([events])[0])
+            stored = self._commit([events])[0]
+            if isinstance(stored, ServiceError):  # refused (too large): nothing written
+                raise stored
         return stored[0] if single else stored
 
     async def append_async(self, event: Event | Sequence[Event]) -> Event | list[Event]:
@@ -297,6 +301,8 @@ class EventLog:
             return
         self._async.close()  # syncs and acknowledges every group handed to its sync thread
         with self._lock.threads:  # no write of ours is in progress
+            if self.policy == "never" and self._unanchored and not self._file.closed:
+                self._anchor_now()
             if self._file.close(sync=self.policy != "never"):
                 self._lock.close()
                 self._anchor.close()
@@ -326,10 +332,12 @@ class EventLog:
         the lock is released, so other processes and the next group can write
         meanwhile.
         """
-        self._file.usable()
+        if self._file.blocked:
+            self._file.usable()  # raises why
         with self._lock:
             self._catch_up()
-            self._file.usable()  # catching up may have found the log damaged
+            if self._file.blocked:  # catching up may have found the log damaged
+                self._file.usable()
             return self._commit_locked(list(batches), sync=False)
 
     def _try_write(self, batches: list[list[Event]]) -> tuple[list[list[Event]], int] | None:
@@ -373,17 +381,25 @@ class EventLog:
         )
         if encoded.lines:
             first = self._last_seq + 1
+            data = encoded.data()
             try:
-                write_all(self._file.fd, encoded.data())
+                written = os.write(self._file.fd, data)  # (write_all's common case, inlined)
+                if written != len(data):  # a short write: the rest (or the error, ENOSPC) follows
+                    write_all(self._file.fd, data[written:])
             except OSError as exc:
                 raise self._write_failed(exc, "a write") from exc
-            self._set_tail(encoded.end, encoded.seq, encoded.prev)
-            self._file.note_written(encoded.end)
-            self._index.add_lines(first, encoded.starts, persist=True)
+            # The tail, also as one tuple (read in one step by a sync thread): _set_tail, inlined.
+            self._size, self._last_seq, self._last_hash = encoded.end, encoded.seq, encoded.prev
+            self._tail = (encoded.end, encoded.seq, encoded.prev)
+            self._file.written_end = encoded.end
+            if (-(first - 1)) % INDEX_EVERY < len(encoded.starts):  # an indexed seq among them
+                self._index.add_lines(first, encoded.starts, persist=True)
             if self._ids is not None:
                 self._ids.update(encoded.ids)
-            if self.policy == "never":  # no sync will tell the anchor: tell it now
-                self._anchor.write(encoded.seq, encoded.prev, self._file.fd)
+            if self.policy == "never":  # no sync will tell the anchor
+                self._unanchored += 1
+                if self._unanchored >= _NEVER_ANCHOR_EVERY:
+                    self._anchor_now()
         sync_to = self._size if encoded.lines or encoded.duplicates else 0
         if sync and sync_to and self.policy != "never":
             self._file.sync_through(sync_to)
@@ -406,6 +422,15 @@ class EventLog:
                 pass
         self._file.fail_write(exc)
         return as_log_error(self.path, exc, what)
+
+    def _anchor_now(self) -> None:
+        """Record the head in the anchor. Policy ``never`` (no syncs, no durability
+        promised) does this every ``_NEVER_ANCHOR_EVERY`` writes and on close rather
+        than after every write, which would cost more than the write itself."""
+        _size, seq, line_hash_ = self._tail
+        if seq:
+            self._anchor.write(seq, line_hash_, self._file.fd)
+        self._unanchored = 0
 
     def _stored(self, seq: int) -> Event:
         found = self.get(seq)
@@ -649,8 +674,11 @@ class EventLog:
 
         ``missing`` is the answer when the path names no file at all.
         """
-        named = stat_or_none(self.path)
-        return missing if named is None else named.st_ino != os.fstat(self._file.fd).st_ino
+        try:
+            named = os.stat(self.path)
+        except FileNotFoundError:
+            return missing
+        return named.st_ino != os.fstat(self._file.fd).st_ino
 
     def _advance(self, size: int) -> bool:
         """Consume complete lines in ``[self._size, size)`` into the tail state and index.

@@ -161,8 +161,8 @@ def encode_batches(
         # First decide which events are new (and their seqs), then encode them: each
         # line says how many lines of its batch follow it, which needs the count.
         results: list[Event | None] = [None] * len(events)
-        new: list[tuple[int, Event, str, int]] = []  # (position, event, id, seq)
         later: list[tuple[int, int]] = []  # (position, seq): a duplicate of a new event
+        new: list[tuple[int, Event, str, int]] = []  # (position, event, id, seq)
         for position, event in enumerate(events):
             event_id = event.id
             if event_id:

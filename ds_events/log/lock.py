@@ -53,7 +53,10 @@ class FileLock:
         if self._depth == 0:
             try:
                 if self._fd is not None:
-                    _flock(self._fd)
+                    try:
+                        fcntl.flock(self._fd, fcntl.LOCK_EX)
+                    except InterruptedError:  # pragma: no cover - a signal during the wait
+                        _flock(self._fd)
             except BaseException:
                 self._thread_lock.release()
                 raise
@@ -62,7 +65,14 @@ class FileLock:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self.release()
+        self._depth -= 1  # (release(), inlined: this is on every append's path)
+        try:
+            if self._depth == 0:
+                self._owner = None
+                if self._fd is not None:
+                    fcntl.flock(self._fd, fcntl.LOCK_UN)
+        finally:
+            self._thread_lock.release()
 
     def try_acquire(self) -> bool:
         """Take the lock if it is free now, without waiting; release with :meth:`release`.

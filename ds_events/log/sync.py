@@ -67,6 +67,9 @@ class DurableFile:
         self.write_failed: OSError | None = None  # a write failed: refuse until reopened
         self.refusal: LogError | None = None  # the log is not what it should be: refuse
         self.closed = False
+        # Whether usable() would raise: one attribute read on every append's path, kept
+        # true from the moment any of the reasons above is set.
+        self.blocked = read_only
         self._retired: list[int] = []  # descriptors of replaced files (a sync may still use one)
 
     def note_written(self, end: int) -> None:
@@ -89,11 +92,13 @@ class DurableFile:
     def refuse(self, error: LogError) -> None:
         """The log is not what it should be (see ``error``): append nothing more."""
         self.refusal = error
+        self.blocked = True
 
     def fail_write(self, exc: OSError) -> None:
         """A write (or a recovery's truncation) failed: what this handle knows of the
         file's end may be wrong, so it appends nothing more until reopened."""
         self.write_failed = exc
+        self.blocked = True
 
     def refuse_if_failed(self) -> None:
         if self.failed is not None:
@@ -128,6 +133,7 @@ class DurableFile:
             os.fdatasync(self.fd)
         except OSError as exc:
             self.failed = exc
+            self.blocked = True
             error = DiskFull if exc.errno in DISK_FULL_ERRNOS else LogError
             raise error(
                 f"{self.path}: sync failed ({exc}); appends since the last good sync may not be on disk. "
@@ -172,6 +178,7 @@ class DurableFile:
                 with contextlib.suppress(LogError):  # recorded: later syncs through this handle fail
                     self.sync_own_writes_locked()
             self.closed = True
+            self.blocked = True
             for fd in (self.fd, *self._retired):
                 os.close(fd)
             if self.anchor is not None:

@@ -258,12 +258,12 @@ def test_repair_quarantines_an_edited_line_instead_of_rechaining_around_it(path)
 
 def test_repair_quarantines_a_forged_suffix_from_the_last_head_it_agrees_with(tmp_path):
     # The head anchor disagrees with the forged end; where the forgery starts nobody
-    # can tell, so repair keeps what a past head (recorded every HISTORY_EVERY seqs)
+    # can tell, so repair keeps what a past head (recorded at powers of two, then every HISTORY_EVERY seqs)
     # vouches for, quarantines the rest and names every event it did not keep.
     path = tmp_path / "events.jsonl"
     make_log(path, 1200, batch=50)
     history = HeadAnchor(str(path)).read_all()[1]
-    assert [h.seq for h in history] == [50, 1050]  # the first heads past 0 and 1024
+    assert [h.seq for h in history] == [50, 100, 150, 300, 550, 1050]  # past powers of two, then of 1024
     write_lines(path, forge_suffix(lines_of(path), 1150))
     report = repair_log(str(path), quest_id="q", key=KEY)
     assert [u.seq for u in report.unvouched] == list(range(1051, 1201))
