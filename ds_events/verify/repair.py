@@ -3,10 +3,11 @@
 Lines that are not events, second copies of an event id and the lines of an
 incomplete last batch go to a quarantine file. So does every line whose content repair
 cannot vouch for: a line is vouched for when the next line's ``prev`` is its hash, or
-when an anchor (head anchor, snapshot, git trailer) names it — an edited line is
-neither, and is never re-chained into the log as if it were genuine. Where the log
-disagrees with an anchor, nothing after the last line an anchor agrees with can be
-vouched for (a forged suffix chains perfectly with itself). The remaining events are
+when an anchor (head anchor and its past heads, snapshot, git trailer) names it — an
+edited line is neither, and is never re-chained into the log as if it were genuine.
+Where the log disagrees with an anchor, a forged stretch (which chains perfectly with
+itself) may start after the last anchor that agrees: there only trust flowing back
+through the chain from a later anchor that agrees vouches for a line. The remaining events are
 put back in seq order, renumbered so seqs run 1..N again, and re-chained; a
 ``log.repaired`` event records all of it, the head anchor is reset to the new head,
 snapshots (caches of the old seqs) are removed and the index is rebuilt.
@@ -175,45 +176,57 @@ def _vouch(
     bad: list[bytes],
 ) -> list[tuple[int, Event, bytes]]:
     """The lines (in seq order) whose content something vouches for; the others go to
-    ``bad`` and ``report.unvouched``."""
+    ``bad`` and ``report.unvouched``.
+
+    A line is vouched for by an anchor that names it, or by the next line naming it in
+    its ``prev``. Where an anchor disagrees with the log (at seq S), a forged stretch
+    may lie anywhere after the last anchor that agrees before S and before the first
+    that agrees after it: there only trust that flows back from that later anchor, line
+    by line through the chain, vouches for a line.
+    """
     hashes = [line_hash(line) for _n, _e, line in kept]
     by_seq = {event.seq: i for i, (_n, event, _l) in reversed(list(enumerate(kept)))}
-    agreeing: set[str] = set()
-    horizon: tuple[int, str] | None = None  # lines after this seq cannot be vouched for
-    disagreeing = []
+    agreeing: dict[int, str] = {}  # seq -> hash an agreeing anchor names
+    disagreeing: list[Claim] = []
     for claim in claims:
         i = by_seq.get(claim.seq)
         if i is not None and (not claim.hash or hashes[i] == claim.hash) and (not claim.event_id or kept[i][1].id == claim.event_id):
-            if claim.hash:
-                agreeing.add(claim.hash)
+            agreeing[claim.seq] = hashes[i]
         else:
             disagreeing.append(claim)
-    if disagreeing:
-        first = min(disagreeing, key=lambda c: c.seq)
-        trusted = [kept[by_seq[c.seq]][1].seq for c in claims if c not in disagreeing and c.seq < first.seq and c.seq in by_seq]
-        horizon = (max(trusted, default=0), first.name)
+    doubtful: list[tuple[int, float, Claim]] = []  # (after seq, before seq, the anchor): no local trust
+    for claim in disagreeing:
+        before = max((seq for seq in agreeing if seq < claim.seq), default=0)
+        after = min((seq for seq in agreeing if seq > claim.seq), default=float("inf"))
+        doubtful.append((before, after, claim))
+    vouched = [False] * len(kept)
+    reasons = [""] * len(kept)
+    for i in range(len(kept) - 1, -1, -1):
+        seq = kept[i][1].seq
+        named_next = i + 1 < len(kept) and kept[i + 1][1].prev == hashes[i]
+        doubt = next((claim for before, after, claim in doubtful if before < seq < after), None)
+        if agreeing.get(seq) == hashes[i]:
+            vouched[i] = True
+        elif doubt is not None:
+            vouched[i] = named_next and vouched[i + 1]
+            reasons[i] = (
+                f"the log disagrees with the {doubt.name} (seq {doubt.seq}) and no anchor after it vouches for this "
+                "line through the chain: this stretch may be forged"
+            )
+        elif named_next:
+            vouched[i] = True
+        elif i + 1 < len(kept):
+            reasons[i] = "the next line's prev names another line (this one was edited, or the next one is missing)"
+        else:
+            reasons[i] = "it is the last line and no anchor names it (the head anchor is missing, lags or disagrees)"
     out = []
     for i, (n, event, line) in enumerate(kept):
-        reason = ""
-        if horizon is not None and event.seq > horizon[0]:
-            reason = (
-                f"the log disagrees with the {horizon[1]}, and no anchor agrees with any line after seq {horizon[0]}: "
-                "this may be a forged suffix"
-            )
-        elif hashes[i] in agreeing:
-            pass
-        elif i + 1 < len(kept) and kept[i + 1][1].prev == hashes[i]:
-            pass
-        elif i + 1 < len(kept):
-            reason = "the next line's prev names another line (this one was edited, or the next one is missing)"
-        else:
-            reason = "it is the last line and no anchor names it (the head anchor is missing, lags or disagrees)"
-        if reason:
-            report.unvouched.append(Unvouched(event.seq, event.id, n, reason))
-            report.removed.append(Problem(n, offsets[n], f"could not vouch for seq {event.seq} ({event.id}): {reason}"))
-            bad.append(line + b"\n")
-        else:
+        if vouched[i]:
             out.append((n, event, line))
+            continue
+        report.unvouched.append(Unvouched(event.seq, event.id, n, reasons[i]))
+        report.removed.append(Problem(n, offsets[n], f"could not vouch for seq {event.seq} ({event.id}): {reasons[i]}"))
+        bad.append(line + b"\n")
     return out
 
 

@@ -380,3 +380,17 @@ def test_an_appender_that_refuses_a_damaged_log_cuts_nothing_even_a_torn_tail(pa
         with pytest.raises(LogError, match="MAC does not match"):
             log.append(msg(1))
     assert path.read_bytes() == before
+
+
+def test_repair_quarantines_only_the_line_a_past_head_disagrees_with_when_a_later_head_agrees(path):
+    history = [h.seq for h in HeadAnchor(str(path)).read_all()[1]]
+    assert 32 in history  # past heads at powers of two
+    lines = lines_of(path)
+    lines[31] = lines[31].replace(b'"m31"', b'"m31 (edited)"')
+    write_lines(path, lines)
+    report = verify_log(str(path), key=KEY)
+    caught = [p.anchor for p in report.problems if p.anchor and not p.anchor.startswith("index")]  # (entries moved too)
+    assert caught == ["head anchor events.jsonl.head (past head 32)"]
+    repaired = repair_log(str(path), quest_id="q", key=KEY)
+    assert [u.seq for u in repaired.unvouched] == [32]  # the head at 100 vouches back to 33
+    assert verify_log(str(path), key=KEY).ok
