@@ -382,9 +382,13 @@ def test_an_appender_that_refuses_a_damaged_log_cuts_nothing_even_a_torn_tail(pa
     assert path.read_bytes() == before
 
 
-def test_repair_quarantines_only_the_line_a_past_head_disagrees_with_when_a_later_head_agrees(path):
+def test_repair_doubts_only_between_the_anchors_around_a_disagreement(path):
+    # Past heads at 16, 32 and 64; the line of seq 32 is edited. Lines 17-31 may have
+    # been re-chained by the same hand (nothing before 32 can prove otherwise), so they
+    # go too; the head at 64 vouches back through the chain for 33-63, and the line
+    # before 17 and after 64 are outside the doubt.
     history = [h.seq for h in HeadAnchor(str(path)).read_all()[1]]
-    assert 32 in history  # past heads at powers of two
+    assert {16, 32, 64} <= set(history)
     lines = lines_of(path)
     lines[31] = lines[31].replace(b'"m31"', b'"m31 (edited)"')
     write_lines(path, lines)
@@ -392,5 +396,5 @@ def test_repair_quarantines_only_the_line_a_past_head_disagrees_with_when_a_late
     caught = [p.anchor for p in report.problems if p.anchor and not p.anchor.startswith("index")]  # (entries moved too)
     assert caught == ["head anchor events.jsonl.head (past head 32)"]
     repaired = repair_log(str(path), quest_id="q", key=KEY)
-    assert [u.seq for u in repaired.unvouched] == [32]  # the head at 100 vouches back to 33
+    assert [u.seq for u in repaired.unvouched] == list(range(17, 33))
     assert verify_log(str(path), key=KEY).ok
