@@ -9,35 +9,46 @@ implementation could reach on this disk:
   so it pays only asyncio, the hand-off and the disk;
 - our own asyncio path with policy ``never`` (no sync): the CPU an append costs.
 
-Usage: python3 bench/log_group_commit.py [--dir DIR]   (DIR: where the logs go, e.g. a
-mount of another disk; default: the system temp directory)
+Every figure is the median of >= 10 interleaved rounds with its spread (lowest and
+highest round); ratios are computed per round.
+
+Usage: python3 bench/log_group_commit.py [--dir DIR] [--rounds N]   (DIR: where the logs
+go, e.g. a mount of another disk; default: the system temp directory)
 """
 
 from __future__ import annotations
 
 import argparse
+import inspect
 import asyncio
 import os
+import statistics
 import tempfile
 import threading
 
-from _util import best_rate, verdict
+from _rounds import ROUNDS, ratios, run_rounds, spread, timed, verdict
+
+import _util  # noqa: F401 - puts the repository on sys.path
 
 from ds_events.events import ConversationMessage, encode
 from ds_events.log import EventLog
 
+# Appends sign the log's head anchor when the log has a key (every quest does): measure
+# that too (an EventLog from before anchors takes no key).
+SIGNED = {"key": os.urandom(32)} if "key" in inspect.signature(EventLog).parameters else {}
+
 APPENDERS = 32
-SINGLE_N = 1500
-PER_APPENDER = 250
+SINGLE_N = 300
+PER_APPENDER = 100
 TOTAL = APPENDERS * PER_APPENDER
 
 
 def fresh(tmp: str, name: str, policy: str) -> EventLog:
     path = os.path.join(tmp, name)
-    for suffix in ("", ".idx", ".lock"):
-        if os.path.exists(path + suffix):
-            os.remove(path + suffix)
-    return EventLog(path, quest_id="bench", actor="bench", policy=policy)  # type: ignore[arg-type]
+    for name in os.listdir(tmp):  # the log and its side files (.idx, .lock ...)
+        if name.startswith(os.path.basename(path)):
+            os.remove(os.path.join(tmp, name))
+    return EventLog(path, quest_id="bench", actor="bench", policy=policy, **SIGNED)  # type: ignore[arg-type]
 
 
 def event(i: int) -> ConversationMessage:
@@ -146,43 +157,59 @@ def workless_log(tmp: str, line: bytes) -> int:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dir", help="directory for the logs (default: the system temp directory)")
+    parser.add_argument("--rounds", type=int, default=ROUNDS)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(dir=args.dir) as tmp:
         with fresh(tmp, "ref.jsonl", "never") as ref:
             stored = ref.append([event(i) for i in range(TOTAL)])
         lines = [encode(e) + b"\n" for e in stored]  # type: ignore[union-attr]
 
-        rates = dict.fromkeys(("single", "raw", "workless", "cpu", "async", "threads"), 0.0)
-        for _ in range(2):  # interleaved, best of each: the disk's speed drifts
-            for name, fn in (
-                ("single", lambda: single(tmp)),
-                ("raw", lambda: raw_groups(tmp, lines)),
-                ("workless", lambda: workless_log(tmp, lines[0])),
-                ("cpu", lambda: grouped_async(tmp, "never")),
-                ("async", lambda: grouped_async(tmp)),
-                ("threads", lambda: grouped_threads(tmp)),
-            ):
-                rates[name] = max(rates[name], best_rate(fn, repeats=1))
+        def rate(fn) -> float:  # events/s of one run of fn (which returns its event count)
+            count = 0
 
-    one = rates["single"]
-    print(f"logs in: {args.dir or tempfile.gettempdir()}")
-    print(f"single durable appends (always): {one:,.0f} events/s ({1e3 / one:.3f} ms each)")
+            def run() -> None:
+                nonlocal count
+                count = fn()
+
+            seconds = timed(run)
+            return count / seconds
+
+        rates = run_rounds(
+            {
+                "single": lambda: rate(lambda: single(tmp)),
+                "raw": lambda: rate(lambda: raw_groups(tmp, lines)),
+                "workless": lambda: rate(lambda: workless_log(tmp, lines[0])),
+                "cpu": lambda: rate(lambda: grouped_async(tmp, "never")),
+                "async": lambda: rate(lambda: grouped_async(tmp)),
+                "threads": lambda: rate(lambda: grouped_threads(tmp)),
+            },
+            args.rounds,
+        )
+
+    def per_single(name: str) -> list[float]:
+        return ratios(rates[name], rates["single"])
+
+    def med(name: str) -> float:
+        return statistics.median(rates[name])
+
+    print(f"logs in: {args.dir or tempfile.gettempdir()}; {args.rounds} rounds, interleaved; median (spread)")
+    print(f"single durable appends (always): {spread(rates['single'], '{:,.0f}', ' events/s')}")
     print(f"raw os.write of {APPENDERS} lines + os.fdatasync, back to back (the disk's ceiling): "
-          f"{rates['raw']:,.0f} events/s = {rates['raw'] / one:.1f}x single appends")
+          f"{spread(rates['raw'], '{:,.0f}', ' events/s')} = {spread(per_single('raw'), '{:.1f}', 'x')} single appends")
     print(f"a log that does no work (ready lines, same asyncio flusher and sync thread): "
-          f"{rates['workless']:,.0f} events/s = {rates['workless'] / one:.1f}x single appends")
-    print(f"{APPENDERS} asyncio appenders, group commit: {rates['async']:,.0f} events/s "
-          f"-> {rates['async'] / one:.1f}x ({verdict(rates['async'] / one, 20)}); "
-          f"{rates['async'] / rates['workless']:.2f}x of the log that does no work")
-    print(f"{APPENDERS} threads, group commit: {rates['threads']:,.0f} events/s "
-          f"-> {rates['threads'] / one:.1f}x ({verdict(rates['threads'] / one, 20)})")
-    group_ms = APPENDERS / rates["async"] * 1e3
-    sync_ms = APPENDERS / rates["raw"] * 1e3
-    cpu_ms = APPENDERS / rates["cpu"] * 1e3
-    print(f"one group of {APPENDERS} takes {group_ms:.3f} ms: write+sync at the disk's best {sync_ms:.3f} ms, "
+          f"{spread(rates['workless'], '{:,.0f}', ' events/s')} = {spread(per_single('workless'), '{:.1f}', 'x')} single appends")
+    print(f"{APPENDERS} asyncio appenders, group commit: {spread(rates['async'], '{:,.0f}', ' events/s')} "
+          f"-> {spread(per_single('async'), '{:.1f}', 'x')} ({verdict(per_single('async'), 20)}); "
+          f"{spread(ratios(rates['async'], rates['workless']), '{:.2f}', 'x')} of the log that does no work")
+    print(f"{APPENDERS} threads, group commit: {spread(rates['threads'], '{:,.0f}', ' events/s')} "
+          f"-> {spread(per_single('threads'), '{:.1f}', 'x')} ({verdict(per_single('threads'), 20)})")
+    group_ms = APPENDERS / med("async") * 1e3
+    sync_ms = APPENDERS / med("raw") * 1e3
+    cpu_ms = APPENDERS / med("cpu") * 1e3
+    print(f"one group of {APPENDERS} takes {group_ms:.3f} ms (medians): write+sync at the disk's best {sync_ms:.3f} ms, "
           f"CPU on the loop {cpu_ms:.3f} ms ({cpu_ms * 1e3 / APPENDERS:.1f} us/append, measured with policy never), "
           f"the rest ({max(group_ms - sync_ms - cpu_ms, 0):.3f} ms) hand-offs and a slower sync after idle")
-    print(f"20x needs a group every {APPENDERS / (20 * one) * 1e3:.3f} ms")
+    print(f"20x needs a group every {APPENDERS / (20 * med('single')) * 1e3:.3f} ms")
 
 
 if __name__ == "__main__":

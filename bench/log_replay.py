@@ -1,14 +1,22 @@
-"""Replay through the status projection vs plain typed msgspec decoding of the same file."""
+"""Replay through the status projection vs plain typed msgspec decoding of the same file.
+
+Median of >= 10 interleaved rounds with spread; the ratio is computed per round.
+
+Usage: python3 bench/log_replay.py [--rounds N]
+"""
 
 from __future__ import annotations
 
+import argparse
 import os
+import statistics
 import tempfile
 import typing
 
 import msgspec
-from _util import median_seconds, verdict
+from _rounds import ROUNDS, ratios, run_rounds, spread, timed, verdict
 
+import _util  # noqa: F401 - puts the repository on sys.path
 from ds_events.events import ALL_EVENT_TYPES, ConversationMessage, QuestAnchorChanged, QuestControl, QuestCreated
 from ds_events.log import EventLog
 from ds_events.views import Views
@@ -18,6 +26,9 @@ N = 200_000
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=ROUNDS)
+    args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "events.jsonl")
         with EventLog(path, quest_id="bench", actor="bench", policy="never") as log:
@@ -49,8 +60,7 @@ def main() -> None:
                 views.catch_up(keep=False)
                 assert views.state("status").last_seq == N
 
-        t_plain = median_seconds(plain, 3)
-        t_replay = median_seconds(replay, 3)
+        times = run_rounds({"plain": lambda: timed(plain), "replay": lambda: timed(replay)}, args.rounds)
 
         # Starting from a snapshot (state + seq) instead of folding the whole log.
         with EventLog(path, quest_id="bench") as log:
@@ -61,13 +71,17 @@ def main() -> None:
                 views = Views(log, tmp, [STATUS]).load()
                 assert views.applied == 0 and views.state("status").last_seq == N
 
-        t_snap = median_seconds(from_snapshot, 5)
-    ratio = t_plain / t_replay
-    print(f"log: {N:,} events, {size / 1e6:.1f} MB")
-    print(f"plain typed msgspec decode: {N / t_plain:,.0f} events/s")
-    print(f"replay through the status projection: {N / t_replay:,.0f} events/s")
-    print(f"ratio replay/plain: {ratio:.2f}x ({verdict(ratio, 0.3)})")
-    print(f"opening the views from a snapshot: {t_snap * 1e3:.1f} ms vs {t_replay * 1e3:.0f} ms folding the log ({t_replay / t_snap:.0f}x faster)")
+        snap = run_rounds({"snap": lambda: timed(from_snapshot)}, args.rounds)["snap"]
+    plain_rates = [N / t for t in times["plain"]]
+    replay_rates = [N / t for t in times["replay"]]
+    per_round = ratios(replay_rates, plain_rates)
+    print(f"log: {N:,} events, {size / 1e6:.1f} MB; {args.rounds} rounds, interleaved; median (spread)")
+    print(f"plain typed msgspec decode: {spread(plain_rates, '{:,.0f}', ' events/s')}")
+    print(f"replay through the status projection: {spread(replay_rates, '{:,.0f}', ' events/s')}")
+    print(f"ratio replay/plain: {spread(per_round, '{:.2f}', 'x')} ({verdict(per_round, 0.3)})")
+    t_replay = statistics.median(times["replay"])
+    print(f"opening the views from a snapshot: {spread([t * 1e3 for t in snap], '{:.1f}', ' ms')} "
+          f"vs {t_replay * 1e3:.0f} ms folding the log ({t_replay / statistics.median(snap):.0f}x faster)")
 
 
 if __name__ == "__main__":

@@ -23,6 +23,7 @@ import yaml
 
 from .events import Event, QuestCreated
 from .log import EventLog, Policy, Transaction
+from .log.anchor import load_key, read_key
 from .errors import Conflict, Invalid, NotFound
 from .paths import write_atomic
 from .views import Views
@@ -154,22 +155,37 @@ class Home:
             raise NotFound(f"no quest {quest_id!r} in {self.root}: see `ds quest list`", code="unknown_quest")
         return root
 
-    def open_quest(self, quest_id: str, *, actor: str = "cli") -> Quest:
+    def open_quest(self, quest_id: str, *, actor: str = "cli", read_only: bool = False) -> Quest:
         self.require_quest(quest_id)
-        return Quest(self, quest_id, actor=actor)
+        return Quest(self, quest_id, actor=actor, read_only=read_only)
+
+    def log_key(self, *, create: bool = True) -> bytes | None:
+        """The key that signs this home's log head anchors (created on first use)."""
+        return load_key(self.root) if create else read_key(self.root)
 
 
 class Quest:
     """An open quest: its log, its live views and its materialised files."""
 
-    def __init__(self, home: Home, quest_id: str, *, actor: str = "cli", root: Path | None = None) -> None:
+    def __init__(
+        self, home: Home, quest_id: str, *, actor: str = "cli", root: Path | None = None, read_only: bool = False
+    ) -> None:
+        """``read_only``: never recover, truncate, append or write a file (``ds quest
+        show``); a torn tail is left in place and reported as ``self.log.torn``."""
         self.home = home
         self.id = quest_id
         self.root = root if root is not None else home.quest_root(quest_id)
         policy: Policy = home.config().get("durability", "group")
         if policy not in ("always", "group", "never"):
             raise Invalid(f"config durability is {policy!r}: set it to always, group or never", code="bad_config")
-        self.log = EventLog(self.root / ".ds" / "events.jsonl", quest_id=quest_id, actor=actor, policy=policy)
+        self.log = EventLog(
+            self.root / ".ds" / "events.jsonl",
+            quest_id=quest_id,
+            actor=actor,
+            policy=policy,
+            read_only=read_only,
+            key=home.log_key(create=not read_only),
+        )
         self.views = Views(self.log, self.root).load()
         if self.log.recovered is not None:
             self.views.materialise()

@@ -24,17 +24,24 @@ class ReplayResult:
     replaced_dir: str | None = None
 
 
-def replay_quest(root: str | os.PathLike[str], *, quest_id: str, progress: Callable[[int], None] | None = None) -> ReplayResult:
+def replay_quest(
+    root: str | os.PathLike[str],
+    *,
+    quest_id: str,
+    progress: Callable[[int], None] | None = None,
+    key: bytes | None = None,
+) -> ReplayResult:
     """Fold all projections from seq 0 (snapshots ignored), rewrite files and snapshots.
 
     A file that differs from what the log renders is kept under ``.ds/replaced/<id>/``
     before it is overwritten (see ``ReplayResult.replaced``).
 
     ``progress`` receives byte counts as lines are consumed (for a progress bar).
+    ``key`` signs the log's head anchor if opening it records a recovery.
     Running it twice gives identical files.
     """
     root = Path(root)
-    log = EventLog(root / ".ds" / "events.jsonl", quest_id=quest_id, actor="replay")
+    log = EventLog(root / ".ds" / "events.jsonl", quest_id=quest_id, actor="replay", key=key)
     try:
         views = Views(log, root)
         views.catch_up(progress=progress, keep=False)

@@ -22,7 +22,7 @@ from projections.base import Projection
 
 from .errors import Invalid
 from .events import Event, decode_line
-from .log import EventLog
+from .log import EventLog, line_hash
 from .paths import confined, read_confined, write_atomic
 
 __all__ = ["Views", "write_atomic"]  # write_atomic: re-exported from ds_events.paths
@@ -36,6 +36,7 @@ class _Snapshot(msgspec.Struct):
     seq: int
     event_id: str
     state: msgspec.Raw
+    line_hash: str = ""  # the chain hash of the line at ``seq``: also an anchor ds verify checks
 
 
 class Views:
@@ -196,13 +197,14 @@ class Views:
         self.snapshot_dir.mkdir(parents=True, exist_ok=True)
         for p in self.projections:
             seq = self.seqs[p.name]
-            event = self.log.get(seq) if seq else None
+            line = self._line(seq)
             snap = _Snapshot(
                 projection=p.name,
                 version=p.version,
                 seq=seq,
-                event_id=event.id if event else "",
+                event_id=decode_line(line).id if line else "",
                 state=msgspec.Raw(msgspec.json.encode(self.states[p.name])),
+                line_hash=line_hash(line) if line else "",
             )
             write_atomic(self.snapshot_dir / f"{p.name}.json", msgspec.json.encode(snap))
         self._since_snapshot = 0
@@ -214,13 +216,24 @@ class Views:
             if snap.projection != p.name or snap.version != p.version:
                 return
             if snap.seq:
-                event = self.log.get(snap.seq)
-                if event is None or event.id != snap.event_id:
+                line = self._line(snap.seq)
+                if line is None or decode_line(line).id != snap.event_id:
                     return  # the log changed under the snapshot (repair): rebuild
+                if snap.line_hash and line_hash(line) != snap.line_hash:
+                    return  # that line was rewritten since: rebuild (ds verify reports it)
             self.states[p.name] = msgspec.json.decode(snap.state, type=p.state_type)
             self.seqs[p.name] = snap.seq
         except (FileNotFoundError, msgspec.DecodeError, msgspec.ValidationError):
             return
+
+
+    def _line(self, seq: int) -> bytes | None:
+        """The stored line of ``seq`` (None if the log has no such seq)."""
+        if seq < 1:
+            return None
+        for found, line in self.log.iter_lines(after_seq=seq - 1):
+            return line if found == seq else None
+        return None
 
 
 def _signature(path: Path) -> tuple[int, int, int]:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
-from ds_events.log import end_of_last_line
+from ds_events.fdio import end_of_last_line
 
 __all__ = [
     "LineLogWriter",

@@ -6,13 +6,13 @@ Every failure prints one line that says what to do, on stderr, and exits non-zer
 
 from __future__ import annotations
 
+import errno
 import sys
 
 import click
 
+from ds_events.errors import DiskFull, LogError, ServiceError
 from ds_events.events import EventDecodeError
-from ds_events.log import LogError
-from ds_events.errors import ServiceError
 
 from . import bash as _bash  # noqa: F401 - each module registers its commands
 from . import interact as _interact  # noqa: F401
@@ -43,11 +43,15 @@ def main(argv: list[str] | None = None) -> None:
         _fail(exc.message, 1)
     except EventDecodeError as exc:
         _fail(f"the log holds a line that is not a valid event ({exc}): run `ds verify QUEST`, then `ds repair QUEST`", 1)
+    except DiskFull as exc:
+        _fail(f"{exc.code}: {exc}", 1)
     except LogError as exc:
         _fail(f"{exc}", 1)
     except PermissionError as exc:
         _fail(f"permission denied: {exc.filename}: fix its permissions or use another --home", 1)
     except OSError as exc:
+        if exc.errno in (errno.ENOSPC, errno.EDQUOT):  # a file beside the log: still a full disk
+            _fail(f"{DiskFull.code}: the disk is full ({exc.strerror}): {exc.filename or ''}; free some space and retry".rstrip(": "), 1)
         _fail(f"{exc.strerror or exc}: {exc.filename or ''}".rstrip(": "), 1)
     sys.exit(result if isinstance(result, int) else 0)
 

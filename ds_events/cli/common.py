@@ -53,8 +53,8 @@ def json_option(fn: F) -> F:
     return click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")(fn)
 
 
-def open_quest(home: Home, quest_id: str, *, actor: str = "cli") -> Quest:
-    return home.open_quest(quest_id, actor=actor)
+def open_quest(home: Home, quest_id: str, *, actor: str = "cli", read_only: bool = False) -> Quest:
+    return home.open_quest(quest_id, actor=actor, read_only=read_only)
 
 
 def emit_json(value: Any) -> None:

@@ -16,7 +16,7 @@ from ds_events.verify import repair_log, verify_log
 
 from .common import CliError, cli, emit_json, json_option, out, pass_home
 
-__all__ = ["events", "verify", "repair", "replay"]
+__all__ = ["events", "verify", "repair", "replay", "warn_if_torn"]
 
 
 @cli.group()
@@ -37,8 +37,9 @@ def events_tail(home: Home, quest_id: str, after: int | None, limit: int | None,
     Example: ds events tail tok-abl --after 10 --limit 5 --json
     """
     path = _log_path(home, quest_id)
-    log = EventLog(path, quest_id=quest_id, actor="cli")
+    log = EventLog(path, quest_id=quest_id, actor="cli", read_only=True)  # never recovers or writes
     try:
+        warn_if_torn(log, quest_id)
         if after is None:
             after = max(0, log.last_seq - (limit or 20))
         for seq, line in log.iter_lines(after_seq=after):
@@ -64,6 +65,16 @@ async def _follow(log: EventLog, after: int, as_json: bool) -> None:
         _print_line(encode(event), as_json)
 
 
+def warn_if_torn(log: EventLog, quest_id: str) -> None:
+    """Say on stderr that a read-only command left a torn tail in place, and what fixes it."""
+    if log.torn is not None:
+        click.echo(
+            f"warning: {log.path} ends in a torn tail at byte {log.torn.offset} ({log.torn.reason}); "
+            f"shown: the events before it. `ds repair {quest_id}` quarantines it",
+            err=True,
+        )
+
+
 def _print_line(line: bytes, as_json: bool) -> None:
     if as_json:
         sys.stdout.buffer.write(line + b"\n")
@@ -78,7 +89,7 @@ def _print_line(line: bytes, as_json: bool) -> None:
 def _payload(event: object) -> dict[str, object]:
     import msgspec
 
-    envelope = {"seq", "id", "ts", "v", "quest_id", "actor", "run_id", "prev", "type"}
+    envelope = {"seq", "id", "ts", "v", "quest_id", "actor", "run_id", "prev", "more", "type"}
     return {k: v for k, v in msgspec.structs.asdict(event).items() if k not in envelope}  # type: ignore[arg-type]
 
 
@@ -93,27 +104,37 @@ def _short(value: object, width: int = 60) -> str:
 @json_option
 @pass_home
 def verify(home: Home, quest_id: str, as_json: bool) -> None:
-    """Audit a quest's log: every line decodes, seqs run 1..N, the hash chain holds.
+    """Audit a quest's log: every line decodes, seqs run 1..N, the hash chain holds, and
+    the anchors outside the log (head anchor, snapshots, git trailers) and its index agree.
 
-    Exits 1 and lists each problem (line, byte offset, reason) if not.
+    Exits 1 and lists each problem (line, byte offset, reason, the anchor that caught it).
     Example: ds verify tok-abl
     """
     path = _log_path(home, quest_id)
-    report = verify_log(path)
+    report = verify_log(path, key=home.log_key(create=False), repo=home.quest_root(quest_id))
     if as_json:
         emit_json(
             {
                 "ok": report.ok,
                 "lines": report.lines,
                 "last_seq": report.last_seq,
-                "problems": [{"line": p.line, "offset": p.offset, "reason": p.reason} for p in report.problems],
+                "anchors": report.anchors,
+                "notes": report.notes,
+                "problems": [
+                    {"line": p.line, "offset": p.offset, "reason": p.reason, "anchor": p.anchor} for p in report.problems
+                ],
             }
         )
     elif report.ok:
-        out(f"ok: {report.lines} events, seq 1..{report.last_seq}, hash chain intact")
+        checked = f"; agrees with {', '.join(report.anchors)}" if report.anchors else ""
+        out(f"ok: {report.lines} events, seq 1..{report.last_seq}, hash chain intact{checked}")
+        for note in report.notes:
+            out(f"note: {note}")
     else:
         for p in report.problems:
             out(f"{path}: {p}")
+        for note in report.notes:
+            out(f"note: {note}")
         out(f"{len(report.problems)} problem(s) in {report.lines} lines: run `ds repair {quest_id}` to quarantine them")
     if not report.ok:
         sys.exit(1)
@@ -124,20 +145,25 @@ def verify(home: Home, quest_id: str, as_json: bool) -> None:
 @click.option("--yes", is_flag=True, help="Do it without asking.")
 @pass_home
 def repair(home: Home, quest_id: str, yes: bool) -> None:
-    """Quarantine bad lines, put seqs back in order and re-chain; says what it removed.
+    """Quarantine bad lines and lines nothing vouches for, put seqs back in order and
+    re-chain; says what it removed and which events it could not vouch for.
 
     Example: ds repair tok-abl --yes
     """
     path = _log_path(home, quest_id)
-    report = verify_log(path)
+    key, repo = home.log_key(), home.quest_root(quest_id)
+    report = verify_log(path, key=key, repo=repo)
     if report.ok:
         out("nothing to repair: the log verifies")
         return
     if not yes and not click.confirm(f"{len(report.problems)} problem(s) found. Repair {path}?", default=False):
         raise CliError("not repaired (pass --yes to repair without asking)")
-    result = repair_log(path, quest_id=quest_id, actor="cli")
+    result = repair_log(path, quest_id=quest_id, actor="cli", key=key, repo=repo)
     for p in result.removed:
         out(f"removed line {p.line} (byte {p.offset}, {p.reason})")
+    if result.unvouched:
+        seqs = ", ".join(str(u.seq) for u in result.unvouched)
+        out(f"could not vouch for {len(result.unvouched)} event(s) (seq {seqs}): they are quarantined, not kept")
     if result.quarantine_path:
         out(f"removed lines are in .ds/{result.quarantine_path} ({result.removed_bytes} bytes)")
     if result.reordered:
@@ -146,8 +172,10 @@ def repair(home: Home, quest_id: str, yes: bool) -> None:
         out(f"renumbered {result.renumbered} event(s) so seqs run 1..N")
     if result.rechained_from_seq is not None:
         out(f"re-chained hashes from seq {result.rechained_from_seq}")
-    assert result.event is not None
-    out(f"recorded log.repaired at seq {result.event.seq}; run `ds replay {quest_id}` to rebuild views")
+    if result.event is not None:
+        out(f"recorded log.repaired at seq {result.event.seq}; run `ds replay {quest_id}` to rebuild views")
+    elif result.index_rebuilt:
+        out("rebuilt the sparse index (the log itself needed no change)")
 
 
 @cli.command()
@@ -163,10 +191,10 @@ def replay(home: Home, quest_id: str, as_json: bool) -> None:
     root = home.quest_root(quest_id)
     total = os.path.getsize(path)
     if as_json or total < 8 * 1024 * 1024:
-        result = replay_quest(root, quest_id=quest_id)
+        result = replay_quest(root, quest_id=quest_id, key=home.log_key())
     else:
         with click.progressbar(length=total, label="replaying", file=sys.stderr) as bar:
-            result = replay_quest(root, quest_id=quest_id, progress=bar.update)
+            result = replay_quest(root, quest_id=quest_id, progress=bar.update, key=home.log_key())
     if as_json:
         emit_json(
             {

@@ -9,6 +9,7 @@ from ds_events.home import Home
 from ds_events.services import quests as quest_service
 
 from .common import cli, emit_json, json_option, open_quest, out, pass_home
+from .log import warn_if_torn
 
 __all__ = ["init", "quest", "message", "control"]
 
@@ -58,7 +59,8 @@ def quest_list(home: Home, as_json: bool) -> None:
     """
     rows = []
     for quest_id in home.quest_ids():
-        with open_quest(home, quest_id) as q:
+        with open_quest(home, quest_id, read_only=True) as q:
+            warn_if_torn(q.log, quest_id)
             s = q.state("status")
             rows.append({"quest_id": quest_id, "title": s.title, "status": s.status, "anchor": s.anchor, "last_seq": s.last_seq})
     if as_json:
@@ -79,7 +81,8 @@ def quest_show(home: Home, quest_id: str, as_json: bool) -> None:
 
     Example: ds quest show tok-abl
     """
-    with open_quest(home, quest_id) as q:
+    with open_quest(home, quest_id, read_only=True) as q:
+        warn_if_torn(q.log, quest_id)
         s = q.state("status")
         if as_json:
             emit_json(msgspec.to_builtins(s) | {"root": str(q.root)})

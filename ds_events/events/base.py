@@ -30,6 +30,10 @@ class Event(msgspec.Struct, frozen=True, kw_only=True, tag_field="type"):
     actor: str = ""
     run_id: str | None = None
     prev: str = ""
+    # How many lines of the same append (batch) follow this one: 0 on a batch's last
+    # line (and on every line written before batches were marked). A log whose last
+    # line says more follow holds an incomplete batch, which recovery drops whole.
+    more: int = 0
 
     # The stable dotted tag of the class, set for every type in ``ds_events.events``
     # (msgspec keeps it in ``__struct_config__``; a class attribute is cheaper to read).

@@ -61,12 +61,15 @@ class ConversationMessage(Event, tag="conversation.message", kw_only=True):
 
 
 class LogRecovered(Event, tag="log.recovered", kw_only=True):
-    """Opening the log found a torn last line and moved it to quarantine."""
+    """Opening the log found a torn tail (a line without its newline, an undecodable
+    last line, or the first lines of a batch whose last line is missing) and moved it
+    to quarantine."""
 
     reason: str
     offset: int
     length: int
     quarantine_path: str
+    dropped_events: int = 0  # complete event lines of an incomplete batch among them
 
 
 class LogRepaired(Event, tag="log.repaired", kw_only=True):
@@ -79,6 +82,7 @@ class LogRepaired(Event, tag="log.repaired", kw_only=True):
     renumbered: int = 0  # kept events whose seq changed to close gaps or reorder
     rechained_from_seq: int | None = None  # first seq whose ``prev`` was recomputed
     reordered: int = 0  # kept events moved back into seq order
+    unvouched: list[int] = []  # seqs quarantined because no chain or anchor vouched for them
 
 
 EVENTS = (

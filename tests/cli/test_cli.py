@@ -93,7 +93,9 @@ def test_verify_repair_replay_through_the_cli(home, capsys, q):
     report = json.loads(run(capsys, "verify", q, "--json")[1])
     assert report["ok"] is False and report["problems"][0]["line"] == 3
     repaired = ok(capsys, "repair", q, "--yes")
-    assert "re-chained hashes from seq 3" in repaired and "log.repaired" in repaired
+    # The edited line is quarantined, not re-chained into the log as if genuine.
+    assert "could not vouch for 1 event(s) (seq 2)" in repaired
+    assert "re-chained hashes from seq 2" in repaired and "log.repaired" in repaired
     assert "hash chain intact" in ok(capsys, "verify", q)
     (home.quests_dir / q / "status.md").unlink()
     assert "status.md" in ok(capsys, "replay", q)

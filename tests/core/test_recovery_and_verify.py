@@ -180,9 +180,12 @@ def test_an_open_log_keeps_appending_correctly_after_a_repair_replaced_the_file(
         lines = lines_of(path)
         del lines[2]
         path.write_bytes(b"\n".join(lines) + b"\n")
-        repair_log(str(path), quest_id="q")
+        report = repair_log(str(path), quest_id="q")
         stored = log.append(msg(42))
-    assert stored.seq == 11  # 9 kept + log.repaired + this one
+    # seq 2 cannot be vouched for (the next line's prev names the deleted seq 3): 8 kept
+    # + log.repaired + this one.
+    assert [u.seq for u in report.unvouched] == [2]
+    assert stored.seq == 10
     assert verify_log(str(path)).ok
     assert decode_line(lines_of(path)[-1]).content == "m42"
 
@@ -197,8 +200,8 @@ def test_a_reader_and_a_follower_notice_a_repair_that_replaced_the_file(path):
         path.write_bytes(b"\n".join(lines) + b"\n")
         repair_log(str(path), quest_id="q")
         # The reader reopens the new file instead of reading the old inode forever.
-        assert reader.last_seq == 10  # 9 kept + log.repaired
-        assert reader.read(after_seq=9)[0].type == "log.repaired"
+        assert reader.last_seq == 9  # 8 kept (seq 2 unvouched: the line after it is gone) + log.repaired
+        assert reader.read(after_seq=8)[0].type == "log.repaired"
 
     async def follow_until_error() -> str:
         with EventLog(path, quest_id="q", policy="never") as follower:

@@ -1,0 +1,107 @@
+"""The store contract: what the services rely on from an event store.
+
+The JSONL file log (:class:`ds_events.log.EventLog`) is one implementation; a
+PostgreSQL store is another to come. Both keep the same hash chain, byte for byte:
+event ``n+1``'s ``prev`` is :func:`ds_events.log.line_hash` of ``encode(event n)``, so
+a log can move between stores and still verify. ``tests/core/store_contract.py`` is
+the suite every store must pass; a store supplies only a factory.
+
+The protocol is ``runtime_checkable``, so ``isinstance(store, EventStore)`` checks that
+every member exists; ``tests/core/test_store_file.py`` also compares signatures.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
+from contextlib import AbstractContextManager
+from typing import NamedTuple, Protocol, runtime_checkable
+
+from .events import Event
+
+__all__ = ["EventStore", "StoreTransaction", "Head"]
+
+
+class Head(NamedTuple):
+    """The last event of a store: its seq and its chain hash (``(0, "")`` when empty)."""
+
+    seq: int
+    hash: str
+
+
+@runtime_checkable
+class StoreTransaction(Protocol):
+    """Appends made while :meth:`EventStore.transaction` holds the store's append lock."""
+
+    appended: list[Event]
+
+    @property
+    def last_seq(self) -> int: ...
+
+    def append(self, events: Event | Sequence[Event]) -> list[Event]:
+        """Append now (durably per the store's policy); returns the events as stored."""
+        ...
+
+
+@runtime_checkable
+class EventStore(Protocol):
+    """An append-only, hash-chained sequence of typed events with seqs 1, 2, 3 …
+
+    Appends assign the envelope (seq, id, ts, quest_id, actor, prev). An event whose
+    ``id`` is already stored is not appended again: the stored one is returned. A batch
+    is all or nothing. An append returns only once it is durable under the store's
+    policy. Failures raise :class:`ds_events.errors.LogError` (``DiskFull`` for a full
+    disk); a store that refused a write refuses further appends until reopened.
+    """
+
+    quest_id: str
+
+    @property
+    def last_seq(self) -> int:
+        """The highest seq stored, including other processes' appends."""
+        ...
+
+    def append(self, event: Event | Sequence[Event]) -> Event | list[Event]:
+        """Append one event (returns it as stored) or a batch atomically (returns a list)."""
+        ...
+
+    async def append_async(self, event: Event | Sequence[Event]) -> Event | list[Event]:
+        """Like :meth:`append`, without blocking the event loop."""
+        ...
+
+    def transaction(self) -> AbstractContextManager[StoreTransaction]:
+        """Hold the append lock across a read-decide-append sequence."""
+        ...
+
+    def read(self, after_seq: int = 0, limit: int | None = None, types: Iterable[str] | None = None) -> list[Event]:
+        """Events with ``seq > after_seq`` in order, at most ``limit``, optionally only ``types``."""
+        ...
+
+    def get(self, seq: int) -> Event | None:
+        """The event with this seq, or None."""
+        ...
+
+    def tail(self, n: int, types: Iterable[str] | None = None) -> list[Event]:
+        """The last ``n`` events (of ``types`` if given) in order."""
+        ...
+
+    def read_reverse(
+        self, before_seq: int | None = None, limit: int = 100, types: Iterable[str] | None = None
+    ) -> list[Event]:
+        """Events with ``seq < before_seq`` (default: all), newest first."""
+        ...
+
+    def iter_lines(self, after_seq: int = 0) -> Iterator[tuple[int, bytes]]:
+        """``(seq, stored line)`` for every event after ``after_seq``, as stored."""
+        ...
+
+    def follow(self, after_seq: int = 0, *, poll_interval: float = 0.05) -> AsyncIterator[Event]:
+        """Every event after ``after_seq`` as it is appended, by any process, forever."""
+        ...
+
+    def head(self) -> Head:
+        """The last seq and its chain hash."""
+        ...
+
+    def close(self) -> None:
+        """Sync what this handle wrote and release it; later appends raise LogError."""
+        ...

@@ -1,0 +1,212 @@
+"""Auditing an event log (``ds verify``): read it line by line, change nothing.
+
+Reported: every line that is not a valid event; every seq that does not follow its
+predecessor (gap, duplicate, reorder); every ``prev`` that does not match the hash of
+the line before it (so an edited, removed or swapped line is caught); a torn last line
+or an incomplete last batch; every anchor (:mod:`.anchors`) the log disagrees with (so
+a shortened log, an edited last line or a forged suffix is caught, with the anchor that
+caught it); and every entry of the sparse index that does not point at its line.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from ..events import EventDecodeError, LogRepaired, decode_line
+from ..log import INDEX_EVERY, line_hash
+from .anchors import Claim, collect_anchors
+
+__all__ = ["Problem", "VerifyReport", "verify_log", "read_lines", "index_problems"]
+
+
+@dataclass(frozen=True)
+class Problem:
+    line: int  # 1-based line number in the file (0: not about one line)
+    offset: int  # byte offset of the line's start
+    reason: str
+    anchor: str = ""  # the anchor that caught it, if an anchor did
+
+    def __str__(self) -> str:
+        where = f"line {self.line} (byte {self.offset})" if self.line else f"byte {self.offset}"
+        return f"{where}: {self.reason}" + (f" [caught by the {self.anchor}]" if self.anchor else "")
+
+
+@dataclass
+class VerifyReport:
+    path: str
+    lines: int = 0
+    last_seq: int = 0
+    problems: list[Problem] = field(default_factory=list)
+    anchors: list[str] = field(default_factory=list)  # the anchors that were checked
+    notes: list[str] = field(default_factory=list)  # what could not be checked, and why
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+
+def read_lines(path: str) -> Iterator[tuple[int, int, bytes, bool]]:
+    """``(line_no, offset, line without newline, had_newline)`` for every line."""
+    with open(path, "rb") as f:
+        offset = 0
+        for n, raw in enumerate(f, start=1):
+            has_nl = raw.endswith(b"\n")
+            yield n, offset, raw[:-1] if has_nl else raw, has_nl
+            offset += len(raw)
+
+
+def verify_log(path: str, *, key: bytes | None = None, repo: str | os.PathLike[str] | None = None) -> VerifyReport:
+    """Audit the log at ``path`` without changing it.
+
+    ``key`` (the home's log key) lets the head anchor's MAC be checked; ``repo`` (the
+    quest repository) adds the ``DS-Log-Head`` trailers of its commits as anchors.
+    """
+    report = VerifyReport(path=path)
+    # Anchors first: the log only grows meanwhile, so it still holds what they name.
+    anchors = collect_anchors(path, key=key, repo=repo)
+    report.anchors = anchors.checked
+    wanted = {claim.seq for claim in anchors.claims}
+    at_seq: dict[int, tuple[int, int, str, str]] = {}  # seq -> (line, offset, hash, id) for anchored seqs
+    starts: dict[int, int] = {}  # seq -> offset, for the seqs the index names
+    repairs: list[LogRepaired] = []
+    expected_seq = 1
+    prev_hash = ""
+    last_line, last_offset, last_raw = 0, 0, b""
+    batch_start: tuple[int, int] | None = None  # (line, offset) of an unfinished batch's first line
+    torn = False
+    for n, offset, line, has_nl in read_lines(path):
+        report.lines = n
+        last_line, last_offset, last_raw = n, offset, line
+        if not has_nl:
+            report.problems.append(Problem(n, offset, "torn last line: no newline (a crashed write; open the log to recover it)"))
+            torn = True
+            break
+        try:
+            event = decode_line(line)
+        except EventDecodeError as exc:
+            report.problems.append(Problem(n, offset, str(exc)))
+            prev_hash = line_hash(line)
+            expected_seq += 1
+            continue
+        if event.seq != expected_seq:
+            if event.seq < expected_seq:
+                what = "duplicate or out-of-order seq"
+            else:
+                what = "seq gap"
+            report.problems.append(Problem(n, offset, f"{what}: expected seq {expected_seq}, found {event.seq}"))
+        if event.prev != prev_hash:
+            report.problems.append(
+                Problem(n, offset, "broken hash chain: prev does not match the line before (that line was edited, removed or moved)")
+            )
+        prev_hash = line_hash(line)
+        if event.seq in wanted and event.seq not in at_seq:
+            at_seq[event.seq] = (n, offset, prev_hash, event.id)
+        if (event.seq - 1) % INDEX_EVERY == 0 and event.seq not in starts:
+            starts[event.seq] = offset
+        if isinstance(event, LogRepaired):
+            repairs.append(event)
+        expected_seq = event.seq + 1
+        report.last_seq = event.seq
+        if event.more and batch_start is None:
+            batch_start = (n, offset)
+        elif not event.more:
+            batch_start = None
+    if batch_start is not None and not torn:
+        report.problems.append(
+            Problem(*batch_start, "incomplete batch at the end: its last line is missing (a crashed write; open the log to recover it)")
+        )
+    for problem in anchors.problems:
+        report.problems.append(Problem(0, 0, problem))
+    if anchors.head_missing and key is not None and b',"more":' in last_raw:
+        # The log was written by a version that keeps a head anchor: where is it?
+        report.problems.append(Problem(0, 0, "the head anchor (events.jsonl.head) is missing: the end of the log cannot be checked"))
+    for claim in anchors.claims:
+        _check_claim(report, claim, at_seq, repairs, (last_line, last_offset))
+    report.problems.extend(index_problems(path, starts, report.last_seq))
+    return report
+
+
+def index_problems(path: str, starts: dict[int, int], last_seq: int) -> list[Problem]:
+    """Entries of ``<path>.idx`` that do not point at the start of their seq's line
+    (``starts``: seq -> offset of the lines the index names)."""
+    try:
+        with open(path + ".idx", "rb") as f:
+            data = f.read()
+    except FileNotFoundError:
+        return []
+    problems = []
+    for slot, (offset,) in enumerate(struct.iter_unpack("<Q", data[: len(data) // 8 * 8])):
+        seq = slot * INDEX_EVERY + 1
+        if starts.get(seq) == offset:
+            continue
+        where = f"the line of seq {seq} starts at byte {starts[seq]}" if seq in starts else f"the log has no seq {seq}"
+        problems.append(
+            Problem(
+                0,
+                offset,
+                f"index entry {slot} points at byte {offset}, but {where}: reads after seq {seq - 1} would return "
+                "the wrong events (`ds repair` rebuilds the index)",
+                anchor=f"index {os.path.basename(path)}.idx",
+            )
+        )
+        if seq > last_seq:
+            break  # entries past the end: one report is enough
+    return problems
+
+
+def _check_claim(
+    report: VerifyReport,
+    claim: Claim,
+    at_seq: dict[int, tuple[int, int, str, str]],
+    repairs: list[LogRepaired],
+    last: tuple[int, int],
+) -> None:
+    found = at_seq.get(claim.seq)
+    if found is None:
+        problem = Problem(
+            *last,
+            f"the log ends at seq {report.last_seq} but the {claim.name} names seq {claim.seq}: lines were removed from its end",
+            anchor=claim.name,
+        )
+    else:
+        n, offset, found_hash, found_id = found
+        if (claim.hash and claim.hash != found_hash) or (claim.event_id and claim.event_id != found_id):
+            problem = Problem(
+                n,
+                offset,
+                f"the line of seq {claim.seq} is not the one the {claim.name} names: it was edited, or the log was "
+                "rewritten from there",
+                anchor=claim.name,
+            )
+        else:
+            return
+    repair = _repair_after(claim, repairs)
+    if repair is not None:
+        report.notes.append(
+            f"the {claim.name} names seq {claim.seq} of the log as it was before `ds repair` rewrote it "
+            f"(log.repaired at seq {repair.seq}): not checked"
+        )
+        return
+    report.problems.append(problem)
+
+
+def _repair_after(claim: Claim, repairs: list[LogRepaired]) -> LogRepaired | None:
+    """A repair made after the claim, which changed the log at or before its seq."""
+    if claim.made_at is None:
+        return None
+    for repair in repairs:
+        changed_from = min([repair.rechained_from_seq or repair.seq, *repair.unvouched])
+        if changed_from <= claim.seq and _when(repair.ts) > claim.made_at:
+            return repair
+    return None
+
+
+def _when(ts: str) -> float:
+    try:
+        return datetime.fromisoformat(ts.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return 0.0
