@@ -128,3 +128,35 @@ def test_after_a_failed_sync_a_checkpoint_in_the_log_stays_on_its_branch(
     with home.open_quest("q1") as again:
         [event] = again.log.read(types=["git.checkpointed"])
         assert git_ok(again.root, "rev-parse", "run/r1").strip() == event.sha
+
+
+def test_a_campaign_whose_id_is_taken_while_its_worktrees_are_made_is_refused_and_undone(
+    home: Home, quest: Quest, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The re-check under the lock: another handle records an artifact with the very id
+    the campaign reserved (explicit ids are the one way around the reservation)."""
+    import os
+
+    real_mkdir = os.mkdir
+    worktrees = os.path.realpath(quest.root / ".ds/worktrees")
+    other = home.open_quest("q1", actor="other")
+    taken: list[str] = []
+
+    def mkdir(path: object, *args: object, **kwargs: object) -> None:
+        if os.path.realpath(path) == worktrees and not taken:  # type: ignore[arg-type]
+            taken.append(artifacts.record(other, {"kind": "idea", "title": "x", "artifact_id": "campaign-001"})["artifact_id"])
+        real_mkdir(path, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(os, "mkdir", mkdir)
+    before = repo_state(quest)
+    try:
+        with pytest.raises(Exception) as caught:
+            artifacts.create_analysis_campaign(quest, "T", "G", ["a", "b"])
+    finally:
+        other.close()
+    assert taken == ["campaign-001"]
+    assert getattr(caught.value, "code", None) == "artifact_exists"
+    assert repo_state(quest) == before and worktrees_dir(quest) == []
+    assert quest.log.read(types=["artifact.analysis_campaign_created"]) == []
+    monkeypatch.undo()
+    assert artifacts.create_analysis_campaign(quest, "T", "G", ["a"])["campaign_id"] == "campaign-002"
