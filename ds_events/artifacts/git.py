@@ -55,11 +55,9 @@ __all__ = [
     "branch_head",
     "check_free",
     "create_branches",
-    "remove_branches",
     "reserve",
     "release",
     "stage_tree",
-    "head_sha",
     "commit_staged",
     "write_index",
     "with_trailer",
@@ -245,16 +243,6 @@ def create_branches(root: Path, repo: pygit2.Repository, specs: list[BranchSpec]
             undo.add(_remove_worktree, root, repo, spec)
 
 
-def remove_branches(root: Path, repo: pygit2.Repository, specs: list[BranchSpec]) -> None:
-    """Remove the worktrees and branches of ``specs`` (what exists of them)."""
-    for spec in reversed(specs):
-        if spec.worktree is not None:
-            _remove_worktree(root, repo, spec)
-        ref = repo.branches.local.get(spec.branch)
-        if ref is not None:
-            ref.delete()
-
-
 def reserve(repo: pygit2.Repository, name: str, sha: str) -> bool:
     """Hold ``name`` across processes (True), or learn someone holds it (False).
 
@@ -302,10 +290,6 @@ def stage_tree(repo: pygit2.Repository, max_file_bytes: int) -> StagedTree:
     )
 
 
-def head_sha(repo: pygit2.Repository) -> str:
-    return str(repo.revparse_single("HEAD").peel(pygit2.Commit).id)
-
-
 def commit_staged(staged: StagedTree, message: str, undo: Rollback) -> str:
     """Commit ``staged`` on its parent and move HEAD's branch to it, only if the branch
     still points at that parent (``branch_moved`` otherwise). Registers the move back.
@@ -314,7 +298,7 @@ def commit_staged(staged: StagedTree, message: str, undo: Rollback) -> str:
     is recorded (it is git's stat cache; a stale one costs the next scan some hashing).
     """
     repo, parent = staged.repo, staged.parent
-    current = head_sha(repo)
+    current = _head_sha(repo)
     if current != str(parent.id):
         raise _moved(repo, str(parent.id), current)
     sig = pygit2.Signature(*GIT_SIGNATURE)
@@ -323,7 +307,7 @@ def commit_staged(staged: StagedTree, message: str, undo: Rollback) -> str:
         # process in the worktree committed since the check above.
         oid = repo.create_commit("HEAD", sig, sig, message, staged.tree, [parent.id])
     except pygit2.GitError:
-        raise _moved(repo, str(parent.id), head_sha(repo)) from None
+        raise _moved(repo, str(parent.id), _head_sha(repo)) from None
     undo.add(_move_head_back, repo, str(oid), str(parent.id))
     return str(oid)
 
@@ -374,6 +358,10 @@ def _stage(repo: pygit2.Repository, files: list[str]) -> pygit2.Index:
         if path not in tracked or path in changed:
             index.add(path)
     return index
+
+
+def _head_sha(repo: pygit2.Repository) -> str:
+    return str(repo.revparse_single("HEAD").peel(pygit2.Commit).id)
 
 
 def _moved(repo: pygit2.Repository, expected: str, found: str) -> Conflict:
