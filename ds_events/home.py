@@ -21,6 +21,7 @@ import msgspec
 import pygit2
 import yaml
 
+from .artifacts.git import GIT_SIGNATURE, commit_all
 from .events import Event, QuestCreated
 from .log import EventLog, Policy, Transaction
 from .log.anchor import load_key, read_key
@@ -39,7 +40,6 @@ __all__ = [
 ]
 
 QUEST_ID_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
-GIT_SIGNATURE = ("ds-events", "ds-events@localhost")
 DEFAULT_CONFIG: dict[str, Any] = {
     "durability": "group",  # always | group | never
     "memory": {"shared_across_quests": False},
@@ -142,7 +142,7 @@ class Home:
             write_atomic(root / ".gitignore", _GITIGNORE.encode())
             quest = Quest(self, quest_id, actor=actor)
             quest.emit(QuestCreated(title=title, brief=brief))
-            _commit_all(repo, f"Create quest {quest_id}: {title}")
+            commit_all(repo, f"Create quest {quest_id}: {title}")
             return quest
         except BaseException:
             shutil.rmtree(root, ignore_errors=True)
@@ -240,17 +240,6 @@ class Quest:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def _commit_all(repo: pygit2.Repository, message: str) -> str:
-    index = repo.index
-    index.add_all()
-    index.write()
-    tree = index.write_tree()
-    sig = pygit2.Signature(*GIT_SIGNATURE)
-    parents = [] if repo.head_is_unborn else [repo.head.target]
-    oid = repo.create_commit("HEAD", sig, sig, message, tree, parents)
-    return str(oid)
 
 
 def _fresh_id(quests_dir: Path, title: str) -> str:

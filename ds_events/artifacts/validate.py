@@ -4,7 +4,8 @@ Every function here either returns a clean, typed value or raises a
 :class:`~ds_events.errors.ServiceError` with a stable code, before anything is
 written. Codes: ``invalid_payload``, ``unknown_kind``, ``missing_fields``,
 ``invalid_field``, ``invalid_action``, ``invalid_id``, ``payload_too_large``,
-``path_outside_quest``, ``path_not_allowed``, ``invalid_metrics_summary``,
+``path_outside_quest``, ``path_not_allowed``, ``path_outside_root`` (from
+:func:`ds_events.paths.confined`), ``invalid_metrics_summary``,
 ``invalid_metric_direction``, ``invalid_metric_contract``, ``unknown_primary_metric``.
 """
 
@@ -18,6 +19,7 @@ from typing import Any
 import msgspec
 
 from ds_events.errors import Invalid
+from ds_events.paths import confined
 
 __all__ = [
     "RECORD_KINDS",
@@ -29,6 +31,7 @@ __all__ = [
     "optional_id",
     "check_text",
     "confine_path",
+    "check_materialised",
     "check_record",
     "check_metrics",
     "normalise_directions",
@@ -133,6 +136,15 @@ def confine_path(root: Path, value: Any, field: str) -> str:
     if rel.parts and rel.parts[0] in (".git", ".ds"):
         raise Invalid(f"{field} {value!r} is inside {rel.parts[0]}/, which the runtime owns", code="path_not_allowed", field=field)
     return str(rel) if rel.parts else "."
+
+
+def check_materialised(root: Path, rels: Any, *, field: str = "path") -> None:
+    """Refuse (``path_outside_root``) before an event is appended if a file it will
+    materialise would land outside ``root``: a symbolic link on the way (planted by an
+    agent's shell, or copied in with the quest) must make the call fail, not the write
+    that follows the append (a refused call that wrote, and a replay that fails)."""
+    for rel in rels:
+        confined(root, rel, field=field)
 
 
 def check_record(payload: Any, root: Path) -> tuple[str, str | None, dict[str, Any]]:

@@ -3,7 +3,10 @@ contracts, main experiments, analysis campaigns, summary refreshes.
 
 Every command validates against the `artifacts` projection inside
 ``quest.transaction()`` (so ids are allocated and duplicates refused across processes),
-then appends one event. Error codes, besides those of
+checks that the files its event will materialise stay inside the quest, then appends one
+event. An analysis campaign creates its branches and worktrees before that, outside the
+lock, and undoes them if its event does not reach the log
+(:func:`ds_events.services.git.append_recording`). Error codes, besides those of
 :mod:`ds_events.artifacts.validate` and :mod:`ds_events.services.git`:
 ``artifact_exists``, ``baseline_exists``, ``unknown_baseline``, ``unknown_variant``,
 ``baseline_not_confirmed``, ``no_confirmed_baseline``, ``run_exists``, ``unknown_run``,
@@ -16,8 +19,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from ds_events.artifacts import git as git_ops
 from ds_events.artifacts.validate import (
     check_id,
+    check_materialised,
     check_metrics,
     check_record,
     check_text,
@@ -38,11 +43,13 @@ from ds_events.events.artifact import (
     MainExperimentRecorded,
     SummaryRefreshed,
 )
+from ds_events.errors import Conflict, Invalid, NotFound
+from ds_events.events import Event
 from ds_events.home import Quest
+from ds_events.log import Transaction
 from projections.artifacts import record_path
 
 from . import git
-from ds_events.errors import Conflict, Invalid, NotFound
 
 __all__ = [
     "record",
@@ -58,6 +65,7 @@ __all__ = [
 
 SLICE_STATUSES = ("completed", "failed", "abandoned")
 _MAX_SLICES = 32
+_MAX_CAMPAIGN_PROBES = 1000
 
 
 def record(quest: Quest, payload: Any) -> dict[str, Any]:
@@ -72,6 +80,7 @@ def record(quest: Quest, payload: Any) -> dict[str, Any]:
             artifact_id = f"{kind}-{n:04d}"
         elif state.id_taken(artifact_id):
             raise Conflict(f"artifact id {artifact_id!r} is taken: omit artifact_id for a fresh one", code="artifact_exists", artifact_id=artifact_id)
+        check_materialised(quest.root, [record_path(kind, artifact_id)])
         stored = txn.append(ArtifactRecorded(artifact_id=artifact_id, kind=kind, payload=clean, branch=state.active_branch))[0]
     return {"artifact_id": artifact_id, "kind": kind, "path": record_path(kind, artifact_id), "branch": state.active_branch, "seq": stored.seq}
 
@@ -96,6 +105,7 @@ def publish_baseline(quest: Quest, payload: Any) -> dict[str, Any]:
         state = quest.state("artifacts")
         if state.id_taken(baseline_id):
             raise Conflict(f"baseline {baseline_id!r} already exists", code="baseline_exists", baseline_id=baseline_id)
+        check_materialised(quest.root, [record_path("baseline", baseline_id)])
         stored = txn.append(BaselinePublished(baseline_id=baseline_id, payload=clean, variant_ids=variants))[0]
     return {"baseline_id": baseline_id, "variant_ids": variants, "path": record_path("baseline", baseline_id), "seq": stored.seq}
 
@@ -139,6 +149,7 @@ def confirm_baseline(
         metric_contract, metrics, primary_metric, directions, baseline_id=baseline_id, variant_id=variant_id
     )
     contract_path = "json/metric_contract.json" if rel == "." else f"{rel}/json/metric_contract.json"
+    check_materialised(quest.root, [contract_path], field="baseline_path")
     _check_writable_dirs(quest, contract_path)
     directions = {m: e["direction"] for m, e in contract["metrics"].items()}
     with quest.transaction() as txn:
@@ -148,6 +159,8 @@ def confirm_baseline(
             raise Conflict(f"{baseline_id!r} names another artifact, not a baseline", code="artifact_exists", artifact_id=baseline_id)
         if baseline is not None and baseline.published_seq is not None:
             _check_variant(baseline, variant_id)
+        check_materialised(quest.root, [record_path("baseline", baseline_id)])
+        check_materialised(quest.root, [contract_path], field="baseline_path")  # a link planted meanwhile
         event = BaselineConfirmed(
             baseline_id=baseline_id,
             baseline_path=rel,
@@ -209,10 +222,11 @@ def record_main_experiment(
         if problems:
             raise Invalid(_problem_message(problems), code=_problem_code(problems), baseline_id=baseline.baseline_id, **problems)
         run_branch = branch or next((b.branch for b in state.branches.values() if b.run == run_id), state.active_branch)
-        head = git.branch_head(quest.repo(), run_branch)
+        head = git_ops.branch_head(quest.repo(), run_branch)
         if head is None:
             raise NotFound(f"branch {run_branch!r} does not exist in the quest repository", code="unknown_branch", branch=run_branch)
         info = state.branches.get(run_branch)
+        check_materialised(quest.root, [record_path("run", run_id)])
         event = MainExperimentRecorded(
             run=run_id,
             title=title,
@@ -254,32 +268,33 @@ def create_analysis_campaign(
 ) -> dict[str, Any]:
     """Create a campaign whose slices are child branches (with worktrees) of the result
     node: ``parent_run_id``'s branch head, else the latest main experiment's, else the
-    active branch. Branches are named ``analysis/<idea_id>/<campaign_id>-<slice_id>``."""
+    active branch. Branches are named ``analysis/<idea_id>/<campaign_id>-<slice_id>``.
+
+    The branches and worktrees (up to 32) are made outside the log's lock, under a
+    campaign id reserved across processes (:func:`_reserve_campaign_id`), so campaigns
+    created at once by several processes get distinct ids; the lock is held only to
+    append. If the append fails, every branch and worktree made is removed."""
     title = check_text(campaign_title, "campaign_title", max_chars=500)
     goal = check_text(campaign_goal, "campaign_goal")
     parent_run_id = optional_id(parent_run_id, "parent_run_id")
     wanted = _parse_slices(slices)
-    with quest.transaction() as txn:
-        state = quest.state("artifacts")
-        if parent_run_id is not None and parent_run_id not in state.runs:
-            raise NotFound(f"no main experiment {parent_run_id!r}", code="unknown_run", run_id=parent_run_id)
-        parent = state.runs.get(parent_run_id or state.latest_run or "")
-        parent_branch = parent.branch if parent else state.active_branch
-        repo = quest.repo()
-        parent_sha, parent_branch = git.resolve_start(repo, None, parent_branch)
-        n = len(state.campaigns) + 1
-        while state.id_taken(f"campaign-{n:03d}"):
-            n += 1
-        campaign_id = f"campaign-{n:03d}"
-        idea = (parent.idea_id or parent.run) if parent else quest.id
+    state = quest.state("artifacts")
+    if parent_run_id is not None and parent_run_id not in state.runs:
+        raise NotFound(f"no main experiment {parent_run_id!r}", code="unknown_run", run_id=parent_run_id)
+    parent = state.runs.get(parent_run_id or state.latest_run or "")
+    repo = quest.repo()
+    parent_sha, parent_branch = git_ops.resolve_start(repo, None, parent.branch if parent else state.active_branch)
+    idea = (parent.idea_id or parent.run) if parent else quest.id
+    campaign_id = _reserve_campaign_id(quest, repo, parent_sha)
+    try:
         specs = []
         for s in wanted:
-            name = git.validate_branch_name(f"analysis/{idea}/{campaign_id}-{s['slice_id']}", "analysis")
-            worktree = f"{git.WORKTREES_DIR}/{name.replace('/', '__')}" if create_worktrees else None
-            specs.append(git.BranchSpec(branch=name, kind="analysis", worktree=worktree))
+            name = git_ops.validate_branch_name(f"analysis/{idea}/{campaign_id}-{s['slice_id']}", "analysis")
+            worktree = git_ops.worktree_path(name) if create_worktrees else None
+            specs.append(git_ops.BranchSpec(branch=name, kind="analysis", worktree=worktree))
             s.update(branch=name, worktree=worktree)
-        git.check_free(quest, repo, specs)
-        git.create_branches(quest, repo, specs, parent_sha)
+        check_materialised(quest.root, [_campaign_path(campaign_id)])
+        git_ops.check_free(quest.root, repo, specs)
         event = AnalysisCampaignCreated(
             campaign_id=campaign_id,
             title=title,
@@ -289,14 +304,26 @@ def create_analysis_campaign(
             parent_sha=parent_sha,
             slices=wanted,
         )
-        stored = txn.append(event)[0]
+
+        def recheck(txn: Transaction) -> Event:
+            # The reservation keeps other campaigns off this id; a record given this
+            # id explicitly (artifact_id="campaign-...") is the one thing that can take it.
+            if quest.state("artifacts").id_taken(campaign_id):
+                raise Conflict(f"{campaign_id!r} was taken meanwhile by another artifact: create the campaign again", code="artifact_exists", artifact_id=campaign_id)
+            return event
+
+        with git_ops.Rollback() as undo:
+            git_ops.create_branches(quest.root, repo, specs, parent_sha, undo)
+            stored = git.append_recording(quest, undo, recheck)
+    finally:
+        git_ops.release(repo, campaign_id)
     return {
         "campaign_id": campaign_id,
         "parent_run_id": parent.run if parent else None,
         "parent_branch": parent_branch,
         "parent_sha": parent_sha,
         "slices": [{**s, "worktree_path": str(quest.root / s["worktree"]) if s["worktree"] else None} for s in wanted],
-        "path": f"artifacts/campaigns/{campaign_id}.json",
+        "path": _campaign_path(campaign_id),
         "seq": stored.seq,
     }
 
@@ -334,7 +361,8 @@ def record_analysis_slice(
             )
         if found.status != "pending":
             raise Conflict(f"slice {slice_id!r} is already recorded as {found.status}", code="slice_already_recorded")
-        head = git.branch_head(quest.repo(), found.branch)
+        check_materialised(quest.root, [_campaign_path(campaign_id)])
+        head = git_ops.branch_head(quest.repo(), found.branch)
         event = AnalysisSliceRecorded(
             campaign_id=campaign_id,
             slice_id=slice_id,
@@ -361,12 +389,40 @@ def record_analysis_slice(
 def refresh_summary(quest: Quest, reason: Any = None) -> dict[str, Any]:
     """Record a refresh and return ``SUMMARY.md`` as rendered from the log."""
     reason_text = check_text(reason, "reason", required=False, max_chars=2000)
+    check_materialised(quest.root, ["SUMMARY.md"])
     stored = quest.emit(SummaryRefreshed(reason=reason_text))[0]
     path = quest.root / "SUMMARY.md"
     return {"path": "SUMMARY.md", "markdown": path.read_text(encoding="utf-8"), "seq": stored.seq}
 
 
 # -- helpers ------------------------------------------------------------------------------
+
+
+def _campaign_path(campaign_id: str) -> str:
+    return f"artifacts/campaigns/{campaign_id}.json"
+
+
+def _reserve_campaign_id(quest: Quest, repo: Any, sha: str) -> str:
+    """The next free ``campaign-NNN``, reserved in the repository until the caller
+    releases it (:func:`ds_events.artifacts.git.reserve`).
+
+    A process appends its campaign before it releases the id, so once we hold a
+    reservation, catching up with the log shows whether that id was used meanwhile.
+    """
+    state = quest.state("artifacts")
+    n = len(state.campaigns) + 1
+    for _ in range(_MAX_CAMPAIGN_PROBES):
+        campaign_id = f"campaign-{n:03d}"
+        if not state.id_taken(campaign_id) and git_ops.reserve(repo, campaign_id, sha):
+            state = quest.state("artifacts")
+            if not state.id_taken(campaign_id):
+                return campaign_id
+            git_ops.release(repo, campaign_id)
+        n += 1
+    raise Conflict(
+        f"no free campaign id after {_MAX_CAMPAIGN_PROBES} tries: remove stale refs/ds/reserved/campaign-* refs",
+        code="campaign_ids_exhausted",
+    )
 
 
 def _check_writable_dirs(quest: Quest, rel_file: str) -> None:

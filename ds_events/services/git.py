@@ -1,109 +1,74 @@
 """Git side of the `artifact` namespace: checkpoints, branches and worktrees, the graph.
 
-Each command does its git side effect once, under the quest's append lock (so two
-processes cannot race on one branch name), then appends the event that records what
-happened. Replay never touches git. Error codes: ``invalid_branch_kind``,
-``missing_fields``, ``invalid_branch_name``, ``branch_exists``, ``worktree_exists``,
-``unknown_start_point``, ``unknown_branch``, ``branch_has_no_worktree``,
-``worktree_missing``, ``nothing_to_commit``, plus the id and text codes of
-:mod:`ds_events.artifacts.validate`.
+Each command makes its git side effect first and outside the log's lock (scanning and
+writing the tree of a checkpoint of thousands of files, or checking out the worktrees of
+a campaign, must not hold up every other writer of the quest), then holds the lock only
+to re-check what may have moved, finish (a checkpoint's commit) and append the event
+that records what happened: :func:`append_recording`. If that event does not reach the
+log, the side effects are undone, so the repository never holds a branch or a commit the
+log does not know (and a retry does not meet a ``branch_exists`` of its own making).
+Replay never touches git. Error codes: ``invalid_branch_kind``, ``missing_fields``,
+``invalid_branch_name``, ``branch_exists``, ``worktree_exists``, ``unknown_start_point``,
+``unknown_branch``, ``branch_has_no_worktree``, ``worktree_missing``,
+``nothing_to_commit``, ``branch_moved``, plus the id and text codes of
+:mod:`ds_events.artifacts.validate` and ``path_outside_root``.
 """
 
 from __future__ import annotations
 
-import shutil
-from dataclasses import dataclass
+from collections.abc import Callable
 from typing import Any
 
 import pygit2
 
-from ds_events.artifacts.hygiene import scan_worktree
-from ds_events.artifacts.validate import check_text, optional_id
-from ds_events.events.artifact import BranchPrepared, GitCheckpointed, GitGraphRendered
-from ds_events.home import GIT_SIGNATURE, Quest
-from projections.artifacts import render_graph_svg
-
+from ds_events.artifacts import git as git_ops
+from ds_events.artifacts.git import BRANCH_KINDS, BranchSpec, Rollback
+from ds_events.artifacts.validate import check_materialised, check_text, optional_id
 from ds_events.errors import Conflict, Invalid, NotFound
+from ds_events.events import Event, EventDecodeError, decode_line
+from ds_events.events.artifact import BranchPrepared, GitCheckpointed, GitGraphRendered
+from ds_events.home import Quest
+from ds_events.log import LogError, Transaction, line_hash
+from projections.artifacts import render_graph_svg
 
 __all__ = [
     "BRANCH_KINDS",
-    "WORKTREES_DIR",
-    "BranchSpec",
     "checkpoint",
     "prepare_branch",
     "render_git_graph",
     "git_graph",
-    "validate_branch_name",
-    "resolve_start",
-    "create_branches",
-    "check_free",
-    "branch_head",
+    "append_recording",
 ]
 
-BRANCH_KINDS = ("idea", "run", "analysis", "paper")
-WORKTREES_DIR = ".ds/worktrees"
 _MAX_MESSAGE = 5000
-
-
-@dataclass(frozen=True)
-class BranchSpec:
-    """A branch to create (and its worktree, when ``worktree`` is set)."""
-
-    branch: str
-    kind: str
-    worktree: str | None
+# A checkpoint whose branch moved between its scan and its commit is prepared again
+# this many times in all before it gives up with ``branch_moved``.
+_CHECKPOINT_ATTEMPTS = 3
+_GRAPH_FILES = ("artifacts/graphs/git_graph.json", "artifacts/graphs/git_graph.svg")
 
 
 def checkpoint(quest: Quest, message: str, *, allow_empty: bool = False, branch: str | None = None) -> dict[str, Any]:
     """Commit the active worktree (or ``branch``'s worktree, or ``main`` for the quest
-    root), skipping what hygiene excludes. Returns sha, branch, skipped paths."""
+    root), skipping what hygiene excludes. Returns sha, branch, skipped paths.
+
+    The scan, the hashing of new and changed files and the tree are done outside the
+    log's lock; under it only the branch head is checked (if it moved since the scan,
+    everything is prepared again, up to three times, then ``branch_moved``), the commit
+    made, with the trailer ``DS-Log-Head: <seq> <hash>`` naming the log's head at that
+    moment, and the event appended.
+    """
     message = check_text(message, "message", max_chars=_MAX_MESSAGE)
     if not isinstance(allow_empty, bool):
         raise Invalid("allow_empty must be true or false", code="invalid_field", field="allow_empty")
     max_bytes = int(quest.home.config()["git"]["max_file_bytes"])
     quest.views.materialise()  # the quest root's files reflect every event so far
-    with quest.transaction() as txn:
-        state = quest.state("artifacts")
-        target = branch if branch is not None else state.active_branch
-        repo, worktree = _open_target(quest, state, target)
-        if worktree is None and not repo.head_is_detached:
-            target = repo.head.shorthand  # whatever the quest root has checked out (normally main)
-        scan = scan_worktree(repo, max_bytes)
-        index = _stage(repo, scan.files)
-        tree = index.write_tree()
-        parent = repo.head.peel(pygit2.Commit)
-        if tree == parent.tree_id and not allow_empty:
-            raise Conflict(
-                f"nothing to commit on {target}: the tree equals {str(parent.id)[:10]}; pass allow_empty=true to commit anyway",
-                code="nothing_to_commit",
-                branch=target,
-                head=str(parent.id),
-                skipped=scan.skipped,
-            )
-        sig = pygit2.Signature(*GIT_SIGNATURE)
-        sha = str(repo.create_commit("HEAD", sig, sig, message, tree, [parent.id]))
-        index.write()
-        event = GitCheckpointed(
-            sha=sha,
-            message=message,
-            branch=target,
-            parent=str(parent.id),
-            worktree=worktree,
-            files=len(scan.files),
-            skipped=scan.skipped,
-            allow_empty=allow_empty,
-        )
-        stored = txn.append(event)[0]
-    return {
-        "sha": sha,
-        "branch": target,
-        "parent": str(parent.id),
-        "worktree": worktree,
-        "files": len(scan.files),
-        "skipped": scan.skipped,
-        "skipped_total": scan.skipped_total,
-        "seq": stored.seq,
-    }
+    for attempt in range(1, _CHECKPOINT_ATTEMPTS + 1):
+        try:
+            return _checkpoint_once(quest, message, allow_empty, branch, max_bytes)
+        except Conflict as exc:
+            if exc.code != "branch_moved" or attempt == _CHECKPOINT_ATTEMPTS:
+                raise
+    raise AssertionError("unreachable")
 
 
 def prepare_branch(
@@ -127,28 +92,26 @@ def prepare_branch(
     if not isinstance(create_worktree, bool):
         raise Invalid("create_worktree must be true or false", code="invalid_field", field="create_worktree")
     name = _branch_name(quest.id, branch_kind, branch, run_id, idea_id)
-    spec = BranchSpec(branch=name, kind=branch_kind, worktree=_worktree_path(name) if create_worktree else None)
-    with quest.transaction() as txn:
-        state = quest.state("artifacts")
-        repo = quest.repo()
-        start_sha, start_label = resolve_start(repo, start_point, state.active_branch)
-        check_free(quest, repo, [spec])
-        create_branches(quest, repo, [spec], start_sha)
-        event = BranchPrepared(
-            branch=name,
-            branch_kind=branch_kind,
-            start_sha=start_sha,
-            start_point=start_label,
-            worktree=spec.worktree,
-            run=run_id,
-            idea_id=idea_id,
-            activate=spec.worktree is not None,
-        )
-        try:
-            stored = txn.append(event)[0]
-        except BaseException:
-            _remove_branches(quest, repo, [spec])
-            raise
+    spec = BranchSpec(branch=name, kind=branch_kind, worktree=git_ops.worktree_path(name) if create_worktree else None)
+    state = quest.state("artifacts")
+    repo = quest.repo()
+    start_sha, start_label = git_ops.resolve_start(repo, start_point, state.active_branch)
+    git_ops.check_free(quest.root, repo, [spec])
+    event = BranchPrepared(
+        branch=name,
+        branch_kind=branch_kind,
+        start_sha=start_sha,
+        start_point=start_label,
+        worktree=spec.worktree,
+        run=run_id,
+        idea_id=idea_id,
+        activate=spec.worktree is not None,
+    )
+    # Outside the lock: git's ref lock decides if another process creates this branch
+    # at the same moment (we get branch_exists and undo only what we made).
+    with Rollback() as undo:
+        git_ops.create_branches(quest.root, repo, [spec], start_sha, undo)
+        stored = append_recording(quest, undo, lambda txn: event)
     return {
         "branch": name,
         "branch_kind": branch_kind,
@@ -166,14 +129,15 @@ def render_git_graph(quest: Quest, *, max_commits: int = 200) -> dict[str, Any]:
     are materialised from it. Returns the graph, the SVG text and the file paths."""
     if not isinstance(max_commits, int) or isinstance(max_commits, bool) or not 1 <= max_commits <= 2000:
         raise Invalid("max_commits must be an integer from 1 to 2000", code="invalid_field", field="max_commits")
+    check_materialised(quest.root, _GRAPH_FILES)
     state = quest.state("artifacts")
     graph = git_graph(quest.repo(), state, max_commits=max_commits)
     stored = quest.emit(GitGraphRendered(graph=graph))[0]
     return {
         "graph": graph,
         "svg": render_graph_svg(graph),
-        "json_path": "artifacts/graphs/git_graph.json",
-        "svg_path": "artifacts/graphs/git_graph.svg",
+        "json_path": _GRAPH_FILES[0],
+        "svg_path": _GRAPH_FILES[1],
         "seq": stored.seq,
     }
 
@@ -234,66 +198,42 @@ def git_graph(repo: pygit2.Repository, state: Any, *, max_commits: int = 200) ->
     }
 
 
-def validate_branch_name(name: Any, kind: str) -> str:
-    """A branch name git accepts and our scheme allows: ``<kind>/<segment>[/<segment>...]``."""
-    if (
-        not isinstance(name, str)
-        or len(name) > 200
-        or not name.startswith(f"{kind}/")
-        or not all(_segment_ok(part) for part in name.split("/"))
-        or not pygit2.reference_is_valid_name(f"refs/heads/{name}")
-    ):
-        raise Invalid(
-            f"invalid branch name {name!r}: use {kind}/<segment>[/<segment>], segments of letters, digits, '.', '_' or '-'",
-            code="invalid_branch_name",
-            branch=name if isinstance(name, str) else repr(name),
-        )
-    return name
+def append_recording(quest: Quest, undo: Rollback, decide: Callable[[Transaction], Event]) -> Event:
+    """Append the event that records the side effects registered on ``undo``; returns it
+    as stored. Used by every command that changes the repository before it appends.
 
+    Under the log's lock ``decide(txn)`` re-checks what may have changed since the side
+    effects were made (raising refuses the call) and returns the event; it may make the
+    last side effect itself (a checkpoint's commit), registering its undo. If the event
+    is in the log, the side effects stand (``undo.keep()``); if not, they are undone as
+    ``undo``'s block ends, and the error propagates.
 
-def resolve_start(repo: pygit2.Repository, start_point: str | None, default_branch: str) -> tuple[str, str]:
-    """``(sha, label)`` of a start point: a local branch, or anything git can parse to a commit."""
-    label = start_point if start_point is not None else default_branch
-    if not isinstance(label, str) or not label or label.startswith("-"):
-        raise Invalid("start_point must be a branch name or a commit sha", code="unknown_start_point")
-    ref = repo.branches.local.get(label)
-    if ref is None and start_point is None:
-        label, ref = "main", repo.branches.local.get("main")  # the active branch was deleted
+    "In the log" is judged by the file, not by whether the append returned: a failed
+    sync leaves the written line in the log (not acknowledged, yet replayed by every
+    reader), and then the repository keeps what that line says, so the two agree.
+    """
+    before = 0
+    event: Event | None = None
     try:
-        target = ref.peel(pygit2.Commit) if ref is not None else repo.revparse_single(label).peel(pygit2.Commit)
-    except (KeyError, ValueError, pygit2.GitError, pygit2.InvalidSpecError):
-        raise NotFound(f"start_point {label!r} is not a branch or commit of the quest repository", code="unknown_start_point") from None
-    return str(target.id), label
-
-
-def create_branches(quest: Quest, repo: pygit2.Repository, specs: list[BranchSpec], start_sha: str) -> None:
-    """Create every branch (and worktree) or, if one fails, none."""
-    commit = repo[start_sha]
-    done: list[BranchSpec] = []
-    try:
-        for spec in specs:
-            ref = repo.branches.local.create(spec.branch, commit)
-            done.append(spec)
-            if spec.worktree is not None:
-                path = quest.root / spec.worktree
-                path.parent.mkdir(parents=True, exist_ok=True)
-                repo.add_worktree(_worktree_name(spec.branch), str(path), ref)
-    except BaseException:
-        _remove_branches(quest, repo, done)
+        with quest.transaction() as txn:
+            before = txn.last_seq
+            event = decide(txn)
+            stored = txn.append(event)[0]
+            undo.keep()
+    except BaseException as exc:
+        if event is not None and not undo.kept and _reached_log(quest, event, before):
+            undo.keep()
+            exc.add_note(
+                f"the {event.type} event reached the log although the append failed, so what it records was kept; "
+                "reopen the quest and check it with ds verify"
+            )
         raise
-
-
-def branch_head(repo: pygit2.Repository, name: str) -> str | None:
-    ref = repo.branches.local.get(name)
-    return str(ref.peel(pygit2.Commit).id) if ref is not None else None
-
-
-# -- helpers ------------------------------------------------------------------------------
+    return stored
 
 
 def _branch_name(quest_id: str, kind: str, branch: str | None, run_id: str | None, idea_id: str | None) -> str:
     if branch is not None:
-        return validate_branch_name(branch, kind)
+        return git_ops.validate_branch_name(branch, kind)
     if kind == "run":
         if run_id is None:
             raise Invalid("a run branch needs run_id (or an explicit branch)", code="missing_fields", missing=["run_id"])
@@ -311,66 +251,86 @@ def _branch_name(quest_id: str, kind: str, branch: str | None, run_id: str | Non
         if run_id is None and idea_id is None:
             raise Invalid("a paper branch needs run_id or idea_id (or an explicit branch)", code="missing_fields", missing=["run_id"])
         name = f"paper/{run_id or idea_id}"
-    return validate_branch_name(name, kind)
+    return git_ops.validate_branch_name(name, kind)
 
 
-def _segment_ok(part: str) -> bool:
-    return bool(part) and part[0].isalnum() and all(c.isalnum() or c in "._-" for c in part) and not part.endswith(".lock")
+def _checkpoint_once(quest: Quest, message: str, allow_empty: bool, branch: str | None, max_bytes: int) -> dict[str, Any]:
+    state = quest.state("artifacts")
+    target = branch if branch is not None else state.active_branch
+    repo, worktree = _open_target(quest, state, target)
+    if worktree is None and not repo.head_is_detached:
+        target = repo.head.shorthand  # whatever the quest root has checked out (normally main)
+    staged = git_ops.stage_tree(repo, max_bytes)  # the long part, outside the lock
+    parent = str(staged.parent.id)
+    if staged.unchanged and not allow_empty:
+        raise Conflict(
+            f"nothing to commit on {target}: the tree equals {parent[:10]}; pass allow_empty=true to commit anyway",
+            code="nothing_to_commit",
+            branch=target,
+            head=parent,
+            skipped=staged.skipped,
+        )
+
+    def commit(txn: Transaction) -> Event:
+        seq, chain_hash = _log_head(quest, txn)
+        sha = git_ops.commit_staged(staged, git_ops.with_trailer(message, seq, chain_hash), undo)
+        return GitCheckpointed(
+            sha=sha,
+            message=message,
+            branch=target,
+            parent=parent,
+            worktree=worktree,
+            files=staged.files,
+            skipped=staged.skipped,
+            allow_empty=allow_empty,
+        )
+
+    with Rollback() as undo:
+        stored = append_recording(quest, undo, commit)
+    assert isinstance(stored, GitCheckpointed)
+    git_ops.write_index(staged)
+    return {
+        "sha": stored.sha,
+        "branch": target,
+        "parent": parent,
+        "worktree": worktree,
+        "files": staged.files,
+        "skipped": staged.skipped,
+        "skipped_total": staged.skipped_total,
+        "seq": stored.seq,
+    }
 
 
-def _worktree_name(branch: str) -> str:
-    return branch.replace("/", "__")
+def _log_head(quest: Quest, txn: Transaction) -> tuple[int, str]:
+    """The log's last seq and the chain hash of that line (what the next line's ``prev``
+    will be), read under the lock."""
+    seq = txn.last_seq
+    for _seq, line in quest.log.iter_lines(after_seq=seq - 1):
+        return seq, line_hash(line)
+    return 0, "-"  # an empty log (a quest always has its first event)
 
 
-def _worktree_path(branch: str) -> str:
-    return f"{WORKTREES_DIR}/{_worktree_name(branch)}"
-
-
-def check_free(quest: Quest, repo: pygit2.Repository, specs: list[BranchSpec]) -> None:
-    existing = set(repo.branches.local)
-    worktrees = set(repo.list_worktrees())
-    for spec in specs:
-        # git refuses "run/a" next to "run/a/b" (a ref cannot be a directory and a file)
-        clash = [b for b in existing if b == spec.branch or b.startswith(spec.branch + "/") or spec.branch.startswith(b + "/")]
-        if clash:
-            raise Conflict(f"branch {spec.branch!r} already exists (or clashes with {clash[0]!r})", code="branch_exists", branch=spec.branch)
-        if spec.worktree is not None and (
-            _worktree_name(spec.branch) in worktrees or (quest.root / spec.worktree).exists()
-        ):
-            raise Conflict(f"a worktree already exists at {spec.worktree}", code="worktree_exists", worktree=spec.worktree)
-
-
-def _remove_branches(quest: Quest, repo: pygit2.Repository, specs: list[BranchSpec]) -> None:
-    for spec in reversed(specs):
-        if spec.worktree is not None:
-            shutil.rmtree(quest.root / spec.worktree, ignore_errors=True)
+def _reached_log(quest: Quest, event: Event, after_seq: int) -> bool:
+    """Whether a line after ``after_seq`` holds ``event`` (envelope aside)."""
+    wanted = _payload(event)
+    try:
+        for _seq, line in quest.log.iter_lines(after_seq=after_seq):
             try:
-                repo.lookup_worktree(_worktree_name(spec.branch)).prune(True)
-            except (KeyError, pygit2.GitError):
-                pass
-        ref = repo.branches.local.get(spec.branch)
-        if ref is not None:
-            ref.delete()
+                found = decode_line(line)
+            except EventDecodeError:
+                continue
+            if type(found) is type(event) and _payload(found) == wanted:
+                return True
+    except (OSError, LogError):
+        return False  # a handle that cannot even be read (closed) wrote nothing
+    return False
 
 
-_WT_CHANGED = pygit2.enums.FileStatus.WT_MODIFIED | pygit2.enums.FileStatus.WT_TYPECHANGE
+_ENVELOPE = frozenset(Event.__struct_fields__)
 
 
-def _stage(repo: pygit2.Repository, files: list[str]) -> pygit2.Index:
-    """The index holding exactly ``files``. Only new and changed files are hashed: git's
-    stat cache (through ``status``) tells which tracked files changed, so an incremental
-    checkpoint costs what ``git add`` costs, not a re-read of the whole tree."""
-    index = repo.index
-    index.read(force=True)
-    tracked = {entry.path for entry in index}
-    changed = {path for path, flags in repo.status(untracked_files="no").items() if flags & _WT_CHANGED}
-    keep = set(files)
-    for path in tracked - keep:
-        index.remove(path)
-    for path in files:
-        if path not in tracked or path in changed:
-            index.add(path)
-    return index
+def _payload(event: Event) -> dict[str, Any]:
+    return {f: getattr(event, f) for f in event.__struct_fields__ if f not in _ENVELOPE}
 
 
 def _open_target(quest: Quest, state: Any, target: Any) -> tuple[pygit2.Repository, str | None]:

@@ -14,6 +14,7 @@ ROOT = Path(__file__).resolve().parents[2]
 SOURCES = [
     ROOT / "ds_events/artifacts/validate.py",
     ROOT / "ds_events/artifacts/arxiv.py",
+    ROOT / "ds_events/artifacts/git.py",
     ROOT / "ds_events/services/artifacts.py",
     ROOT / "ds_events/services/git.py",
 ]

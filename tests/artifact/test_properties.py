@@ -9,7 +9,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ds_events.home import Home
-from ds_events.services import artifacts, git
+from ds_events.artifacts import git
+from ds_events.services import artifacts
 from ds_events.errors import ServiceError
 
 _json = st.recursive(
