@@ -22,20 +22,27 @@ exception it cannot fix is a zombie whose parent left the group and still runs (
 that parent may reap it): after :data:`_FOREIGN_ZOMBIE_WAIT` it records the end anyway
 and names them in ``monitor.log``. Only the standard library is imported until "go",
 so the command starts fast; the quest (and the log) are opened after.
+
+Start-up cost matters here (every session pays it before its command runs), so until
+"go" this module imports only what starting the command needs: ``os``, ``signal``,
+``sys``, ``time``, ``json`` and :mod:`ds_events.bash.procs` (``pty`` and ``ctypes`` when
+used). Check with ``python3 -X importtime -m ds_events.bash_monitor < /dev/null``.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import selectors
-import shutil
 import signal
 import sys
 import time
-from typing import Any
 
-from ds_events.bash import linelog, procs
+from ds_events.bash import procs
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing before "go"
+if TYPE_CHECKING:
+    import selectors
+    from typing import Any
 
 __all__ = ["main", "PROGRESS_MARK"]
 
@@ -91,7 +98,7 @@ class _Child:
     @classmethod
     def start(cls, spec: dict[str, Any]) -> _Child:
         _become_subreaper()
-        shell = shutil.which("bash") or "/bin/sh"
+        shell = _find_shell()
         argv = [shell, "-c", spec["command"]]
         try:
             import pty
@@ -131,6 +138,9 @@ class _Child:
 
 class _Monitor:
     def __init__(self, spec: dict[str, Any], child: _Child) -> None:
+        # Imported only now, after "go": the quest, the log and the line log are not
+        # needed to start the command, and importing them costs more than the start.
+        from ds_events.bash import linelog
         from ds_events.home import Quest
         from ds_events.services import bash_exec
 
@@ -158,6 +168,8 @@ class _Monitor:
         self.flags = _FLAGS
 
     def run(self) -> int:
+        import selectors
+
         wake_r, wake_w = os.pipe()
         os.set_blocking(wake_w, False)
         signal.set_wakeup_fd(wake_w)
@@ -350,6 +362,15 @@ def _detach_stdio() -> None:
     os.dup2(null, 0)
     os.dup2(null, 1)
     os.close(null)
+
+
+def _find_shell() -> str:
+    """bash from PATH (what ``shutil.which`` would find, without importing shutil)."""
+    for folder in os.environ.get("PATH", os.defpath).split(os.pathsep):
+        candidate = os.path.join(folder or ".", "bash")
+        if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+            return candidate
+    return "/bin/sh"
 
 
 def _reap_group(pgid: int) -> None:

@@ -67,9 +67,9 @@ def resolve_workdir(quest: Quest, workdir: str | None) -> tuple[Path, str]:
     )
 
 
-def config_seconds(quest: Quest, key: str, default: float) -> float:
-    """A number of seconds from ``bash_exec.<key>`` in config.yaml (0-3600)."""
-    section = quest.home.config().get("bash_exec") or {}
+def config_seconds(config: dict[str, Any], key: str, default: float) -> float:
+    """A number of seconds from ``bash_exec.<key>`` of the home's config (0-3600)."""
+    section = config.get("bash_exec") or {}
     value = section.get(key, default) if isinstance(section, dict) else None
     if not isinstance(value, (int, float)) or isinstance(value, bool) or not 0 <= value <= 3600:
         raise Invalid(f"config bash_exec.{key} must be a number of seconds (0-3600)", code="bad_config")
