@@ -67,3 +67,31 @@ def test_a_process_whose_main_thread_exited_is_not_taken_for_a_zombie(quest, tmp
     member = int((quest.root / session.log_path).read_text().split("member ")[1].split()[0])
     assert group_is_gone(session.pgid)
     assert process_state(member) is None
+
+
+FOREIGN_PARENT = """
+import os, sys, time
+child = os.fork()
+if child == 0:
+    os._exit(0)  # a zombie in the session's group, which only its parent may reap
+os.setpgid(0, 0)  # the parent leaves the group and never reaps it
+print(os.getpid(), child, flush=True)
+time.sleep(300)
+"""
+
+
+def test_a_zombie_only_its_parent_outside_the_group_may_reap_does_not_hold_the_end_for_ever(quest, tmp_path):
+    script = tmp_path / "foreign.py"
+    script.write_text(FOREIGN_PARENT)
+    pids = tmp_path / "pids"
+    # The leader exits once the parent has left the group: only the zombie is left in it.
+    session = service.start(quest, f"{sys.executable} {script} > {pids} & while [ ! -s {pids} ]; do sleep 0.01; done")
+    wait_until(lambda: pids.exists() and pids.read_text().strip(), what="the parent to leave the group")
+    parent, zombie = map(int, pids.read_text().split())
+    try:
+        wait_until(lambda: _ended(quest, session.id), timeout=30, what="the end to be recorded")
+        assert service.get_session(quest, session.id).status == "completed"
+        monitor_log = (quest.root / ".ds" / "bash_exec" / session.id / "monitor.log").read_text()
+        assert "zombies of other parents" in monitor_log and str(zombie) in monitor_log
+    finally:
+        os.kill(parent, signal.SIGKILL)
