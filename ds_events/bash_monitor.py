@@ -20,13 +20,13 @@ the group is empty (``killpg(pgid, 0)`` fails with ESRCH) right after a reap, so
 session recorded as ended has no process left in its group, zombie or not. The one
 exception it cannot fix is a zombie whose parent left the group and still runs (only
 that parent may reap it): after :data:`_FOREIGN_ZOMBIE_WAIT` it records the end anyway
-and names them in ``monitor.log``. Only the standard library is imported until "go",
-so the command starts fast; the quest (and the log) are opened after.
+and names them in ``monitor.log``.
 
 Start-up cost matters here (every session pays it before its command runs), so until
 "go" this module imports only what starting the command needs: ``os``, ``signal``,
 ``sys``, ``time``, ``json`` and :mod:`ds_events.bash.procs` (``pty`` and ``ctypes`` when
-used). Check with ``python3 -X importtime -m ds_events.bash_monitor < /dev/null``.
+used); the quest, the log and the line log come after. Check with
+``python3 -X importtime -m ds_events.bash_monitor < /dev/null``.
 """
 
 from __future__ import annotations
