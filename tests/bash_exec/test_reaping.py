@@ -75,7 +75,9 @@ child = os.fork()
 if child == 0:
     os._exit(0)  # a zombie in the session's group, which only its parent may reap
 os.setpgid(0, 0)  # the parent leaves the group and never reaps it
-print(os.getpid(), child, flush=True)
+with open(sys.argv[1] + ".tmp", "w") as f:
+    f.write(f"{os.getpid()} {child}")
+os.replace(sys.argv[1] + ".tmp", sys.argv[1])  # seen whole or not at all
 time.sleep(300)
 """
 
@@ -85,8 +87,8 @@ def test_a_zombie_only_its_parent_outside_the_group_may_reap_does_not_hold_the_e
     script.write_text(FOREIGN_PARENT)
     pids = tmp_path / "pids"
     # The leader exits once the parent has left the group: only the zombie is left in it.
-    session = service.start(quest, f"{sys.executable} {script} > {pids} & while [ ! -s {pids} ]; do sleep 0.01; done")
-    wait_until(lambda: pids.exists() and pids.read_text().strip(), what="the parent to leave the group")
+    session = service.start(quest, f"{sys.executable} {script} {pids} & while [ ! -s {pids} ]; do sleep 0.01; done")
+    wait_until(pids.exists, what="the parent to leave the group")
     parent, zombie = map(int, pids.read_text().split())
     try:
         wait_until(lambda: _ended(quest, session.id), timeout=30, what="the end to be recorded")
