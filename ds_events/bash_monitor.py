@@ -11,25 +11,38 @@ stdout, and waits for "go" — sent once ``bash.session_started`` is in the log.
 - enforces ``timeout_seconds``: TERM to the group, KILL after the grace period,
 - on SIGUSR1 (sent by a kill) reads the kill request from the log and escalates to
   KILL after its grace period,
-- once the command exits, stops whatever it left in its group, and records the exit.
+- once the command exits, stops whatever it left in its group, reaps it, and records
+  the exit.
 
-It is a child subreaper, so the command's orphaned descendants are reparented to it
-and reaped here: no zombie outlives the session. Only the standard library is imported
-until "go", so the command starts fast; the quest (and the log) are opened after.
+It is a child subreaper, so the command's orphaned descendants are reparented to it:
+every zombie of the group is its child. It records the end only once the kernel says
+the group is empty (``killpg(pgid, 0)`` fails with ESRCH) right after a reap, so a
+session recorded as ended has no process left in its group, zombie or not. The one
+exception it cannot fix is a zombie whose parent left the group and still runs (only
+that parent may reap it): after :data:`_FOREIGN_ZOMBIE_WAIT` it records the end anyway
+and names them in ``monitor.log``.
+
+Start-up cost matters here (every session pays it before its command runs), so until
+"go" this module imports only what starting the command needs: ``os``, ``signal``,
+``sys``, ``time``, ``json`` and :mod:`ds_events.bash.procs` (``pty`` and ``ctypes`` when
+used); the quest, the log and the line log come after. Check with
+``python3 -X importtime -m ds_events.bash_monitor < /dev/null``.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import selectors
-import shutil
 import signal
 import sys
 import time
-from typing import Any
 
-from ds_events.bash import linelog, procs
+from ds_events.bash import procs
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing before "go"
+if TYPE_CHECKING:
+    import selectors
+    from typing import Any
 
 __all__ = ["main", "PROGRESS_MARK"]
 
@@ -37,6 +50,7 @@ PROGRESS_MARK = "__DS_PROGRESS__"
 MAX_PROGRESS_BYTES = 4096
 _IDLE_FLUSH = 2.0  # a line without newline is written after this long without output
 _GO_TIMEOUT = 120.0
+_FOREIGN_ZOMBIE_WAIT = 5.0  # how long zombies we cannot reap may hold up the end
 
 
 _FLAGS: set[str] = set()  # signals seen, set by handlers installed before anything else
@@ -68,7 +82,7 @@ def main() -> int:
     if not _wait_for_go():
         # The service did not record the start (it failed or died): undo it.
         procs.signal_group(child.pid, signal.SIGKILL)
-        os.waitpid(child.pid, 0)
+        _reap_group(child.pid)
         return 1
     _detach_stdio()
     return _Monitor(spec, child).run()
@@ -84,7 +98,7 @@ class _Child:
     @classmethod
     def start(cls, spec: dict[str, Any]) -> _Child:
         _become_subreaper()
-        shell = shutil.which("bash") or "/bin/sh"
+        shell = _find_shell()
         argv = [shell, "-c", spec["command"]]
         try:
             import pty
@@ -124,6 +138,9 @@ class _Child:
 
 class _Monitor:
     def __init__(self, spec: dict[str, Any], child: _Child) -> None:
+        # Imported only now, after "go": the quest, the log and the line log are not
+        # needed to start the command, and importing them costs more than the start.
+        from ds_events.bash import linelog
         from ds_events.home import Quest
         from ds_events.services import bash_exec
 
@@ -147,9 +164,12 @@ class _Monitor:
         self.last_output = self.started
         self.progress: tuple[int, dict[str, Any]] | None = None
         self.progress_sent_at = float("-inf")  # the first report goes out at once
+        self.foreign_since: float | None = None  # since when only others' zombies are left
         self.flags = _FLAGS
 
     def run(self) -> int:
+        import selectors
+
         wake_r, wake_w = os.pipe()
         os.set_blocking(wake_w, False)
         signal.set_wakeup_fd(wake_w)
@@ -191,7 +211,7 @@ class _Monitor:
                         # The command is done; what it left in its group goes too.
                         if procs.group_alive(self.child.pid):
                             self._terminate(now, min(self.grace, 2.0))
-                    if not procs.group_alive(self.child.pid) and (self.eof or now - ended_at > 0.5):
+                    if (self.eof or now - ended_at > 0.5) and self._group_gone(now):
                         break
         finally:
             signal.set_wakeup_fd(-1)
@@ -258,6 +278,32 @@ class _Monitor:
             if pid == self.child.pid:
                 self.status = status
 
+    def _group_gone(self, now: float) -> bool:
+        """Reap, then whether nothing at all, zombies included, is left of the group.
+
+        The reap comes right before the kernel's answer so that no member can die
+        unseen in between (the loop used to stop at "no live member" and left the
+        zombies of members that died since its last reap). Anything still there after
+        it either runs (the loop goes on stopping it) or is a zombie whose parent is
+        not this monitor.
+        """
+        self._reap()
+        pgid = self.child.pid
+        if not procs.group_exists(pgid):
+            return True
+        if procs.group_alive(pgid):
+            self.foreign_since = None
+            return False
+        # Only zombies are left. Ours are reaped on the next wake-up; others' only by
+        # their parent, which left the group and still runs: do not wait for ever.
+        if self.foreign_since is None:
+            self.foreign_since = now
+        if now - self.foreign_since < _FOREIGN_ZOMBIE_WAIT:
+            return False
+        left = procs.group_members(pgid)
+        sys.stderr.write(f"bash_monitor: recording the end with zombies of other parents in the group: {left}\n")
+        return True
+
     def _check_kill_request(self, now: float) -> None:
         if self.kill_seen:
             return
@@ -316,6 +362,29 @@ def _detach_stdio() -> None:
     os.dup2(null, 0)
     os.dup2(null, 1)
     os.close(null)
+
+
+def _find_shell() -> str:
+    """bash from PATH (what ``shutil.which`` would find, without importing shutil)."""
+    for folder in os.environ.get("PATH", os.defpath).split(os.pathsep):
+        candidate = os.path.join(folder or ".", "bash")
+        if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+            return candidate
+    return "/bin/sh"
+
+
+def _reap_group(pgid: int) -> None:
+    """Wait for and reap every child of ours in group ``pgid`` (the group was killed).
+
+    ``waitpid(-pgid)`` waits for children in that group only, so a descendant that left
+    the group (and may run on) does not hold us up; members orphaned by the kill are
+    reparented to us before their parent turns zombie, so the loop sees them too.
+    """
+    while True:
+        try:
+            os.waitpid(-pgid, 0)
+        except ChildProcessError:
+            return
 
 
 def _wait_for_own_group(pid: int) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import math
 import os
 import re
@@ -32,37 +33,43 @@ def resolve_workdir(quest: Quest, workdir: str | None) -> tuple[Path, str]:
     """``(real directory, what to record)`` for a workdir inside the quest or a worktree.
 
     Relative paths are taken from the quest root; ``..`` is refused outright, then the
-    real path (symlinks resolved) must lie inside the quest or one of its git worktrees.
+    real path (symlinks resolved) must lie inside the quest or one of its git worktrees,
+    and not inside the ``.git`` or ``.ds`` area of either (git's and the runtime's own
+    files, which the artifact paths refuse too). Worktrees are matched first: they live
+    under ``.ds/worktrees/`` and are a command's place to run. Whatever the operating
+    system says about the path (too long, a symlink loop, not encodable) becomes a
+    structured :class:`Invalid`.
     """
     root = quest.root.resolve()
     if workdir is None or workdir in ("", "."):
         return root, "."
     if not isinstance(workdir, str) or "\x00" in workdir:
         raise Invalid("workdir must be a path string", code="invalid_workdir")
+    shown = _shown(workdir)
     if ".." in Path(workdir).parts:
-        raise Invalid(f"workdir {workdir!r} uses '..': give a path inside the quest", code="workdir_outside_quest",
-                      workdir=workdir)
+        raise Invalid(f"workdir {shown!r} uses '..': give a path inside the quest", code="workdir_outside_quest",
+                      workdir=shown)
     candidate = Path(workdir) if os.path.isabs(workdir) else root / workdir
-    try:
-        real = candidate.resolve(strict=True)
-    except (FileNotFoundError, NotADirectoryError):
-        raise Invalid(f"workdir {workdir!r} does not exist", code="workdir_not_found", workdir=workdir) from None
-    if not real.is_dir():
-        raise Invalid(f"workdir {workdir!r} is not a directory", code="workdir_not_directory", workdir=workdir)
-    if real == root or root in real.parents:
-        return real, str(real.relative_to(root)) if real != root else "."
+    real = _real_directory(candidate, shown)
+    in_root = real.relative_to(root) if real == root or root in real.parents else None
+    if in_root is not None and not _OWNED_AREAS.intersection(in_root.parts):
+        return real, str(in_root)  # the common case: no worktree can change the answer
     for tree in _worktrees(quest):
         if real == tree or tree in real.parents:
-            return real, str(real)
+            _refuse_owned_area(real.relative_to(tree), shown)
+            return real, str(in_root) if in_root is not None else str(real)
+    if in_root is not None:
+        _refuse_owned_area(in_root, shown)
+        return real, str(in_root)
     raise Invalid(
-        f"workdir {workdir!r} is outside the quest repository and its worktrees", code="workdir_outside_quest",
-        workdir=workdir,
+        f"workdir {shown!r} is outside the quest repository and its worktrees", code="workdir_outside_quest",
+        workdir=shown,
     )
 
 
-def config_seconds(quest: Quest, key: str, default: float) -> float:
-    """A number of seconds from ``bash_exec.<key>`` in config.yaml (0-3600)."""
-    section = quest.home.config().get("bash_exec") or {}
+def config_seconds(config: dict[str, Any], key: str, default: float) -> float:
+    """A number of seconds from ``bash_exec.<key>`` of the home's config (0-3600)."""
+    section = config.get("bash_exec") or {}
     value = section.get(key, default) if isinstance(section, dict) else None
     if not isinstance(value, (int, float)) or isinstance(value, bool) or not 0 <= value <= 3600:
         raise Invalid(f"config bash_exec.{key} must be a number of seconds (0-3600)", code="bad_config")
@@ -128,6 +135,50 @@ def check_seq(name: str, value: Any) -> int | None:
 
 
 # -- private helpers -------------------------------------------------------------------
+
+_OWNED_AREAS = frozenset({".git", ".ds"})
+_SHORT = 80  # characters of a refused workdir quoted back in a message
+
+
+def _shown(workdir: str) -> str:
+    """``workdir`` as quoted back in an error: shortened, and encodable as UTF-8 JSON."""
+    short = workdir if len(workdir) <= _SHORT else workdir[:_SHORT] + "..."
+    return short.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def _real_directory(candidate: Path, shown: str) -> Path:
+    """The resolved, existing directory ``candidate`` names, or :class:`Invalid`."""
+    try:
+        real = candidate.resolve(strict=True)
+        is_dir = real.is_dir()
+    except (FileNotFoundError, NotADirectoryError):
+        raise Invalid(f"workdir {shown!r} does not exist", code="workdir_not_found", workdir=shown) from None
+    except OSError as exc:
+        if exc.errno == errno.ENAMETOOLONG:
+            why = "is too long for the file system (at most 255 bytes a name, 4096 in all)"
+        else:
+            why = f"cannot be used: {exc.strerror or exc}"
+        raise Invalid(f"workdir {shown!r} {why}", code="invalid_workdir", workdir=shown) from None
+    except RuntimeError:  # pathlib's report of a symlink loop (ELOOP) in Python 3.11
+        raise Invalid(f"workdir {shown!r} is a loop of symbolic links", code="invalid_workdir",
+                      workdir=shown) from None
+    except ValueError as exc:  # a name the file system encoding cannot express (lone surrogates)
+        raise Invalid(f"workdir {shown!r} cannot be used as a path: {exc}", code="invalid_workdir",
+                      workdir=shown) from None
+    if not is_dir:
+        raise Invalid(f"workdir {shown!r} is not a directory", code="workdir_not_directory", workdir=shown)
+    return real
+
+
+def _refuse_owned_area(rel: Path, shown: str) -> None:
+    """Refuse a directory in (or under) the ``.git`` or ``.ds`` of a tree."""
+    if rel.parts and rel.parts[0] in _OWNED_AREAS:
+        raise Invalid(
+            f"workdir {shown!r} is inside {rel.parts[0]}/, which git and the runtime own: "
+            "run commands in the quest's own directories (or a worktree's)",
+            code="workdir_not_allowed", workdir=shown, area=rel.parts[0],
+        )
+
 
 
 def _worktrees(quest: Quest) -> list[Path]:

@@ -106,6 +106,7 @@ def prepare_start(
         DS_QUEST_ID=quest.id, DS_QUEST_ROOT=str(quest.root.resolve()), DS_BASH_SESSION_ID=session_id
     )
     child_env.update(extra)
+    config = quest.home.config()  # parsed once: it is YAML, and a start is on a hot path
     return StartSpec(
         session_id=session_id,
         command=command,
@@ -113,8 +114,8 @@ def prepare_start(
         workdir_recorded=recorded,
         env=child_env,
         timeout_seconds=timeout,
-        grace_seconds=kill_grace_seconds(quest),
-        progress_interval=progress_interval_seconds(quest),
+        grace_seconds=kill_grace_seconds(quest, config),
+        progress_interval=progress_interval_seconds(quest, config),
         started_by=quest.log.actor,
         quest_root=quest.root.resolve(),
         env_keys=sorted(extra),
@@ -370,15 +371,16 @@ def session_dir(quest: Quest, session_id: str) -> Path:
     return quest.root / ".ds" / "bash_exec" / session_id
 
 
-def kill_grace_seconds(quest: Quest) -> float:
-    """Seconds between TERM and KILL: ``bash_exec.kill_grace_seconds`` in config.yaml."""
-    return config_seconds(quest, "kill_grace_seconds", DEFAULT_GRACE_SECONDS)
+def kill_grace_seconds(quest: Quest, config: dict[str, Any] | None = None) -> float:
+    """Seconds between TERM and KILL: ``bash_exec.kill_grace_seconds`` in config.yaml
+    (``config``: the home's config when the caller has already read it)."""
+    return config_seconds(config or quest.home.config(), "kill_grace_seconds", DEFAULT_GRACE_SECONDS)
 
 
-def progress_interval_seconds(quest: Quest) -> float:
+def progress_interval_seconds(quest: Quest, config: dict[str, Any] | None = None) -> float:
     """Least seconds between two ``bash.progress`` events of a session (the latest wins):
     ``bash_exec.progress_interval_seconds`` in config.yaml."""
-    return config_seconds(quest, "progress_interval_seconds", DEFAULT_PROGRESS_INTERVAL)
+    return config_seconds(config or quest.home.config(), "progress_interval_seconds", DEFAULT_PROGRESS_INTERVAL)
 
 
 # -- private helpers -----------------------------------------------------------------

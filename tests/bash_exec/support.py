@@ -12,7 +12,17 @@ from handlers.mcp.bash_exec import build_server
 from handlers.mcp.common import QuestBinding
 from tests.helpers import tool_error, wait_until
 
-__all__ = ["wait_until", "group_members", "call", "call_error", "client_for", "bash_events"]
+__all__ = [
+    "wait_until",
+    "group_members",
+    "group_is_gone",
+    "process_state",
+    "waits_on_a_lock",
+    "call",
+    "call_error",
+    "client_for",
+    "bash_events",
+]
 
 
 def group_members(pgid: int) -> list[int]:
@@ -30,6 +40,35 @@ def group_members(pgid: int) -> list[int]:
         if int(fields[2]) == pgid:
             found.append(int(name))
     return found
+
+
+def group_is_gone(pgid: int) -> bool:
+    """True when no process at all, zombies included, is left in group ``pgid``.
+
+    Both views must agree: ``/proc`` lists no member and the kernel refuses to signal
+    the group (``killpg`` succeeds for a group that only holds zombies).
+    """
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return group_members(pgid) == []
+    return False
+
+
+def process_state(pid: int) -> str | None:
+    """The state letter of ``pid`` in ``/proc`` (``"Z"`` for a zombie), None if gone."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            raw = f.read()
+    except OSError:
+        return None
+    return raw[raw.rfind(b")") + 2 :].split()[0].decode()
+
+
+def waits_on_a_lock(pid: int) -> bool:
+    """Whether ``pid`` is blocked waiting for a file lock (a ``->`` line of /proc/locks)."""
+    with open("/proc/locks") as f:
+        return any(line.split()[1] == "->" and int(line.split()[5]) == pid for line in f)
 
 
 def client_for(quest: Quest) -> mcp.Client:

@@ -21,7 +21,7 @@ from ds_events.services import bash_exec as service
 from ds_events.services import quests as quest_service
 from tests.helpers import DS, ds_env
 
-from .support import bash_events, call, client_for, group_members, wait_until
+from .support import bash_events, call, client_for, group_is_gone, wait_until
 
 
 RECONCILER = """
@@ -75,7 +75,7 @@ async def test_a_session_outlives_the_mcp_server_that_started_it_and_a_new_serve
         killed = await call(second, mode="kill", id=sleeper["id"], wait=True)
     assert (done["status"], done["session"]["exit_code"]) == ("failed", 3)
     assert done["output"].splitlines() == ["started", "finished"]
-    assert killed["status"] == "terminated" and group_members(killed["session"]["pgid"]) == []
+    assert killed["status"] == "terminated" and group_is_gone(killed["session"]["pgid"])
     assert not any(e.type == "bash.session_lost" for e in bash_events(quest))
 
 
@@ -103,13 +103,13 @@ def test_a_session_whose_monitor_died_unseen_is_marked_lost_exactly_once(home, q
     assert len(lost) == 1 and lost[0].type == "bash.session_lost" and lost[0].group_alive is True
     assert service.get_session(quest, session.id).status == "lost"
     assert all(o["counts"]["lost"] == 1 and o["sessions"] == [] for o in outputs)
-    wait_until(lambda: not procs.group_alive(session.pgid), what="the orphaned group to be killed")
+    wait_until(lambda: group_is_gone(session.pgid), what="the orphaned group to be killed and reaped")
 
 
 def test_a_monitor_not_told_to_go_kills_the_command_and_records_nothing(quest, tmp_path):
     proc = subprocess.Popen([sys.executable, "-m", "ds_events.bash_monitor"], stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, start_new_session=True)
-    spec = {"quest_root": str(quest.root), "session_id": "bx-nogo", "command": "sleep 300", "workdir": str(tmp_path),
+    spec = {"quest_root": str(quest.root), "session_id": "bx-nogo", "command": "sleep 300 & sleep 300 & wait", "workdir": str(tmp_path),
             "env": dict(os.environ), "timeout_seconds": None, "grace_seconds": 1, "log_path": str(tmp_path / "o.log")}
     proc.stdin.write(json.dumps(spec).encode() + b"\n")
     proc.stdin.flush()
@@ -117,7 +117,7 @@ def test_a_monitor_not_told_to_go_kills_the_command_and_records_nothing(quest, t
     assert answer["ok"] and procs.group_alive(answer["pgid"])
     proc.stdin.close()  # the service "died" before recording the start
     assert proc.wait(timeout=30) == 1
-    assert not procs.group_alive(answer["pgid"])
+    assert group_is_gone(answer["pgid"])  # killed and reaped by the monitor before it exits
     assert bash_events(quest) == []
 
 
@@ -160,7 +160,7 @@ async def test_pausing_or_stopping_the_quest_kills_its_running_sessions(quest):
     for s in (first, second):
         ended = service.get_session(quest, s.id)
         assert (ended.status, ended.reason) == ("terminated", "quest_pause")
-        assert group_members(s.pgid) == []
+        assert group_is_gone(s.pgid)
     quest_service.control(quest, "resume")
     third = service.start(quest, "sleep 300")
     quest_service.control(quest, "stop")
@@ -176,7 +176,7 @@ async def test_a_new_server_marks_sessions_that_died_while_no_server_ran_before_
     async with client_for(quest):
         lost = [e for e in bash_events(quest, session.id) if e.type == "bash.session_lost"]
     assert len(lost) == 1 and lost[0].actor == "mcp:bash_exec"
-    wait_until(lambda: not procs.group_alive(session.pgid), what="the group to be gone")
+    wait_until(lambda: group_is_gone(session.pgid), what="the group to be gone")
 
 
 def test_a_monitor_told_to_terminate_stops_its_session_and_records_why(quest):
@@ -185,4 +185,4 @@ def test_a_monitor_told_to_terminate_stops_its_session_and_records_why(quest):
     wait_until(lambda: service.get_session(quest, session.id).status != "running", what="the session to end")
     ended = service.get_session(quest, session.id)
     assert (ended.status, ended.reason, ended.signal) == ("terminated", "monitor_signal", "SIGTERM")
-    assert group_members(session.pgid) == []
+    assert group_is_gone(session.pgid)
