@@ -8,15 +8,18 @@ empty because one word is missing; BM25 puts cards matching more (and rarer) wor
 
 The index records the seq (and the event id at that seq) it has applied in the same
 SQLite transaction as the rows, so it is never ahead of or out of step with itself;
-:meth:`MemoryIndex.sync` applies whatever any process appended since, and rebuilds from
-scratch when the file is missing, corrupt, or the log changed under it (a repair).
-Several processes may sync one index file: ``BEGIN IMMEDIATE`` serialises them and the
-seq is re-read inside the transaction.
+:meth:`MemoryIndex.sync` applies whatever any process appended since, and replaces every
+row when the log changed under it (a repair). Several processes may sync one index
+file: ``BEGIN IMMEDIATE`` serialises them and the seq is re-read inside the transaction.
+
+The file itself is a :class:`~.sqlite_file.SharedSqlite`: a busy file is waited for, and
+a broken or missing one is replaced by a fresh generation that every process moves to
+and that the next sync refills from the log; nothing is lost because the log is the
+truth. Nothing is opened before the first call needs it.
 """
 
 from __future__ import annotations
 
-import contextlib
 import math
 import os
 import sqlite3
@@ -29,6 +32,7 @@ from ds_events.events import decode_line
 from ds_events.events.memory import CardImported, CardSuperseded, CardWritten
 from ds_events.log import EventLog
 
+from .sqlite_file import SharedSqlite
 from .text import STOPWORDS, words
 
 __all__ = ["MemoryIndex", "Hit", "fts_query", "query_terms"]
@@ -119,39 +123,44 @@ def _bonus(hit: Hit, common: dict[str, float]) -> float:
 
 
 class MemoryIndex:
-    """The FTS5 index of one memory log, stored at ``path``."""
+    """The FTS5 index of one memory log, stored at ``path`` (generation 0; see
+    :mod:`.sqlite_file` for the later ones)."""
 
     def __init__(self, path: str | os.PathLike[str], log: EventLog) -> None:
         self.path = Path(path)
         self.log = log
-        self._conn = self._connect()
-        self._count: tuple[int, int] = (-1, 0)  # (applied seq, active cards)
+        self._db = SharedSqlite(self.path, _setup)
+        self._count: tuple[int, int, int] = (-1, -1, 0)  # (connection, applied seq, active cards)
         self._dfs: dict[str, tuple[int, int]] = {}  # term -> (document frequency, cards then)
+        self._dfs_conn = -1
 
     # -- public API -----------------------------------------------------------------
 
     @property
     def applied_seq(self) -> int:
-        row = self._conn.execute("SELECT value FROM meta WHERE key='seq'").fetchone()
-        return int(row[0]) if row else 0
+        return self._db.run(_applied_seq)
+
+    @property
+    def file(self) -> Path:
+        """The file the index currently lives in."""
+        return self._db.current_path
+
+    @property
+    def busy_waits(self) -> int:
+        """How often this handle found the file busy and waited (diagnostics, tests)."""
+        return self._db.busy_waits
 
     def sync(self) -> int:
         """Apply every memory event appended since the index's seq; returns how many."""
-        last = self.log.last_seq
-        if not self._needs_rebuild(last) and self.applied_seq >= last:
-            return 0
-        if self._needs_rebuild(last):
-            self.rebuild()
-            return self.applied_seq
-        return self._apply_new()
+        return self._db.run(self._sync)
 
     def rebuild(self) -> None:
-        """Drop every row and fold the whole log again, in one transaction.
+        """Replace every row by folding the whole log again, in one transaction.
 
-        Rows are deleted rather than the file replaced, so other processes' open
-        connections keep seeing the one index.
+        Rows are replaced rather than the file, so other processes' open connections
+        keep seeing the one index, and readers see the old rows until the commit.
         """
-        self._apply_new(reset=True)
+        self._db.run(lambda conn: self._apply_new(conn, reset=True))
 
     def search(
         self,
@@ -161,8 +170,12 @@ class MemoryIndex:
         kind: str | None = None,
         tags: Sequence[str] | None = None,
         records_only: bool = False,
+        exhaustive: bool = False,
     ) -> list[Hit]:
         """Active cards matching ``query`` best first (BM25), optionally filtered.
+
+        ``exhaustive=True`` skips both shortcuts below and ranks every matching card:
+        the reference the shortcuts are measured against (tests, ``bench/``).
 
         Common-terms optimisation (what triggers it: a query mixing words found in more
         than :data:`_COMMON_SHARE` of the cards with rarer ones, on an index of at least
@@ -182,51 +195,45 @@ class MemoryIndex:
         terms = query_terms(query)
         if not terms:
             return []
-        where, params = self._filters(kind, tags, records_only)
-        n = self._doc_count()
-        common: dict[str, float] = {}
-        if n >= _COMMON_MIN_DOCS:
-            for t in terms:
-                df = self._df(t, n)
-                if df > _COMMON_SHARE * n:
-                    common[t] = math.log((n - df + 0.5) / (df + 0.5) + 1)
-        rare = [t for t in terms if t not in common]
-        if not common:
-            return self._query(_or(terms), where, params, limit)
-        if not rare:  # only common words: cards with all of them, else any of them
-            cap = _COMMON_ONLY_CANDIDATES
-            hits = self._query(_and(terms), where, params, limit, newest=cap)
-            return hits if len(hits) >= limit else self._query(_or(terms), where, params, limit, newest=cap)
-        hits = self._query(_or(rare), where, params, max(limit * 5, 50), with_text=True)
-        rescored = sorted(((h.score + _bonus(h, common), i, h) for i, h in enumerate(hits)), key=lambda x: (-x[0], x[1]))
-        return [Hit(h.card_id, h.kind, h.title, h.quest_id, h.record_type, score, h.snippet) for score, _, h in rescored[:limit]]
+        if exhaustive:
+            where, params = self._filters(kind, tags, records_only)
+            return self._db.run(lambda conn: self._query(conn, _or(terms), where, params, limit))
+        return self._db.run(lambda conn: self._search(conn, terms, limit, kind, tags, records_only))
 
     def active_ids(self, *, kind: str | None = None, tags: Sequence[str] | None = None, records_only: bool = False) -> list[str]:
         """Ids of active cards matching the filters, newest first."""
         where, params = self._filters(kind, tags, records_only)
         sql = f"SELECT c.card_id FROM cards c WHERE c.active = 1{where} ORDER BY c.seq DESC"
-        return [r[0] for r in self._conn.execute(sql, params)]
+        return self._db.run(lambda conn: [r[0] for r in conn.execute(sql, params)])
 
     def close(self) -> None:
-        self._conn.close()
+        self._db.close()
 
     # -- applying events ------------------------------------------------------------
 
-    def _apply_new(self, *, reset: bool = False) -> int:
-        conn = self._conn
+    def _sync(self, conn: sqlite3.Connection) -> int:
+        last = self.log.last_seq
+        if self._needs_rebuild(conn, last):
+            self._apply_new(conn, reset=True)
+            return _applied_seq(conn)
+        if _applied_seq(conn) >= last:
+            return 0
+        return self._apply_new(conn)
+
+    def _apply_new(self, conn: sqlite3.Connection, *, reset: bool = False) -> int:
         count = 0
         conn.execute("BEGIN IMMEDIATE")
         try:
             if reset:
                 for table in ("meta", "cards", "card_tags", "fts"):
                     conn.execute(f"DELETE FROM {table}")  # noqa: S608 - fixed table names
-            applied = self.applied_seq  # re-read: another process may have synced meanwhile
+            start = applied = _applied_seq(conn)  # re-read: another process may have synced meanwhile
             for seq, line in self.log.iter_lines(after_seq=applied):
                 if line[9 : 9 + len(_MEMORY_PREFIX)] == _MEMORY_PREFIX:
-                    self._apply(decode_line(line))
+                    self._apply(conn, decode_line(line))
                     count += 1
                 applied = seq
-            if count or applied != self.applied_seq:
+            if count or applied != start:
                 event = self.log.get(applied) if applied else None
                 last_id = event.id if event is not None else ""
                 conn.executemany(
@@ -235,32 +242,32 @@ class MemoryIndex:
                 )
             conn.execute("COMMIT")
         except BaseException:
-            conn.execute("ROLLBACK")
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
             raise
         return count
 
-    def _apply(self, event: Any) -> None:
+    def _apply(self, conn: sqlite3.Connection, event: Any) -> None:
         match event:
             case CardWritten():
                 hints = _hints(event.metadata, event.record_type)
-                self._upsert(event.card_id, event.kind, event.title, event.body, event.tags, hints, event.seq,
+                self._upsert(conn, event.card_id, event.kind, event.title, event.body, event.tags, hints, event.seq,
                              quest_id=event.source_quest or event.quest_id, record_type=event.record_type)
             case CardImported():
-                row = self._conn.execute("SELECT active, quest_id, record_type FROM cards WHERE card_id=?", (event.card_id,)).fetchone()
+                row = conn.execute("SELECT active, quest_id, record_type FROM cards WHERE card_id=?", (event.card_id,)).fetchone()
                 if row is not None and row[0]:
                     hints = _hints(event.metadata, row[2])
-                    self._upsert(event.card_id, event.kind, event.title, event.body, event.tags, hints, event.seq,
+                    self._upsert(conn, event.card_id, event.kind, event.title, event.body, event.tags, hints, event.seq,
                                  quest_id=row[1], record_type=row[2])
             case CardSuperseded(card_id=card_id):
-                row = self._conn.execute("SELECT rowid FROM cards WHERE card_id=?", (card_id,)).fetchone()
+                row = conn.execute("SELECT rowid FROM cards WHERE card_id=?", (card_id,)).fetchone()
                 if row is not None:
-                    self._conn.execute("UPDATE cards SET active=0, seq=? WHERE rowid=?", (event.seq, row[0]))
-                    self._conn.execute("DELETE FROM fts WHERE rowid=?", (row[0],))
-                    self._conn.execute("DELETE FROM card_tags WHERE card_rowid=?", (row[0],))
+                    conn.execute("UPDATE cards SET active=0, seq=? WHERE rowid=?", (event.seq, row[0]))
+                    conn.execute("DELETE FROM fts WHERE rowid=?", (row[0],))
+                    conn.execute("DELETE FROM card_tags WHERE card_rowid=?", (row[0],))
 
-    def _upsert(self, card_id: str, kind: str, title: str, body: str, tags: list[str], hints: str, seq: int,
-                *, quest_id: str, record_type: str) -> None:  # fmt: skip
-        conn = self._conn
+    def _upsert(self, conn: sqlite3.Connection, card_id: str, kind: str, title: str, body: str, tags: list[str],
+                hints: str, seq: int, *, quest_id: str, record_type: str) -> None:  # fmt: skip
         row = conn.execute("SELECT rowid, active FROM cards WHERE card_id=?", (card_id,)).fetchone()
         if row is None:
             cur = conn.execute(
@@ -281,27 +288,49 @@ class MemoryIndex:
 
     # -- querying -------------------------------------------------------------------
 
-    def _query(self, match: str, where: str, params: list[Any], limit: int, *, with_text: bool = False,
-               newest: int | None = None) -> list[Hit]:  # fmt: skip
+    def _search(self, conn: sqlite3.Connection, terms: list[str], limit: int, kind: str | None,
+                tags: Sequence[str] | None, records_only: bool) -> list[Hit]:  # fmt: skip
+        where, params = self._filters(kind, tags, records_only)
+        n = self._doc_count(conn)
+        common: dict[str, float] = {}
+        if n >= _COMMON_MIN_DOCS:
+            for t in terms:
+                df = self._df(conn, t, n)
+                if df > _COMMON_SHARE * n:
+                    common[t] = math.log((n - df + 0.5) / (df + 0.5) + 1)
+        rare = [t for t in terms if t not in common]
+        if not common:
+            return self._query(conn, _or(terms), where, params, limit)
+        if not rare:  # only common words: cards with all of them, else any of them
+            cap = _COMMON_ONLY_CANDIDATES
+            hits = self._query(conn, _and(terms), where, params, limit, newest=cap)
+            return hits if len(hits) >= limit else self._query(conn, _or(terms), where, params, limit, newest=cap)
+        hits = self._query(conn, _or(rare), where, params, max(limit * 5, 50), with_text=True)
+        rescored = sorted(((h.score + _bonus(h, common), i, h) for i, h in enumerate(hits)), key=lambda x: (-x[0], x[1]))
+        return [Hit(h.card_id, h.kind, h.title, h.quest_id, h.record_type, score, h.snippet) for score, _, h in rescored[:limit]]
+
+    def _query(self, conn: sqlite3.Connection, match: str, where: str, params: list[Any], limit: int, *,
+               with_text: bool = False, newest: int | None = None) -> list[Hit]:  # fmt: skip
         if newest is not None:
-            return self._query_newest(match, where, params, limit, newest)
+            return self._query_newest(conn, match, where, params, limit, newest)
         text = ", fts.title, fts.body, fts.tags, fts.hints" if with_text else ""
         sql = (
             "SELECT c.card_id, c.kind, c.title, c.quest_id, c.record_type, fts.rank, "
             f"snippet(fts, 1, '[', ']', '…', 16){text} FROM fts JOIN cards c ON c.rowid = fts.rowid "
             f"WHERE fts MATCH ?{where} ORDER BY fts.rank LIMIT ?"
         )
-        rows = self._conn.execute(sql, [match, *params, limit]).fetchall()
+        rows = conn.execute(sql, [match, *params, limit]).fetchall()
         return [Hit(r[0], r[1], r[2], r[3], r[4], -float(r[5]), r[6] or "", tuple(r[7:]) if with_text else ()) for r in rows]
 
-    def _query_newest(self, match: str, where: str, params: list[Any], limit: int, newest: int) -> list[Hit]:
+    def _query_newest(self, conn: sqlite3.Connection, match: str, where: str, params: list[Any], limit: int,
+                      newest: int) -> list[Hit]:  # fmt: skip
         """The best ``limit`` by BM25 among the ``newest`` most recent matching cards.
 
         FTS5 walks the matches in descending rowid order and stops after ``newest``, so
         only those are scored; ties go to the newer card. Snippets are made afterwards,
         for the returned rows only (in the walk they would be made for every candidate).
         """
-        top = self._conn.execute(
+        top = conn.execute(
             f"SELECT rowid, score FROM (SELECT fts.rowid AS rowid, {_BM25} AS score FROM fts "
             f"JOIN cards c ON c.rowid = fts.rowid WHERE fts MATCH ?{where} ORDER BY fts.rowid DESC LIMIT ?) "
             "ORDER BY score, rowid DESC LIMIT ?",
@@ -311,7 +340,7 @@ class MemoryIndex:
             return []
         rows = {
             r[0]: r[1:]
-            for r in self._conn.execute(
+            for r in conn.execute(
                 "SELECT fts.rowid, c.card_id, c.kind, c.title, c.quest_id, c.record_type, "
                 "snippet(fts, 1, '[', ']', '…', 16) FROM fts JOIN cards c ON c.rowid = fts.rowid "
                 f"WHERE fts MATCH ? AND fts.rowid IN ({','.join('?' * len(top))})",
@@ -320,18 +349,20 @@ class MemoryIndex:
         }
         return [Hit(*rows[rowid][:5], -float(score), rows[rowid][5] or "") for rowid, score in top if rowid in rows]
 
-    def _doc_count(self) -> int:
-        seq = self.applied_seq
-        if self._count[0] != seq:
-            self._count = (seq, self._conn.execute("SELECT count(*) FROM fts").fetchone()[0])
-        return self._count[1]
+    def _doc_count(self, conn: sqlite3.Connection) -> int:
+        seq = _applied_seq(conn)
+        if self._count[:2] != (self._db.opens, seq):
+            self._count = (self._db.opens, seq, conn.execute("SELECT count(*) FROM fts").fetchone()[0])
+        return self._count[2]
 
-    def _df(self, term: str, n: int) -> int:
+    def _df(self, conn: sqlite3.Connection, term: str, n: int) -> int:
         # Document frequencies drift slowly: recount a term only when the index grew or
-        # shrank by a tenth since it was counted.
+        # shrank by a tenth since it was counted (or the file was replaced).
+        if self._dfs_conn != self._db.opens:
+            self._dfs, self._dfs_conn = {}, self._db.opens
         cached = self._dfs.get(term)
         if cached is None or abs(n - cached[1]) > 0.1 * max(cached[1], 1):
-            df = self._conn.execute("SELECT count(*) FROM fts WHERE fts MATCH ?", (_or([term]),)).fetchone()[0]
+            df = conn.execute("SELECT count(*) FROM fts WHERE fts MATCH ?", (_or([term]),)).fetchone()[0]
             self._dfs[term] = cached = (df, n)
         return cached[0]
 
@@ -354,8 +385,8 @@ class MemoryIndex:
             params += [*wanted, len(wanted)]
         return where, params
 
-    def _needs_rebuild(self, last_seq: int) -> bool:
-        row = dict(self._conn.execute("SELECT key, value FROM meta").fetchall())
+    def _needs_rebuild(self, conn: sqlite3.Connection, last_seq: int) -> bool:
+        row = dict(conn.execute("SELECT key, value FROM meta").fetchall())
         if row.get("schema", _SCHEMA_VERSION) != _SCHEMA_VERSION:
             return True
         applied = int(row.get("seq", 0))
@@ -366,31 +397,23 @@ class MemoryIndex:
             return event is None or event.id != row.get("event_id")
         return False
 
-    def _connect(self) -> sqlite3.Connection:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            return self._open()
-        except sqlite3.DatabaseError:
-            # A corrupt cache: it is rebuilt from the log, which is the truth.
-            for suffix in ("", "-wal", "-shm"):
-                with contextlib.suppress(FileNotFoundError):
-                    os.unlink(f"{self.path}{suffix}")
-            return self._open()
 
-    def _open(self) -> sqlite3.Connection:
-        conn = sqlite3.connect(self.path, timeout=60, isolation_level=None, check_same_thread=False)
-        conn.execute("PRAGMA journal_mode=WAL")
-        conn.execute("PRAGMA synchronous=NORMAL")
-        conn.executescript(_SCHEMA)
-        if conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'fts'").fetchone() is None:
-            try:
-                conn.executescript(f"BEGIN IMMEDIATE; {_FTS} COMMIT;")
-            except sqlite3.OperationalError as exc:  # another process created it first
-                if conn.in_transaction:
-                    conn.execute("ROLLBACK")
-                if "already exists" not in str(exc):
-                    raise
-        return conn
+def _applied_seq(conn: sqlite3.Connection) -> int:
+    row = conn.execute("SELECT value FROM meta WHERE key='seq'").fetchone()
+    return int(row[0]) if row else 0
+
+
+def _setup(conn: sqlite3.Connection) -> None:
+    """The schema, on a new file (and a no-op on a complete one)."""
+    conn.executescript(_SCHEMA)
+    if conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'fts'").fetchone() is None:
+        try:
+            conn.executescript(f"BEGIN IMMEDIATE; {_FTS} COMMIT;")
+        except sqlite3.OperationalError as exc:  # another process created it first
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            if "already exists" not in str(exc):
+                raise
 
 
 def _hints(metadata: dict[str, Any], record_type: str) -> str:

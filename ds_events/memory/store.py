@@ -78,7 +78,12 @@ class MemoryStore:
 
     @contextlib.contextmanager
     def transaction(self) -> Iterator[Transaction]:
-        """Hold this log's append lock; views and index are caught up inside."""
+        """Hold this log's append lock; views and index are caught up inside.
+
+        The index is *not* updated after the append: once the events are in the log
+        the call has succeeded, and an index that is busy or broken at that moment must
+        not turn it into a reported failure. The next read (or write) catches it up.
+        """
         if self.read_only:
             raise Invalid(f"memory of quest {self.name!r} is visible read-only here", code="read_only")
         if self.quest is not None:
@@ -91,7 +96,6 @@ class MemoryStore:
                 self.index.sync()
                 yield txn
             self.views.materialise(txn.appended)
-        self.index.sync()
 
     def rel_path(self, card: Card) -> str:
         """The card's file relative to the store root."""
