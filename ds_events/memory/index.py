@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ds_events.errors import ServiceError
 from ds_events.events import decode_line
 from ds_events.events.memory import CardImported, CardSuperseded, CardWritten
 from ds_events.log import EventLog
@@ -71,6 +72,8 @@ CREATE VIRTUAL TABLE fts USING fts5(title, body, tags, hints, tokenize='porter u
 INSERT INTO fts(fts, rank) VALUES('rank', '{_RANK}');
 """
 _MEMORY_PREFIX = b"memory."
+_FOLD_CHUNK = 20_000  # log lines held in memory and applied per transaction
+_SYNC_ATTEMPTS = 5
 
 
 @dataclass(frozen=True)
@@ -151,16 +154,40 @@ class MemoryIndex:
         return self._db.busy_waits
 
     def sync(self) -> int:
-        """Apply every memory event appended since the index's seq; returns how many."""
-        return self._db.run(self._sync)
+        """Apply every memory event appended since the index's seq; returns how many.
+
+        The log is read *before* the index is locked, never while: a thread that holds
+        the log's lock (a write checking for duplicates) may be waiting for the index,
+        and the log's reader may need that lock to see new lines.
+        """
+        for _ in range(_SYNC_ATTEMPTS):
+            last = self.log.last_seq
+            meta = self._db.run(_meta)
+            if self._log_changed(meta, last):
+                return self._fold(0, reset=True)
+            applied = int(meta.get("seq", 0))
+            if applied >= last:
+                return 0
+            try:
+                return self._fold(applied)
+            except _Behind:
+                continue  # the file was replaced meanwhile: read its (lower) seq again
+        raise ServiceError("the memory index kept being replaced while catching up; try again", code="index_unavailable")
 
     def rebuild(self) -> None:
-        """Replace every row by folding the whole log again, in one transaction.
+        """Replace every row by folding the whole log again.
 
         Rows are replaced rather than the file, so other processes' open connections
-        keep seeing the one index, and readers see the old rows until the commit.
+        keep seeing the one index; readers see the old rows until the first chunk
+        commits, and an index that is behind only until the last one does.
         """
-        self._db.run(lambda conn: self._apply_new(conn, reset=True))
+        for _ in range(_SYNC_ATTEMPTS):
+            try:
+                self._fold(0, reset=True)
+                return
+            except _Behind:
+                continue  # the file was replaced between two chunks: start again
+        raise ServiceError("the memory index kept being replaced while rebuilding; try again", code="index_unavailable")
 
     def search(
         self,
@@ -211,31 +238,41 @@ class MemoryIndex:
 
     # -- applying events ------------------------------------------------------------
 
-    def _sync(self, conn: sqlite3.Connection) -> int:
-        last = self.log.last_seq
-        if self._needs_rebuild(conn, last):
-            self._apply_new(conn, reset=True)
-            return _applied_seq(conn)
-        if _applied_seq(conn) >= last:
-            return 0
-        return self._apply_new(conn)
+    def _fold(self, after: int, *, reset: bool = False) -> int:
+        """Apply the log's lines after seq ``after``, read first, in chunks of
+        :data:`_FOLD_CHUNK` lines (each its own transaction: the index is at every
+        moment the fold of the log up to its recorded seq)."""
+        count = 0
+        chunk: list[tuple[int, bytes]] = []
+        for item in self.log.iter_lines(after_seq=after):
+            chunk.append(item)
+            if len(chunk) >= _FOLD_CHUNK:
+                count += self._db.run(lambda conn, c=chunk, r=reset: self._apply_lines(conn, c, reset=r))  # type: ignore[misc]
+                chunk, reset = [], False
+        if chunk or reset:
+            count += self._db.run(lambda conn: self._apply_lines(conn, chunk, reset=reset))
+        return count
 
-    def _apply_new(self, conn: sqlite3.Connection, *, reset: bool = False) -> int:
+    def _apply_lines(self, conn: sqlite3.Connection, lines: list[tuple[int, bytes]], *, reset: bool) -> int:
         count = 0
         conn.execute("BEGIN IMMEDIATE")
         try:
             if reset:
                 for table in ("meta", "cards", "card_tags", "fts"):
                     conn.execute(f"DELETE FROM {table}")  # noqa: S608 - fixed table names
-            start = applied = _applied_seq(conn)  # re-read: another process may have synced meanwhile
-            for seq, line in self.log.iter_lines(after_seq=applied):
+            applied = _applied_seq(conn)  # re-read: another process may have synced meanwhile
+            if lines and applied < lines[0][0] - 1:
+                raise _Behind  # a fresh file was swapped in since we read the seq
+            last_line = None
+            for seq, line in lines:
+                if seq <= applied:
+                    continue
                 if line[9 : 9 + len(_MEMORY_PREFIX)] == _MEMORY_PREFIX:
                     self._apply(conn, decode_line(line))
                     count += 1
-                applied = seq
-            if count or applied != start:
-                event = self.log.get(applied) if applied else None
-                last_id = event.id if event is not None else ""
+                applied, last_line = seq, line
+            if last_line is not None or reset:
+                last_id = decode_line(last_line).id if last_line is not None else ""
                 conn.executemany(
                     "INSERT OR REPLACE INTO meta(key, value) VALUES(?, ?)",
                     [("seq", str(applied)), ("event_id", last_id), ("schema", _SCHEMA_VERSION)],
@@ -385,17 +422,25 @@ class MemoryIndex:
             params += [*wanted, len(wanted)]
         return where, params
 
-    def _needs_rebuild(self, conn: sqlite3.Connection, last_seq: int) -> bool:
-        row = dict(conn.execute("SELECT key, value FROM meta").fetchall())
-        if row.get("schema", _SCHEMA_VERSION) != _SCHEMA_VERSION:
+    def _log_changed(self, meta: dict[str, str], last_seq: int) -> bool:
+        """Whether the index was folded from another log (or schema) than today's."""
+        if meta.get("schema", _SCHEMA_VERSION) != _SCHEMA_VERSION:
             return True
-        applied = int(row.get("seq", 0))
+        applied = int(meta.get("seq", 0))
         if applied > last_seq:
             return True  # the log is shorter than what we indexed: it was repaired
         if applied:
             event = self.log.get(applied)
-            return event is None or event.id != row.get("event_id")
+            return event is None or event.id != meta.get("event_id")
         return False
+
+
+class _Behind(Exception):
+    """The index's seq went down between reading the log and applying it."""
+
+
+def _meta(conn: sqlite3.Connection) -> dict[str, str]:
+    return dict(conn.execute("SELECT key, value FROM meta").fetchall())
 
 
 def _applied_seq(conn: sqlite3.Connection) -> int:

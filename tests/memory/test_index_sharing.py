@@ -269,3 +269,50 @@ def test_an_index_that_stays_busy_answers_with_a_structured_error_and_recovers(q
         holder.stdin.flush()  # type: ignore[union-attr]
         holder.wait(30)
     assert len(svc.search(mem, "seed variance")) == 1  # the next call simply works
+
+
+_APPENDER = """
+import sys
+from pathlib import Path
+from ds_events.home import Home
+from ds_events.memory.store import MemoryContext
+from ds_events.services import memory as svc
+quest = Home(Path(sys.argv[1])).open_quest("q1", actor="appender")
+mem = MemoryContext(quest)
+for i in range(int(sys.argv[2])):
+    svc.write_card(mem, "episodes", f"Appender run {i} finished", " ".join(f"ap{i}w{k}" for k in range(8)), force=True)
+mem.close()
+quest.close()
+print("done", flush=True)
+"""
+
+
+def test_threads_sharing_one_index_while_another_process_appends_neither_deadlock_nor_fail(home: Home, quest: Quest, mem: MemoryContext):
+    # MCP tools run in worker threads over one MemoryContext: one thread may hold the
+    # log's lock (a write checking duplicates) while another catches the index up with
+    # lines a third process just appended.
+    n_threads, each, appended = 4, 8, 15
+    appender = subprocess.Popen([sys.executable, "-c", _APPENDER, str(home.root), str(appended)], stdout=subprocess.PIPE, text=True)
+    errors: list[str] = []
+    ids: list[str] = []
+
+    def work(t: int) -> None:
+        for i in range(each):
+            try:
+                r = svc.write_card(mem, "episodes", f"Thread {t} run {i}", _words(f"t{t}x{i}"), force=True)
+                ids.append(r["id"])
+                svc.search(mem, f"t{t}x{i}w2 ap{i}w3", limit=5)
+            except Exception as exc:
+                errors.append(f"{t}/{i}: {type(exc).__name__}: {exc}")
+
+    threads = [threading.Thread(target=work, args=(t,)) for t in range(n_threads)]
+    for t in threads:
+        t.start()
+    wait_until(lambda: not any(t.is_alive() for t in threads), timeout=120, what="the threads to finish")
+    assert appender.stdout.readline().strip() == "done"  # type: ignore[union-attr]
+    appender.wait(30)
+    assert errors == []
+    assert len(ids) == n_threads * each
+    found = {h["id"] for h in svc.search(mem, " ".join(f"t{t}x{i}w5" for t in range(n_threads) for i in range(each)), limit=100)}
+    assert found == set(ids)
+    assert len(svc.list_recent(mem, limit=100)) == n_threads * each + appended
