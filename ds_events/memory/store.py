@@ -14,9 +14,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ds_events.errors import Invalid, NotFound
 from ds_events.home import Home, Quest
 from ds_events.log import EventLog, LogError, Transaction
-from ds_events.errors import Invalid, NotFound
+from ds_events.paths import confined, read_confined
 from ds_events.views import Views
 from projections.memory import GLOBAL_PROJECTION, PROJECTION, Card, MemoryState, card_path, render_card
 
@@ -26,6 +27,7 @@ __all__ = ["MemoryStore", "MemoryContext", "Drift", "SCOPES", "INDEX_FILE"]
 
 SCOPES = ("quest", "global", "both")
 INDEX_FILE = "memory_index.sqlite"
+DIGEST = "MEMORY.md"  # rendered at the store root next to the cards
 
 
 @dataclass(frozen=True)
@@ -34,7 +36,7 @@ class Drift:
 
     card_id: str | None
     path: str  # relative to the store root
-    problem: str  # modified | missing | untracked
+    problem: str  # modified | missing | untracked | link (a symlink, or behind one, never read)
 
 
 class MemoryStore:
@@ -101,30 +103,57 @@ class MemoryStore:
         """The card's file relative to the store root."""
         return card_path(card, self.prefix)
 
+    def rel_path_for(self, kind: str, card_id: str) -> str:
+        """Where a card that is not written yet will be materialised (as :meth:`rel_path`)."""
+        return f"{self.prefix}{kind}/{card_id}.md"
+
     def display_path(self, card: Card) -> str:
         """What callers see: relative to the quest root, or absolute for global cards."""
         rel = self.rel_path(card)
         return rel if self.scope == "quest" and not self.read_only else str(self.root / rel)
 
     def file_of(self, card: Card) -> Path:
+        """Where the card's file is. Read it with :meth:`read_file`, never directly."""
         return self.root / self.rel_path(card)
 
+    def read_file(self, rel: str) -> bytes | None:
+        """The bytes of a file under the store root (None if absent), never through a link.
+
+        The memory directory is shared with an agent that runs shell commands, so a
+        card file (or a directory on its way) may be a planted symlink: that raises
+        :class:`Invalid` ``path_outside_root`` instead of reading what it points to.
+        """
+        return read_confined(self.root, rel)
+
+    def check_materialisable(self, *rels: str) -> None:
+        """Refuse (``path_outside_root``) unless every file in ``rels`` and the digest
+        could be written inside the root. Called before appending the events that will
+        materialise them, so a refused call appends nothing."""
+        for rel in (*rels, DIGEST):
+            confined(self.root, rel)
+
     def drift(self, state: MemoryState | None = None) -> list[Drift]:
-        """Cards whose file was edited or deleted by hand, and card-like files the log never wrote."""
+        """Cards whose file was edited or deleted by hand, card-like files the log never
+        wrote, and card files that are (or lie behind) symbolic links, which are never read."""
         state = state if state is not None else self.state()
         found: list[Drift] = []
         for card in state.cards.values():
-            path = self.file_of(card)
+            rel = self.rel_path(card)
             try:
-                on_disk = path.read_bytes()
-            except FileNotFoundError:
-                found.append(Drift(card.id, self.rel_path(card), "missing"))
+                on_disk = self.read_file(rel)
+            except Invalid:
+                found.append(Drift(card.id, rel, "link"))
                 continue
-            if on_disk != render_card(card):
-                found.append(Drift(card.id, self.rel_path(card), "modified"))
+            if on_disk is None:
+                found.append(Drift(card.id, rel, "missing"))
+            elif on_disk != render_card(card):
+                found.append(Drift(card.id, rel, "modified"))
+        # glob follows a linked kind directory; such files are reported, not read.
         for path in sorted(self.memory_dir.glob("*/*.md")):
-            if path.stem not in state.cards and not path.name.startswith("."):
-                found.append(Drift(None, str(path.relative_to(self.root)), "untracked"))
+            if path.stem in state.cards or path.name.startswith("."):
+                continue
+            rel = str(path.relative_to(self.root))
+            found.append(Drift(None, rel, "link" if _is_link(self.root, rel) else "untracked"))
         return found
 
     def close(self) -> None:
@@ -221,6 +250,13 @@ class MemoryContext:
                 )  # fmt: skip
             out.append(self._shared[qid])
         return out
+
+
+def _is_link(root: Path, rel: str) -> bool:
+    try:
+        return confined(root, rel).is_symlink()
+    except Invalid:
+        return True
 
 
 def check_scope(scope: str, allowed: tuple[str, ...] = SCOPES) -> str:
