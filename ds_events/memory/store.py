@@ -9,6 +9,7 @@ when ``memory.shared_across_quests`` is on, other quests' stores, read-only.
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -171,6 +172,7 @@ class MemoryContext:
     _global: MemoryStore | None = None
     _quest_store: MemoryStore | None = None
     _shared: dict[str, MemoryStore] = field(default_factory=dict)
+    _config: tuple[tuple[int, int, int] | None, dict[str, Any]] | None = None
 
     @property
     def home(self) -> Home:
@@ -178,8 +180,17 @@ class MemoryContext:
 
     @property
     def config(self) -> dict[str, Any]:
-        memory = self.home.config().get("memory") or {}
-        return memory if isinstance(memory, dict) else {}
+        """The home config's ``memory`` section, parsed again only when the file changed
+        (every search asks for it; parsing the YAML took most of a search's time)."""
+        try:
+            st = os.stat(self.home.config_path)
+            key: tuple[int, int, int] | None = (st.st_ino, st.st_mtime_ns, st.st_size)
+        except FileNotFoundError:
+            key = None
+        if self._config is None or self._config[0] != key:
+            memory = self.home.config().get("memory") or {}
+            self._config = (key, memory if isinstance(memory, dict) else {})
+        return self._config[1]
 
     def store(self, scope: str) -> MemoryStore:
         """The writable store of ``scope`` (``quest`` or ``global``)."""

@@ -130,3 +130,14 @@ def test_a_query_of_only_common_words_ranks_the_newest_matching_cards_by_bm25(qu
     whole = index.search("training loss", limit=5)
     assert [h.score for h in whole] == pytest.approx([h.score for h in exact])
     assert whole[0].card_id == "knowledge-00000956" and whole[1].card_id == "knowledge-00000003"
+
+
+def test_an_open_memory_context_sees_config_edits(home: Home, quest: Quest, mem: MemoryContext):
+    import yaml
+
+    assert svc.write_card(mem, "knowledge", "Use dropout=0.1 for ViT-S", "it helped")["status"] == "written"
+    cfg = yaml.safe_load(home.config_path.read_text())
+    cfg["memory"]["config_guard_keys"] = ["dropout"]
+    home.config_path.write_text(yaml.safe_dump(cfg))
+    polluted = svc.write_card(mem, "knowledge", "Use dropout=0.2 for ViT-B", "it helped more")
+    assert polluted["status"] == "config_polluted" and polluted["settings"] == ["dropout=0.2"]
