@@ -36,7 +36,7 @@ from ds_events.log import EventLog
 from .sqlite_file import SharedSqlite
 from .text import STOPWORDS, words
 
-__all__ = ["MemoryIndex", "Hit", "fts_query", "query_terms"]
+__all__ = ["MemoryIndex", "Hit", "fts_query", "query_terms", "is_memory_line"]
 
 _SCHEMA_VERSION = "1"
 # Column weights for bm25(title, body, tags, hints).
@@ -86,6 +86,11 @@ class Hit:
     score: float  # higher is better (negated bm25)
     snippet: str
     text: tuple[str, ...] = ()  # title, body, tags, hints when asked for (rescoring)
+
+
+def is_memory_line(line: bytes) -> bool:
+    """Whether a stored log line is a ``memory.*`` event (without decoding it)."""
+    return line[9 : 9 + len(_MEMORY_PREFIX)] == _MEMORY_PREFIX
 
 
 def query_terms(text: str) -> list[str]:
@@ -267,7 +272,7 @@ class MemoryIndex:
             for seq, line in lines:
                 if seq <= applied:
                     continue
-                if line[9 : 9 + len(_MEMORY_PREFIX)] == _MEMORY_PREFIX:
+                if is_memory_line(line):
                     self._apply(conn, decode_line(line))
                     count += 1
                 applied, last_line = seq, line

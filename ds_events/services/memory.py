@@ -275,15 +275,25 @@ def near_duplicates(
     store: MemoryStore, state: MemoryState, kind: str, title: str, body: str, *, exclude: set[str] | None = None,
     records_only: bool = False,
 ) -> list[dict[str, Any]]:  # fmt: skip
-    """Active cards of ``kind`` whose similarity to (title, body) reaches the threshold."""
+    """Active cards of ``kind`` whose similarity to (title, body) reaches the threshold.
+
+    Candidates are the index's best matches plus every card changed since the index's
+    seq (it may lag under the log's lock: see ``MemoryStore.transaction``).
+    """
+    index = store.index
+    applied = index.applied_seq
+    snippets = {h.card_id: h.snippet for h in index.search(f"{title}\n{body}", limit=25, kind=kind, records_only=records_only)}
+    fresh = [c for c in store.changed_since(applied) if c not in snippets]
     out = []
-    for hit in store.index.search(f"{title}\n{body}", limit=25, kind=kind, records_only=records_only):
-        card = state.cards.get(hit.card_id)
-        if card is None or not card.active or (exclude and card.id in exclude):
+    for card_id in [*snippets, *fresh]:
+        card = state.cards.get(card_id)
+        if card is None or not card.active or card.kind != kind or (exclude and card.id in exclude):
+            continue
+        if records_only and not card.record_type:
             continue
         score = similarity(title, body, card.title, card.body)
         if is_near_duplicate(score):
-            out.append({**card_summary(store, card), "similarity": round(score, 3), "snippet": hit.snippet})
+            out.append({**card_summary(store, card), "similarity": round(score, 3), "snippet": snippets.get(card_id, "")})
     out.sort(key=lambda c: -c["similarity"])
     return out
 

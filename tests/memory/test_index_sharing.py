@@ -316,3 +316,63 @@ def test_threads_sharing_one_index_while_another_process_appends_neither_deadloc
     found = {h["id"] for h in svc.search(mem, " ".join(f"t{t}x{i}w5" for t in range(n_threads) for i in range(each)), limit=100)}
     assert found == set(ids)
     assert len(svc.list_recent(mem, limit=100)) == n_threads * each + appended
+
+
+def test_the_duplicate_check_sees_cards_the_index_has_not_caught_up_with(quest: Quest, mem: MemoryContext):
+    from ds_events.events.memory import CardWritten
+
+    svc.search(mem, "warm the index up")
+    store = mem.store("quest")
+    # Appended by someone else after this handle last synced the index.
+    quest.log.append(CardWritten(card_id="knowledge-0000beef", kind="knowledge", title="Cache the tokenizer per vocabulary",
+                                 body="rebuild it when the vocabulary changes", source_quest="q1"))  # fmt: skip
+    assert store.index.applied_seq < quest.log.last_seq
+    found = svc.near_duplicates(store, store.state(), "knowledge", "Cache the tokenizer per vocabulary size",
+                                "rebuild it when the vocabulary changes")  # fmt: skip
+    assert [c["id"] for c in found] == ["knowledge-0000beef"]
+
+
+def test_a_write_never_holds_the_logs_lock_while_the_index_is_busy(quest: Quest, mem: MemoryContext, monkeypatch):
+    from ds_events.events.memory import CardWritten
+    from ds_events.memory import sqlite_file
+
+    svc.search(mem, "warm the index up")
+    quest.log.append(CardWritten(card_id="knowledge-0000beef", kind="knowledge", title="Seeds matter", body="5 seeds",
+                                 source_quest="q1"))  # fmt: skip (the index is now behind: the write must fold it in)
+    monkeypatch.setattr(sqlite_file, "_BUSY_HANDLER_SECONDS", 0.01)  # report busy quickly, so we can see it
+    index = mem.store("quest").index
+    index.close()
+    path = index.file
+    holder = subprocess.Popen([sys.executable, "-c", _HOLDER, str(path)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    outcome: dict[str, Any] = {}
+    try:
+        assert holder.stdout.readline().strip() == "holding"  # type: ignore[union-attr]
+
+        def write() -> None:
+            try:
+                outcome["result"] = svc.write_card(mem, "knowledge", "Warm up the learning rate for ViT", "diverged")
+            except BaseException as exc:
+                outcome["error"] = exc
+
+        writer = threading.Thread(target=write)
+        writer.start()
+        wait_until(lambda: index.busy_waits > 0, what="the write to find the index busy")
+        # Meanwhile every other appender of the quest goes ahead.
+        other = home_quest = quest.home.open_quest("q1", actor="other")
+        try:
+            appended: dict[str, Any] = {}
+            t = threading.Thread(target=lambda: appended.setdefault("e", other.log.append(
+                CardWritten(card_id="knowledge-0000cafe", kind="knowledge", title="Label smoothing", body="ECE", source_quest="q1"))))
+            t.start()
+            wait_until(lambda: "e" in appended, timeout=20, what="another append while the index is busy")
+            assert writer.is_alive()  # still waiting for the index, outside the log's lock
+        finally:
+            t.join(30)
+            home_quest.close()
+    finally:
+        holder.stdin.write("done\n")  # type: ignore[union-attr]
+        holder.stdin.flush()  # type: ignore[union-attr]
+        holder.wait(30)
+    writer.join(60)
+    assert "error" not in outcome, outcome.get("error")
+    assert outcome["result"]["status"] == "written"
