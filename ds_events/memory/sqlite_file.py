@@ -146,8 +146,8 @@ class SharedSqlite:
             recoveries = 0
             reopened = False
             while True:
-                conn = self._connection()
                 try:
+                    conn = self._connection()
                     return retry_busy(lambda: op(conn), on_busy=self._count_busy)
                 except sqlite3.DatabaseError as exc:
                     self.close()  # whatever happened, the next attempt starts from the name
