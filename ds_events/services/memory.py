@@ -198,6 +198,7 @@ def promote_to_global(mem: MemoryContext, card_id: str | None = None, path: str 
     store, card = resolve_path(mem, path) if path is not None else mem.find(str(card_id), "both")
     if store is not qstore:
         raise Invalid(f"card {card.id} is not a card of quest {mem.quest.id}: only quest cards are promoted", code="not_a_quest_card")
+    gstore.index.sync()  # now, so the nested global transaction need not wait for it under the quest's lock
     with qstore.transaction() as qtxn:
         card = qstore.state().cards[card.id]
         if card.promoted_to:
