@@ -3,6 +3,8 @@
 - :mod:`.store`: a memory log (a quest's or global memory's) with its view, search index
   and card files, and the :class:`MemoryContext` a service call works through;
 - :mod:`.index`: the SQLite FTS5 search index, a persisted projection of one log;
+- :mod:`.sqlite_file`: the index's file shared by processes: busy waited out, a broken
+  file replaced by a new generation every process follows, never unlinked under them;
 - :mod:`.text`: tokens, the near-duplicate measure, config-pollution checks;
 - :mod:`.cards`: checking card values, parsing card files, card summaries.
 

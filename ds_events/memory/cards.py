@@ -17,6 +17,7 @@ from .store import MemoryStore
 
 __all__ = [
     "card_summary",
+    "card_file_text",
     "parse_card_text",
     "new_card_id",
     "check_kind",
@@ -60,6 +61,16 @@ def card_summary(store: MemoryStore, card: Card) -> dict[str, Any]:
     if store.read_only:
         out["read_only"] = True
     return out
+
+
+def card_file_text(data: bytes, rel: str) -> str:
+    """The text of a card file read from disk; bytes that are not UTF-8 are refused."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise Invalid(
+            f"{rel} is not UTF-8 text (byte {exc.start}): fix or remove the file", code="invalid_card_file", path=rel
+        ) from None
 
 
 def parse_card_text(text: str) -> tuple[dict[str, Any], str]:

@@ -8,15 +8,18 @@ empty because one word is missing; BM25 puts cards matching more (and rarer) wor
 
 The index records the seq (and the event id at that seq) it has applied in the same
 SQLite transaction as the rows, so it is never ahead of or out of step with itself;
-:meth:`MemoryIndex.sync` applies whatever any process appended since, and rebuilds from
-scratch when the file is missing, corrupt, or the log changed under it (a repair).
-Several processes may sync one index file: ``BEGIN IMMEDIATE`` serialises them and the
-seq is re-read inside the transaction.
+:meth:`MemoryIndex.sync` applies whatever any process appended since, and replaces every
+row when the log changed under it (a repair). Several processes may sync one index
+file: ``BEGIN IMMEDIATE`` serialises them and the seq is re-read inside the transaction.
+
+The file itself is a :class:`~.sqlite_file.SharedSqlite`: a busy file is waited for, and
+a broken or missing one is replaced by a fresh generation that every process moves to
+and that the next sync refills from the log; nothing is lost because the log is the
+truth. Nothing is opened before the first call needs it.
 """
 
 from __future__ import annotations
 
-import contextlib
 import math
 import os
 import sqlite3
@@ -25,13 +28,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ds_events.errors import ServiceError
 from ds_events.events import decode_line
 from ds_events.events.memory import CardImported, CardSuperseded, CardWritten
 from ds_events.log import EventLog
 
+from .sqlite_file import SharedSqlite
 from .text import STOPWORDS, words
 
-__all__ = ["MemoryIndex", "Hit", "fts_query", "query_terms"]
+__all__ = ["MemoryIndex", "Hit", "fts_query", "query_terms", "is_memory_line"]
 
 _SCHEMA_VERSION = "1"
 # Column weights for bm25(title, body, tags, hints).
@@ -67,6 +72,8 @@ CREATE VIRTUAL TABLE fts USING fts5(title, body, tags, hints, tokenize='porter u
 INSERT INTO fts(fts, rank) VALUES('rank', '{_RANK}');
 """
 _MEMORY_PREFIX = b"memory."
+_FOLD_CHUNK = 20_000  # log lines held in memory and applied per transaction
+_SYNC_ATTEMPTS = 5
 
 
 @dataclass(frozen=True)
@@ -79,6 +86,11 @@ class Hit:
     score: float  # higher is better (negated bm25)
     snippet: str
     text: tuple[str, ...] = ()  # title, body, tags, hints when asked for (rescoring)
+
+
+def is_memory_line(line: bytes) -> bool:
+    """Whether a stored log line is a ``memory.*`` event (without decoding it)."""
+    return line[9 : 9 + len(_MEMORY_PREFIX)] == _MEMORY_PREFIX
 
 
 def query_terms(text: str) -> list[str]:
@@ -119,39 +131,68 @@ def _bonus(hit: Hit, common: dict[str, float]) -> float:
 
 
 class MemoryIndex:
-    """The FTS5 index of one memory log, stored at ``path``."""
+    """The FTS5 index of one memory log, stored at ``path`` (generation 0; see
+    :mod:`.sqlite_file` for the later ones)."""
 
     def __init__(self, path: str | os.PathLike[str], log: EventLog) -> None:
         self.path = Path(path)
         self.log = log
-        self._conn = self._connect()
-        self._count: tuple[int, int] = (-1, 0)  # (applied seq, active cards)
+        self._db = SharedSqlite(self.path, _setup)
+        self._count: tuple[int, int, int] = (-1, -1, 0)  # (connection, applied seq, active cards)
         self._dfs: dict[str, tuple[int, int]] = {}  # term -> (document frequency, cards then)
+        self._dfs_conn = -1
 
     # -- public API -----------------------------------------------------------------
 
     @property
     def applied_seq(self) -> int:
-        row = self._conn.execute("SELECT value FROM meta WHERE key='seq'").fetchone()
-        return int(row[0]) if row else 0
+        return self._db.run(_applied_seq)
+
+    @property
+    def file(self) -> Path:
+        """The file the index currently lives in."""
+        return self._db.current_path
+
+    @property
+    def busy_waits(self) -> int:
+        """How often this handle found the file busy and waited (diagnostics, tests)."""
+        return self._db.busy_waits
 
     def sync(self) -> int:
-        """Apply every memory event appended since the index's seq; returns how many."""
-        last = self.log.last_seq
-        if not self._needs_rebuild(last) and self.applied_seq >= last:
-            return 0
-        if self._needs_rebuild(last):
-            self.rebuild()
-            return self.applied_seq
-        return self._apply_new()
+        """Apply every memory event appended since the index's seq; returns how many.
+
+        The log is read *before* the index is locked, never while: a thread that holds
+        the log's lock (a write checking for duplicates) may be waiting for the index,
+        and the log's reader may need that lock to see new lines.
+        """
+        for _ in range(_SYNC_ATTEMPTS):
+            last = self.log.last_seq
+            meta = self._db.run(_meta)
+            if self._log_changed(meta, last):
+                return self._fold(0, reset=True)
+            applied = int(meta.get("seq", 0))
+            if applied >= last:
+                return 0
+            try:
+                return self._fold(applied)
+            except _Behind:
+                continue  # the file was replaced meanwhile: read its (lower) seq again
+        raise ServiceError("the memory index kept being replaced while catching up; try again", code="index_unavailable")
 
     def rebuild(self) -> None:
-        """Drop every row and fold the whole log again, in one transaction.
+        """Replace every row by folding the whole log again.
 
-        Rows are deleted rather than the file replaced, so other processes' open
-        connections keep seeing the one index.
+        Rows are replaced rather than the file, so other processes' open connections
+        keep seeing the one index; readers see the old rows until the first chunk
+        commits, and an index that is behind only until the last one does.
         """
-        self._apply_new(reset=True)
+        for _ in range(_SYNC_ATTEMPTS):
+            try:
+                self._fold(0, reset=True)
+                return
+            except _Behind:
+                continue  # the file was replaced between two chunks: start again
+        raise ServiceError("the memory index kept being replaced while rebuilding; try again", code="index_unavailable")
 
     def search(
         self,
@@ -161,8 +202,12 @@ class MemoryIndex:
         kind: str | None = None,
         tags: Sequence[str] | None = None,
         records_only: bool = False,
+        exhaustive: bool = False,
     ) -> list[Hit]:
         """Active cards matching ``query`` best first (BM25), optionally filtered.
+
+        ``exhaustive=True`` skips both shortcuts below and ranks every matching card:
+        the reference the shortcuts are measured against (tests, ``bench/``).
 
         Common-terms optimisation (what triggers it: a query mixing words found in more
         than :data:`_COMMON_SHARE` of the cards with rarer ones, on an index of at least
@@ -182,85 +227,89 @@ class MemoryIndex:
         terms = query_terms(query)
         if not terms:
             return []
-        where, params = self._filters(kind, tags, records_only)
-        n = self._doc_count()
-        common: dict[str, float] = {}
-        if n >= _COMMON_MIN_DOCS:
-            for t in terms:
-                df = self._df(t, n)
-                if df > _COMMON_SHARE * n:
-                    common[t] = math.log((n - df + 0.5) / (df + 0.5) + 1)
-        rare = [t for t in terms if t not in common]
-        if not common:
-            return self._query(_or(terms), where, params, limit)
-        if not rare:  # only common words: cards with all of them, else any of them
-            cap = _COMMON_ONLY_CANDIDATES
-            hits = self._query(_and(terms), where, params, limit, newest=cap)
-            return hits if len(hits) >= limit else self._query(_or(terms), where, params, limit, newest=cap)
-        hits = self._query(_or(rare), where, params, max(limit * 5, 50), with_text=True)
-        rescored = sorted(((h.score + _bonus(h, common), i, h) for i, h in enumerate(hits)), key=lambda x: (-x[0], x[1]))
-        return [Hit(h.card_id, h.kind, h.title, h.quest_id, h.record_type, score, h.snippet) for score, _, h in rescored[:limit]]
+        if exhaustive:
+            where, params = self._filters(kind, tags, records_only)
+            return self._db.run(lambda conn: self._query(conn, _or(terms), where, params, limit))
+        return self._db.run(lambda conn: self._search(conn, terms, limit, kind, tags, records_only))
 
     def active_ids(self, *, kind: str | None = None, tags: Sequence[str] | None = None, records_only: bool = False) -> list[str]:
         """Ids of active cards matching the filters, newest first."""
         where, params = self._filters(kind, tags, records_only)
         sql = f"SELECT c.card_id FROM cards c WHERE c.active = 1{where} ORDER BY c.seq DESC"
-        return [r[0] for r in self._conn.execute(sql, params)]
+        return self._db.run(lambda conn: [r[0] for r in conn.execute(sql, params)])
 
     def close(self) -> None:
-        self._conn.close()
+        self._db.close()
 
     # -- applying events ------------------------------------------------------------
 
-    def _apply_new(self, *, reset: bool = False) -> int:
-        conn = self._conn
+    def _fold(self, after: int, *, reset: bool = False) -> int:
+        """Apply the log's lines after seq ``after``, read first, in chunks of
+        :data:`_FOLD_CHUNK` lines (each its own transaction: the index is at every
+        moment the fold of the log up to its recorded seq)."""
+        count = 0
+        chunk: list[tuple[int, bytes]] = []
+        for item in self.log.iter_lines(after_seq=after):
+            chunk.append(item)
+            if len(chunk) >= _FOLD_CHUNK:
+                count += self._db.run(lambda conn, c=chunk, r=reset: self._apply_lines(conn, c, reset=r))  # type: ignore[misc]
+                chunk, reset = [], False
+        if chunk or reset:
+            count += self._db.run(lambda conn: self._apply_lines(conn, chunk, reset=reset))
+        return count
+
+    def _apply_lines(self, conn: sqlite3.Connection, lines: list[tuple[int, bytes]], *, reset: bool) -> int:
         count = 0
         conn.execute("BEGIN IMMEDIATE")
         try:
             if reset:
                 for table in ("meta", "cards", "card_tags", "fts"):
                     conn.execute(f"DELETE FROM {table}")  # noqa: S608 - fixed table names
-            applied = self.applied_seq  # re-read: another process may have synced meanwhile
-            for seq, line in self.log.iter_lines(after_seq=applied):
-                if line[9 : 9 + len(_MEMORY_PREFIX)] == _MEMORY_PREFIX:
-                    self._apply(decode_line(line))
+            applied = _applied_seq(conn)  # re-read: another process may have synced meanwhile
+            if lines and applied < lines[0][0] - 1:
+                raise _Behind  # a fresh file was swapped in since we read the seq
+            last_line = None
+            for seq, line in lines:
+                if seq <= applied:
+                    continue
+                if is_memory_line(line):
+                    self._apply(conn, decode_line(line))
                     count += 1
-                applied = seq
-            if count or applied != self.applied_seq:
-                event = self.log.get(applied) if applied else None
-                last_id = event.id if event is not None else ""
+                applied, last_line = seq, line
+            if last_line is not None or reset:
+                last_id = decode_line(last_line).id if last_line is not None else ""
                 conn.executemany(
                     "INSERT OR REPLACE INTO meta(key, value) VALUES(?, ?)",
                     [("seq", str(applied)), ("event_id", last_id), ("schema", _SCHEMA_VERSION)],
                 )
             conn.execute("COMMIT")
         except BaseException:
-            conn.execute("ROLLBACK")
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
             raise
         return count
 
-    def _apply(self, event: Any) -> None:
+    def _apply(self, conn: sqlite3.Connection, event: Any) -> None:
         match event:
             case CardWritten():
                 hints = _hints(event.metadata, event.record_type)
-                self._upsert(event.card_id, event.kind, event.title, event.body, event.tags, hints, event.seq,
+                self._upsert(conn, event.card_id, event.kind, event.title, event.body, event.tags, hints, event.seq,
                              quest_id=event.source_quest or event.quest_id, record_type=event.record_type)
             case CardImported():
-                row = self._conn.execute("SELECT active, quest_id, record_type FROM cards WHERE card_id=?", (event.card_id,)).fetchone()
+                row = conn.execute("SELECT active, quest_id, record_type FROM cards WHERE card_id=?", (event.card_id,)).fetchone()
                 if row is not None and row[0]:
                     hints = _hints(event.metadata, row[2])
-                    self._upsert(event.card_id, event.kind, event.title, event.body, event.tags, hints, event.seq,
+                    self._upsert(conn, event.card_id, event.kind, event.title, event.body, event.tags, hints, event.seq,
                                  quest_id=row[1], record_type=row[2])
             case CardSuperseded(card_id=card_id):
-                row = self._conn.execute("SELECT rowid FROM cards WHERE card_id=?", (card_id,)).fetchone()
+                row = conn.execute("SELECT rowid FROM cards WHERE card_id=?", (card_id,)).fetchone()
                 if row is not None:
-                    self._conn.execute("UPDATE cards SET active=0, seq=? WHERE rowid=?", (event.seq, row[0]))
-                    self._conn.execute("DELETE FROM fts WHERE rowid=?", (row[0],))
-                    self._conn.execute("DELETE FROM card_tags WHERE card_rowid=?", (row[0],))
+                    conn.execute("UPDATE cards SET active=0, seq=? WHERE rowid=?", (event.seq, row[0]))
+                    conn.execute("DELETE FROM fts WHERE rowid=?", (row[0],))
+                    conn.execute("DELETE FROM card_tags WHERE card_rowid=?", (row[0],))
 
-    def _upsert(self, card_id: str, kind: str, title: str, body: str, tags: list[str], hints: str, seq: int,
-                *, quest_id: str, record_type: str) -> None:  # fmt: skip
-        conn = self._conn
+    def _upsert(self, conn: sqlite3.Connection, card_id: str, kind: str, title: str, body: str, tags: list[str],
+                hints: str, seq: int, *, quest_id: str, record_type: str) -> None:  # fmt: skip
         row = conn.execute("SELECT rowid, active FROM cards WHERE card_id=?", (card_id,)).fetchone()
         if row is None:
             cur = conn.execute(
@@ -281,27 +330,49 @@ class MemoryIndex:
 
     # -- querying -------------------------------------------------------------------
 
-    def _query(self, match: str, where: str, params: list[Any], limit: int, *, with_text: bool = False,
-               newest: int | None = None) -> list[Hit]:  # fmt: skip
+    def _search(self, conn: sqlite3.Connection, terms: list[str], limit: int, kind: str | None,
+                tags: Sequence[str] | None, records_only: bool) -> list[Hit]:  # fmt: skip
+        where, params = self._filters(kind, tags, records_only)
+        n = self._doc_count(conn)
+        common: dict[str, float] = {}
+        if n >= _COMMON_MIN_DOCS:
+            for t in terms:
+                df = self._df(conn, t, n)
+                if df > _COMMON_SHARE * n:
+                    common[t] = math.log((n - df + 0.5) / (df + 0.5) + 1)
+        rare = [t for t in terms if t not in common]
+        if not common:
+            return self._query(conn, _or(terms), where, params, limit)
+        if not rare:  # only common words: cards with all of them, else any of them
+            cap = _COMMON_ONLY_CANDIDATES
+            hits = self._query(conn, _and(terms), where, params, limit, newest=cap)
+            return hits if len(hits) >= limit else self._query(conn, _or(terms), where, params, limit, newest=cap)
+        hits = self._query(conn, _or(rare), where, params, max(limit * 5, 50), with_text=True)
+        rescored = sorted(((h.score + _bonus(h, common), i, h) for i, h in enumerate(hits)), key=lambda x: (-x[0], x[1]))
+        return [Hit(h.card_id, h.kind, h.title, h.quest_id, h.record_type, score, h.snippet) for score, _, h in rescored[:limit]]
+
+    def _query(self, conn: sqlite3.Connection, match: str, where: str, params: list[Any], limit: int, *,
+               with_text: bool = False, newest: int | None = None) -> list[Hit]:  # fmt: skip
         if newest is not None:
-            return self._query_newest(match, where, params, limit, newest)
+            return self._query_newest(conn, match, where, params, limit, newest)
         text = ", fts.title, fts.body, fts.tags, fts.hints" if with_text else ""
         sql = (
             "SELECT c.card_id, c.kind, c.title, c.quest_id, c.record_type, fts.rank, "
             f"snippet(fts, 1, '[', ']', '…', 16){text} FROM fts JOIN cards c ON c.rowid = fts.rowid "
             f"WHERE fts MATCH ?{where} ORDER BY fts.rank LIMIT ?"
         )
-        rows = self._conn.execute(sql, [match, *params, limit]).fetchall()
+        rows = conn.execute(sql, [match, *params, limit]).fetchall()
         return [Hit(r[0], r[1], r[2], r[3], r[4], -float(r[5]), r[6] or "", tuple(r[7:]) if with_text else ()) for r in rows]
 
-    def _query_newest(self, match: str, where: str, params: list[Any], limit: int, newest: int) -> list[Hit]:
+    def _query_newest(self, conn: sqlite3.Connection, match: str, where: str, params: list[Any], limit: int,
+                      newest: int) -> list[Hit]:  # fmt: skip
         """The best ``limit`` by BM25 among the ``newest`` most recent matching cards.
 
         FTS5 walks the matches in descending rowid order and stops after ``newest``, so
         only those are scored; ties go to the newer card. Snippets are made afterwards,
         for the returned rows only (in the walk they would be made for every candidate).
         """
-        top = self._conn.execute(
+        top = conn.execute(
             f"SELECT rowid, score FROM (SELECT fts.rowid AS rowid, {_BM25} AS score FROM fts "
             f"JOIN cards c ON c.rowid = fts.rowid WHERE fts MATCH ?{where} ORDER BY fts.rowid DESC LIMIT ?) "
             "ORDER BY score, rowid DESC LIMIT ?",
@@ -311,7 +382,7 @@ class MemoryIndex:
             return []
         rows = {
             r[0]: r[1:]
-            for r in self._conn.execute(
+            for r in conn.execute(
                 "SELECT fts.rowid, c.card_id, c.kind, c.title, c.quest_id, c.record_type, "
                 "snippet(fts, 1, '[', ']', '…', 16) FROM fts JOIN cards c ON c.rowid = fts.rowid "
                 f"WHERE fts MATCH ? AND fts.rowid IN ({','.join('?' * len(top))})",
@@ -320,18 +391,20 @@ class MemoryIndex:
         }
         return [Hit(*rows[rowid][:5], -float(score), rows[rowid][5] or "") for rowid, score in top if rowid in rows]
 
-    def _doc_count(self) -> int:
-        seq = self.applied_seq
-        if self._count[0] != seq:
-            self._count = (seq, self._conn.execute("SELECT count(*) FROM fts").fetchone()[0])
-        return self._count[1]
+    def _doc_count(self, conn: sqlite3.Connection) -> int:
+        seq = _applied_seq(conn)
+        if self._count[:2] != (self._db.opens, seq):
+            self._count = (self._db.opens, seq, conn.execute("SELECT count(*) FROM fts").fetchone()[0])
+        return self._count[2]
 
-    def _df(self, term: str, n: int) -> int:
+    def _df(self, conn: sqlite3.Connection, term: str, n: int) -> int:
         # Document frequencies drift slowly: recount a term only when the index grew or
-        # shrank by a tenth since it was counted.
+        # shrank by a tenth since it was counted (or the file was replaced).
+        if self._dfs_conn != self._db.opens:
+            self._dfs, self._dfs_conn = {}, self._db.opens
         cached = self._dfs.get(term)
         if cached is None or abs(n - cached[1]) > 0.1 * max(cached[1], 1):
-            df = self._conn.execute("SELECT count(*) FROM fts WHERE fts MATCH ?", (_or([term]),)).fetchone()[0]
+            df = conn.execute("SELECT count(*) FROM fts WHERE fts MATCH ?", (_or([term]),)).fetchone()[0]
             self._dfs[term] = cached = (df, n)
         return cached[0]
 
@@ -354,43 +427,43 @@ class MemoryIndex:
             params += [*wanted, len(wanted)]
         return where, params
 
-    def _needs_rebuild(self, last_seq: int) -> bool:
-        row = dict(self._conn.execute("SELECT key, value FROM meta").fetchall())
-        if row.get("schema", _SCHEMA_VERSION) != _SCHEMA_VERSION:
+    def _log_changed(self, meta: dict[str, str], last_seq: int) -> bool:
+        """Whether the index was folded from another log (or schema) than today's."""
+        if meta.get("schema", _SCHEMA_VERSION) != _SCHEMA_VERSION:
             return True
-        applied = int(row.get("seq", 0))
+        applied = int(meta.get("seq", 0))
         if applied > last_seq:
             return True  # the log is shorter than what we indexed: it was repaired
         if applied:
             event = self.log.get(applied)
-            return event is None or event.id != row.get("event_id")
+            return event is None or event.id != meta.get("event_id")
         return False
 
-    def _connect(self) -> sqlite3.Connection:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            return self._open()
-        except sqlite3.DatabaseError:
-            # A corrupt cache: it is rebuilt from the log, which is the truth.
-            for suffix in ("", "-wal", "-shm"):
-                with contextlib.suppress(FileNotFoundError):
-                    os.unlink(f"{self.path}{suffix}")
-            return self._open()
 
-    def _open(self) -> sqlite3.Connection:
-        conn = sqlite3.connect(self.path, timeout=60, isolation_level=None, check_same_thread=False)
-        conn.execute("PRAGMA journal_mode=WAL")
-        conn.execute("PRAGMA synchronous=NORMAL")
-        conn.executescript(_SCHEMA)
-        if conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'fts'").fetchone() is None:
-            try:
-                conn.executescript(f"BEGIN IMMEDIATE; {_FTS} COMMIT;")
-            except sqlite3.OperationalError as exc:  # another process created it first
-                if conn.in_transaction:
-                    conn.execute("ROLLBACK")
-                if "already exists" not in str(exc):
-                    raise
-        return conn
+class _Behind(Exception):
+    """The index's seq went down between reading the log and applying it."""
+
+
+def _meta(conn: sqlite3.Connection) -> dict[str, str]:
+    return dict(conn.execute("SELECT key, value FROM meta").fetchall())
+
+
+def _applied_seq(conn: sqlite3.Connection) -> int:
+    row = conn.execute("SELECT value FROM meta WHERE key='seq'").fetchone()
+    return int(row[0]) if row else 0
+
+
+def _setup(conn: sqlite3.Connection) -> None:
+    """The schema, on a new file (and a no-op on a complete one)."""
+    conn.executescript(_SCHEMA)
+    if conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'fts'").fetchone() is None:
+        try:
+            conn.executescript(f"BEGIN IMMEDIATE; {_FTS} COMMIT;")
+        except sqlite3.OperationalError as exc:  # another process created it first
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            if "already exists" not in str(exc):
+                raise
 
 
 def _hints(metadata: dict[str, Any], record_type: str) -> str:

@@ -9,23 +9,27 @@ when ``memory.shared_across_quests`` is on, other quests' stores, read-only.
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ds_events.errors import Invalid, NotFound
+from ds_events.events import decode_line
 from ds_events.home import Home, Quest
 from ds_events.log import EventLog, LogError, Transaction
-from ds_events.errors import Invalid, NotFound
+from ds_events.paths import confined, read_confined
 from ds_events.views import Views
 from projections.memory import GLOBAL_PROJECTION, PROJECTION, Card, MemoryState, card_path, render_card
 
-from .index import MemoryIndex
+from .index import MemoryIndex, is_memory_line
 
 __all__ = ["MemoryStore", "MemoryContext", "Drift", "SCOPES", "INDEX_FILE"]
 
 SCOPES = ("quest", "global", "both")
 INDEX_FILE = "memory_index.sqlite"
+DIGEST = "MEMORY.md"  # rendered at the store root next to the cards
 
 
 @dataclass(frozen=True)
@@ -34,7 +38,7 @@ class Drift:
 
     card_id: str | None
     path: str  # relative to the store root
-    problem: str  # modified | missing | untracked
+    problem: str  # modified | missing | untracked | link (a symlink, or behind one, never read)
 
 
 class MemoryStore:
@@ -78,24 +82,46 @@ class MemoryStore:
 
     @contextlib.contextmanager
     def transaction(self) -> Iterator[Transaction]:
-        """Hold this log's append lock; views and index are caught up inside."""
+        """Hold this log's append lock; the views are caught up inside.
+
+        The index is caught up *before* the lock is taken, never while it is held: an
+        index that is busy (another process folding a long log into it) must not hold
+        up every appender of the quest. Inside, the index may lag by what others
+        appended in between: :meth:`changed_since` names those cards, so checks made
+        under the lock (near-duplicates) see every card. Nor is the index updated after
+        the append: once the events are in the log the call has succeeded, and an
+        index failing at that moment must not turn it into a reported failure. The
+        next read (or write) catches it up.
+        """
         if self.read_only:
             raise Invalid(f"memory of quest {self.name!r} is visible read-only here", code="read_only")
+        self.index.sync()
         if self.quest is not None:
             with self.quest.transaction() as txn:
-                self.index.sync()
                 yield txn
         else:
             with self.log.transaction() as txn:
                 self.views.catch_up()
-                self.index.sync()
                 yield txn
             self.views.materialise(txn.appended)
-        self.index.sync()
+
+    def changed_since(self, seq: int) -> set[str]:
+        """Ids of the cards that memory events after ``seq`` wrote or changed (read from
+        the log, so it costs what was appended since, not the store's size)."""
+        ids: set[str] = set()
+        for _seq, line in self.log.iter_lines(after_seq=seq):
+            if is_memory_line(line):
+                event = decode_line(line)
+                ids.update(x for x in (getattr(event, "card_id", None), getattr(event, "global_card_id", None)) if x)
+        return ids
 
     def rel_path(self, card: Card) -> str:
         """The card's file relative to the store root."""
         return card_path(card, self.prefix)
+
+    def rel_path_for(self, kind: str, card_id: str) -> str:
+        """Where a card that is not written yet will be materialised (as :meth:`rel_path`)."""
+        return f"{self.prefix}{kind}/{card_id}.md"
 
     def display_path(self, card: Card) -> str:
         """What callers see: relative to the quest root, or absolute for global cards."""
@@ -103,24 +129,47 @@ class MemoryStore:
         return rel if self.scope == "quest" and not self.read_only else str(self.root / rel)
 
     def file_of(self, card: Card) -> Path:
+        """Where the card's file is. Read it with :meth:`read_file`, never directly."""
         return self.root / self.rel_path(card)
 
+    def read_file(self, rel: str) -> bytes | None:
+        """The bytes of a file under the store root (None if absent), never through a link.
+
+        The memory directory is shared with an agent that runs shell commands, so a
+        card file (or a directory on its way) may be a planted symlink: that raises
+        :class:`Invalid` ``path_outside_root`` instead of reading what it points to.
+        """
+        return read_confined(self.root, rel)
+
+    def check_materialisable(self, *rels: str) -> None:
+        """Refuse (``path_outside_root``) unless every file in ``rels`` and the digest
+        could be written inside the root. Called before appending the events that will
+        materialise them, so a refused call appends nothing."""
+        for rel in (*rels, DIGEST):
+            confined(self.root, rel)
+
     def drift(self, state: MemoryState | None = None) -> list[Drift]:
-        """Cards whose file was edited or deleted by hand, and card-like files the log never wrote."""
+        """Cards whose file was edited or deleted by hand, card-like files the log never
+        wrote, and card files that are (or lie behind) symbolic links, which are never read."""
         state = state if state is not None else self.state()
         found: list[Drift] = []
         for card in state.cards.values():
-            path = self.file_of(card)
+            rel = self.rel_path(card)
             try:
-                on_disk = path.read_bytes()
-            except FileNotFoundError:
-                found.append(Drift(card.id, self.rel_path(card), "missing"))
+                on_disk = self.read_file(rel)
+            except Invalid:
+                found.append(Drift(card.id, rel, "link"))
                 continue
-            if on_disk != render_card(card):
-                found.append(Drift(card.id, self.rel_path(card), "modified"))
+            if on_disk is None:
+                found.append(Drift(card.id, rel, "missing"))
+            elif on_disk != render_card(card):
+                found.append(Drift(card.id, rel, "modified"))
+        # glob follows a linked kind directory; such files are reported, not read.
         for path in sorted(self.memory_dir.glob("*/*.md")):
-            if path.stem not in state.cards and not path.name.startswith("."):
-                found.append(Drift(None, str(path.relative_to(self.root)), "untracked"))
+            if path.stem in state.cards or path.name.startswith("."):
+                continue
+            rel = str(path.relative_to(self.root))
+            found.append(Drift(None, rel, "link" if _is_link(self.root, rel) else "untracked"))
         return found
 
     def close(self) -> None:
@@ -138,6 +187,7 @@ class MemoryContext:
     _global: MemoryStore | None = None
     _quest_store: MemoryStore | None = None
     _shared: dict[str, MemoryStore] = field(default_factory=dict)
+    _config: tuple[tuple[int, int, int] | None, dict[str, Any]] | None = None
 
     @property
     def home(self) -> Home:
@@ -145,8 +195,17 @@ class MemoryContext:
 
     @property
     def config(self) -> dict[str, Any]:
-        memory = self.home.config().get("memory") or {}
-        return memory if isinstance(memory, dict) else {}
+        """The home config's ``memory`` section, parsed again only when the file changed
+        (every search asks for it; parsing the YAML took most of a search's time)."""
+        try:
+            st = os.stat(self.home.config_path)
+            key: tuple[int, int, int] | None = (st.st_ino, st.st_mtime_ns, st.st_size)
+        except FileNotFoundError:
+            key = None
+        if self._config is None or self._config[0] != key:
+            memory = self.home.config().get("memory") or {}
+            self._config = (key, memory if isinstance(memory, dict) else {})
+        return self._config[1]
 
     def store(self, scope: str) -> MemoryStore:
         """The writable store of ``scope`` (``quest`` or ``global``)."""
@@ -217,6 +276,13 @@ class MemoryContext:
                 )  # fmt: skip
             out.append(self._shared[qid])
         return out
+
+
+def _is_link(root: Path, rel: str) -> bool:
+    try:
+        return confined(root, rel).is_symlink()
+    except Invalid:
+        return True
 
 
 def check_scope(scope: str, allowed: tuple[str, ...] = SCOPES) -> str:

@@ -20,6 +20,7 @@ from ds_events.errors import Conflict, Invalid, NotFound
 from ds_events.events.memory import CardPromoted, CardSuperseded, CardWritten, GuardConfigured
 from ds_events.memory.cards import (
     as_tag_list,
+    card_file_text,
     card_summary,
     check_body,
     check_kind,
@@ -100,6 +101,9 @@ def write_card(
                     "Re-call with supersedes=<id> to replace one, or force=True to keep both.",
                 }
         card_id = new_card_id(kind, state)
+        # The files this write materialises must be writable inside the root (a planted
+        # symlinked memory/<kind>/ is refused here, before anything is appended).
+        store.check_materialisable(store.rel_path_for(kind, card_id), *([store.rel_path(old)] if old else []))
         record_id = f"mem-{len(state.records) + 1:03d}" if record_type else ""
         events: list[Any] = [
             CardWritten(
@@ -127,16 +131,14 @@ def read_card(mem: MemoryContext, card_id: str | None = None, path: str | None =
         raise Invalid("give exactly one of card_id or path", code="invalid_arguments")
     store, card = resolve_path(mem, path) if path is not None else mem.find(str(card_id), scope)
     rendered = render_card(card)
-    try:
-        on_disk = store.file_of(card).read_bytes()
-    except FileNotFoundError:
-        on_disk = None
+    rel = store.rel_path(card)
+    on_disk = store.read_file(rel)  # never through a link (path_outside_root)
     return {
         **card_summary(store, card),
         "status": card.status,
         "body": card.body,
         "metadata": dict(card.metadata),
-        "markdown": (on_disk if on_disk is not None else rendered).decode(),
+        "markdown": card_file_text(on_disk, rel) if on_disk is not None else rendered.decode(),
         "hand_edited": on_disk is not None and on_disk != rendered,
         "file_missing": on_disk is None,
     }
@@ -196,6 +198,7 @@ def promote_to_global(mem: MemoryContext, card_id: str | None = None, path: str 
     store, card = resolve_path(mem, path) if path is not None else mem.find(str(card_id), "both")
     if store is not qstore:
         raise Invalid(f"card {card.id} is not a card of quest {mem.quest.id}: only quest cards are promoted", code="not_a_quest_card")
+    gstore.index.sync()  # now, so the nested global transaction need not wait for it under the quest's lock
     with qstore.transaction() as qtxn:
         card = qstore.state().cards[card.id]
         if card.promoted_to:
@@ -206,6 +209,8 @@ def promote_to_global(mem: MemoryContext, card_id: str | None = None, path: str 
         _refuse_hand_edited(qstore, card)
         digest = hashlib.blake2b(f"{mem.quest.id}:{card.id}".encode(), digest_size=4).hexdigest()
         gid = f"{SINGULAR[card.kind]}-{digest}"
+        qstore.check_materialisable(qstore.rel_path(card))
+        gstore.check_materialisable(gstore.rel_path_for(card.kind, gid))
         promoted = CardPromoted(card_id=card.id, global_card_id=gid, source_quest=mem.quest.id)
         with gstore.transaction() as gtxn:
             if gid not in gstore.state().cards:
@@ -271,15 +276,25 @@ def near_duplicates(
     store: MemoryStore, state: MemoryState, kind: str, title: str, body: str, *, exclude: set[str] | None = None,
     records_only: bool = False,
 ) -> list[dict[str, Any]]:  # fmt: skip
-    """Active cards of ``kind`` whose similarity to (title, body) reaches the threshold."""
+    """Active cards of ``kind`` whose similarity to (title, body) reaches the threshold.
+
+    Candidates are the index's best matches plus every card changed since the index's
+    seq (it may lag under the log's lock: see ``MemoryStore.transaction``).
+    """
+    index = store.index
+    applied = index.applied_seq
+    snippets = {h.card_id: h.snippet for h in index.search(f"{title}\n{body}", limit=25, kind=kind, records_only=records_only)}
+    fresh = [c for c in store.changed_since(applied) if c not in snippets]
     out = []
-    for hit in store.index.search(f"{title}\n{body}", limit=25, kind=kind, records_only=records_only):
-        card = state.cards.get(hit.card_id)
-        if card is None or not card.active or (exclude and card.id in exclude):
+    for card_id in [*snippets, *fresh]:
+        card = state.cards.get(card_id)
+        if card is None or not card.active or card.kind != kind or (exclude and card.id in exclude):
+            continue
+        if records_only and not card.record_type:
             continue
         score = similarity(title, body, card.title, card.body)
         if is_near_duplicate(score):
-            out.append({**card_summary(store, card), "similarity": round(score, 3), "snippet": hit.snippet})
+            out.append({**card_summary(store, card), "similarity": round(score, 3), "snippet": snippets.get(card_id, "")})
     out.sort(key=lambda c: -c["similarity"])
     return out
 
@@ -302,11 +317,9 @@ def _check_supersedes(store: MemoryStore, state: MemoryState, supersedes: str, k
 
 def _refuse_hand_edited(store: MemoryStore, card: Card) -> None:
     # The change would re-render this card's file; a hand edit there would be lost.
-    try:
-        on_disk = store.file_of(card).read_bytes()
-    except FileNotFoundError:
-        return
-    if on_disk != render_card(card):
+    # A card file that is a link is refused by the read itself (path_outside_root).
+    on_disk = store.read_file(store.rel_path(card))
+    if on_disk is not None and on_disk != render_card(card):
         raise Conflict(
             f"{store.rel_path(card)} was edited by hand: take the edit in first with `ds memory import {store.name}`",
             code="hand_edited",

@@ -15,10 +15,18 @@ from typing import Any
 
 from ds_events.errors import Invalid
 from ds_events.events.memory import CardImported, CardWritten
-from ds_events.memory.cards import as_tag_list, card_summary, check_tags, check_title, new_card_id, parse_card_text
+from ds_events.memory.cards import (
+    as_tag_list,
+    card_file_text,
+    card_summary,
+    check_tags,
+    check_title,
+    new_card_id,
+    parse_card_text,
+)
 from ds_events.memory.store import MemoryContext, MemoryStore, check_scope
 from ds_events.memory.text import config_pollution, is_near_duplicate, similarity
-from ds_events.paths import write_atomic
+from ds_events.paths import confined, write_atomic
 from projections.memory import KINDS, RESERVED_KEYS, Card, MemoryState, render_card
 
 from .memory import guard_keys
@@ -62,7 +70,9 @@ def import_hand_edits(mem: MemoryContext, scope: str = "quest", paths: Sequence[
     """Take in hand edits: edited cards become ``memory.card_imported``, hand-made files
     new cards (the file then moves to its id-named place), deleted files are written back.
 
-    Every file is parsed before anything is appended: one bad file refuses the lot.
+    Every file is parsed before anything is appended: one bad file refuses the lot,
+    and so does a card file that is a symbolic link (or lies behind one): its target is
+    never read, so nothing outside the memory directory can be taken in.
     """
     check_scope(scope, ("quest", "global"))
     store = mem.store(scope)
@@ -81,8 +91,12 @@ def import_hand_edits(mem: MemoryContext, scope: str = "quest", paths: Sequence[
                     events.append(_imported(store, state.cards[str(d.card_id)], d.path))
                 elif d.problem == "untracked":
                     event = _new_card(mem, store, state, d.path, taken={e.card_id for e in events})
+                    target = store.rel_path_for(event.kind, event.card_id)
+                    store.check_materialisable(target)
                     events.append(event)
-                    moved.append((d.path, f"{store.prefix}{event.kind}/{event.card_id}.md"))
+                    moved.append((d.path, target))
+                elif d.problem == "link":
+                    raise Invalid("a symbolic link (or behind one): it is never read; remove it", code="path_outside_root")
                 else:
                     restored.append(d.path)
             except Invalid as exc:
@@ -91,11 +105,19 @@ def import_hand_edits(mem: MemoryContext, scope: str = "quest", paths: Sequence[
             raise Invalid("nothing imported: " + "; ".join(errors), code="invalid_card_file", files=errors)
         stored = txn.append(events) if events else []
     state = store.state()
+    # Side effects after the append must not fail the call: a path a link now leads
+    # out of is left alone (``ds memory audit`` reports it).
     for rel in restored:
         card = state.cards[os.path.splitext(os.path.basename(rel))[0]]
-        write_atomic(store.file_of(card), render_card(card))
+        try:
+            write_atomic(confined(store.root, rel), render_card(card))
+        except Invalid:
+            continue
     for old, _new in moved:
-        os.unlink(store.root / old)  # its text is in the log now, and materialised at _new
+        try:
+            os.unlink(confined(store.root, old))  # its text is in the log now, and materialised at _new
+        except (Invalid, FileNotFoundError):
+            continue
     for event in stored:
         card = state.cards[event.card_id]
         imported.append({**card_summary(store, card), "seq": event.seq, "event": event.type})
@@ -158,8 +180,15 @@ def _broken_links(mem: MemoryContext, store: MemoryStore, state: MemoryState, ca
     return out
 
 
+def _read_text(store: MemoryStore, rel: str) -> str:
+    data = store.read_file(rel)  # never through a link
+    if data is None:
+        raise Invalid(f"{rel} disappeared while being imported", code="invalid_card_file", path=rel)
+    return card_file_text(data, rel)
+
+
 def _imported(store: MemoryStore, card: Card, rel: str) -> CardImported:
-    text = (store.root / rel).read_text(encoding="utf-8")
+    text = _read_text(store, rel)
     front, body = parse_card_text(text)
     if front.get("id", card.id) != card.id:
         raise Invalid(f"its frontmatter id {front.get('id')!r} is not the file's card {card.id}", code="id_mismatch")
@@ -174,7 +203,7 @@ def _new_card(mem: MemoryContext, store: MemoryStore, state: MemoryState, rel: s
     kind = rel.replace("\\", "/").split("/")[-2]
     if kind not in KINDS:
         raise Invalid(f"{kind!r} is not a memory kind", code="invalid_kind")
-    front, body = parse_card_text((store.root / rel).read_text(encoding="utf-8"))
+    front, body = parse_card_text(_read_text(store, rel))
     title = front.get("title") or next((ln.lstrip("# ").strip() for ln in body.splitlines() if ln.startswith("# ")), "")
     card_id = new_card_id(kind, state)
     while card_id in taken:

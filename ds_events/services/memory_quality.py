@@ -44,7 +44,7 @@ def evaluate(mem: MemoryContext, fixture: dict[str, Any], k: int = 5) -> tuple[Q
         written = write_card(mem, c["kind"], c["title"], c["body"], tags=c.get("tags"), force=True)
         key_of[written["id"]] = c["key"]
     store = mem.store("quest")
-    files = {card_id: store.file_of(store.state().cards[card_id]).read_text() for card_id in key_of}
+    files = {card_id: (store.read_file(store.rel_path(store.state().cards[card_id])) or b"").decode() for card_id in key_of}
     ours, plain = [], []
     for q in fixture["queries"]:
         ours.append([key_of[r["id"]] for r in search(mem, q["query"], limit=k)])

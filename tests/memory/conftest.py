@@ -11,8 +11,6 @@ import pytest
 
 from ds_events.home import Home, Quest
 from ds_events.memory.store import MemoryContext
-from handlers.mcp.common import QuestBinding
-from handlers.mcp.memory import build_server
 
 
 @pytest.fixture
@@ -29,6 +27,11 @@ async def client(home: Home, quest: Quest) -> AsyncIterator[mcp.Client]:
     # The client's context must be entered and exited in one task (anyio cancel
     # scopes), and pytest-asyncio runs fixture setup and teardown in different ones:
     # a helper task owns the context while the test calls tools through it.
+    # Imported here, not at module level, so the service- and index-level memory tests
+    # still load when the MCP adapter does not import (it is rewritten separately).
+    from handlers.mcp.common import QuestBinding
+    from handlers.mcp.memory import build_server
+
     server = build_server(QuestBinding.resolve(home=home.root, quest_id=quest.id))
     ready: asyncio.Future[mcp.Client] = asyncio.get_running_loop().create_future()
     done = asyncio.Event()

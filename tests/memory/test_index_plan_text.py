@@ -33,8 +33,8 @@ def test_the_index_catches_up_with_another_handles_appends_before_checking_dupli
 def test_the_index_records_its_seq_and_is_rebuilt_from_the_log_when_missing(quest: Quest, mem: MemoryContext):
     a = svc.write_card(mem, "ideas", "Distil from a CNN teacher", "DeiT token")
     b = svc.write_card(mem, "ideas", "Distil from a bigger CNN teacher", "DeiT token too", supersedes=a["id"])
-    index = mem.store("quest").index
-    assert index.applied_seq == quest.log.last_seq
+    # A write leaves the index to catch up lazily; the next read does.
+    assert mem.store("quest").synced_index().applied_seq == quest.log.last_seq
     mem.close()
     os.unlink(quest.root / ".ds" / INDEX_FILE)
     fresh = MemoryContext(quest)
@@ -88,7 +88,6 @@ def test_pull_for_stage_returns_cards_in_plan_order_from_quest_and_global(mem: M
 
 def test_common_words_only_rescore_cards_that_match_rarer_words(quest: Quest, mem: MemoryContext):
     from ds_events.events.memory import CardWritten
-    from ds_events.memory.index import _or
 
     # 2,400 cards that all say "training loss"; a few also name a rare failure.
     events = [CardWritten(card_id=f"knowledge-{i:08x}", kind="knowledge", title=f"training loss note {i}", body=f"filler{i} words")
@@ -100,7 +99,7 @@ def test_common_words_only_rescore_cards_that_match_rarer_words(quest: Quest, me
     hits = index.search("why did the training loss diverge", limit=2)
     assert {h.card_id for h in hits} == {"knowledge-0000a007", "knowledge-0000a009"}
     # The same order as scoring every card with all the words (the slow, exact path).
-    exact = index._query(_or(["training", "loss", "diverge"]), "", [], 2)
+    exact = index.search("why did the training loss diverge", limit=2, exhaustive=True)
     assert [h.card_id for h in exact] == [h.card_id for h in hits]
     assert len(index.search("training loss", limit=5)) == 5  # only common words still answers
 
@@ -108,7 +107,6 @@ def test_common_words_only_rescore_cards_that_match_rarer_words(quest: Quest, me
 def test_a_query_of_only_common_words_ranks_the_newest_matching_cards_by_bm25(quest: Quest, mem: MemoryContext, monkeypatch):
     from ds_events.events.memory import CardWritten
     from ds_events.memory import index as index_module
-    from ds_events.memory.index import _and
 
     # 2,400 cards that all say "training loss"; an old and a new one say it more often.
     events = [CardWritten(card_id=f"knowledge-{i:08x}", kind="knowledge", title=f"training loss note {i}", body=f"filler{i} words")
@@ -118,7 +116,7 @@ def test_a_query_of_only_common_words_ranks_the_newest_matching_cards_by_bm25(qu
                                 body="training loss again")  # fmt: skip
     quest.log.append(events)
     index = mem.store("quest").synced_index()
-    exact = index._query(_and(["training", "loss"]), "", [], 5)
+    exact = index.search("training loss", limit=5, exhaustive=True)  # every card has both words
     assert exact[0].card_id in {"knowledge-00000003", "knowledge-00000956"}  # both top scorers, ranking all cards
 
     monkeypatch.setattr(index_module, "_COMMON_ONLY_CANDIDATES", 100)
@@ -132,3 +130,14 @@ def test_a_query_of_only_common_words_ranks_the_newest_matching_cards_by_bm25(qu
     whole = index.search("training loss", limit=5)
     assert [h.score for h in whole] == pytest.approx([h.score for h in exact])
     assert whole[0].card_id == "knowledge-00000956" and whole[1].card_id == "knowledge-00000003"
+
+
+def test_an_open_memory_context_sees_config_edits(home: Home, quest: Quest, mem: MemoryContext):
+    import yaml
+
+    assert svc.write_card(mem, "knowledge", "Use dropout=0.1 for ViT-S", "it helped")["status"] == "written"
+    cfg = yaml.safe_load(home.config_path.read_text())
+    cfg["memory"]["config_guard_keys"] = ["dropout"]
+    home.config_path.write_text(yaml.safe_dump(cfg))
+    polluted = svc.write_card(mem, "knowledge", "Use dropout=0.2 for ViT-B", "it helped more")
+    assert polluted["status"] == "config_polluted" and polluted["settings"] == ["dropout=0.2"]

@@ -1,0 +1,378 @@
+"""One quest's search index shared by several processes: busy is waited out, a broken
+file is replaced without unlinking anything in use, and a landed write is never
+reported failed because of the index."""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import sqlite3
+import subprocess
+import sys
+import threading
+import traceback
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ds_events.errors import ServiceError
+from ds_events.home import Home, Quest
+from ds_events.memory.store import INDEX_FILE, MemoryContext
+from ds_events.services import memory as svc
+from tests.helpers import wait_until
+
+# The race's size; raise them from the environment for a longer stress run.
+WORKERS = int(os.environ.get("DS_TEST_RACE_WORKERS", "4"))
+ROUNDS = int(os.environ.get("DS_TEST_RACE_ROUNDS", "20"))
+CARDS_EACH = int(os.environ.get("DS_TEST_RACE_CARDS", "4"))
+
+
+def _words(tag: str, n: int = 8) -> str:
+    # Words unique to ``tag``: no two cards of the race are near-duplicates.
+    return " ".join(f"{tag}w{k}" for k in range(n))
+
+
+def _race_worker(home_root: str, quest_id: str, worker: int, results: Any, barrier: Any) -> None:
+    """A real process, new for each round (as the MCP servers of a turn are): open the
+    quest, meet the others, then write distinct cards through the memory service at
+    once (the first write opens the index, which nobody has created yet) and search
+    for each of them."""
+    out: dict[str, Any] = {"ids": {}, "errors": []}
+    try:
+        quest = Home(Path(home_root)).open_quest(quest_id, actor=f"w{worker}")
+        mem = MemoryContext(quest, actor=f"w{worker}")
+        barrier.wait(timeout=120)
+        try:
+            for i in range(CARDS_EACH):
+                tag = f"{quest_id}x{worker}x{i}"
+                try:
+                    r = svc.write_card(mem, "episodes", f"Run {tag} finished", _words(tag), force=True)
+                    if r.get("status") != "written":
+                        out["errors"].append(f"write {tag}: {r}")
+                    else:
+                        out["ids"][r["id"]] = tag
+                except Exception as exc:  # every failure is reported, none hidden
+                    out["errors"].append(f"write {tag}: {type(exc).__name__}: {exc}")
+            for card_id, tag in out["ids"].items():
+                try:
+                    found = [h["id"] for h in svc.search(mem, f"{tag}w3 {tag}w5", limit=3)]
+                    if card_id not in found:
+                        out["errors"].append(f"search {tag}: {card_id} not in {found}")
+                except Exception as exc:
+                    out["errors"].append(f"search {tag}: {type(exc).__name__}: {exc}")
+            out["busy_waits"] = mem.store("quest").index.busy_waits
+        finally:
+            mem.close()
+            quest.close()
+    except Exception:
+        out["errors"].append(traceback.format_exc())
+    results.put(out)
+
+
+@pytest.mark.slow
+def test_processes_opening_and_writing_one_fresh_quests_memory_at_once_lose_nothing(home: Home):
+    # fork: a new process per worker and round costs milliseconds, so many rounds fit.
+    ctx = multiprocessing.get_context("fork")
+    failures: list[str] = []
+    written: dict[str, dict[str, str]] = {}
+    busy_waits = 0
+    for r in range(ROUNDS):
+        quest_id = f"race{r}"
+        home.create_quest(f"Race {r}", quest_id=quest_id).close()  # fresh: no index file yet
+        results, barrier = ctx.Queue(), ctx.Barrier(WORKERS)
+        procs = [ctx.Process(target=_race_worker, args=(str(home.root), quest_id, w, results, barrier)) for w in range(WORKERS)]
+        for p in procs:
+            p.start()
+        for _ in procs:
+            out = results.get(timeout=180)
+            failures += [f"round {r}: {e}" for e in out["errors"]]
+            written.setdefault(quest_id, {}).update(out["ids"])
+            busy_waits += out.get("busy_waits", 0)
+        for p in procs:
+            p.join(60)
+            assert p.exitcode == 0
+    print(f"index race: {ROUNDS} rounds x {WORKERS} processes x {CARDS_EACH} cards, {len(failures)} failures, "
+          f"{busy_waits} busy answers waited out")  # fmt: skip
+    assert failures == []
+    assert sum(len(ids) for ids in written.values()) == ROUNDS * WORKERS * CARDS_EACH
+    for quest_id, ids in written.items():  # every card is searchable afterwards, by a new reader
+        with home.open_quest(quest_id) as quest:
+            mem = MemoryContext(quest)
+            try:
+                for card_id, tag in ids.items():
+                    assert [h["id"] for h in svc.search(mem, f"{tag}w1", limit=1)] == [card_id]
+                assert len(svc.list_recent(mem, limit=100)) == WORKERS * CARDS_EACH
+            finally:
+                mem.close()
+
+
+_CREATOR = """
+import sqlite3, sys, os
+path = sys.argv[1]
+conn = sqlite3.connect(path, isolation_level=None)
+conn.execute("BEGIN IMMEDIATE")
+conn.execute("CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+print(os.stat(path).st_ino, flush=True)
+sys.stdin.readline()
+conn.execute("INSERT INTO meta VALUES('creator', 'here')")
+conn.execute("COMMIT")
+conn.close()
+print("committed", flush=True)
+"""
+
+
+def test_an_index_another_process_is_creating_is_waited_for_never_deleted(quest: Quest, mem: MemoryContext):
+    # Another process has just created the index file and holds its write lock: opening
+    # it now gets "database is locked" at once (SQLite skips the busy handler where
+    # waiting could deadlock). That is no corruption: the opener waits, and the file
+    # the other process is writing stays the index.
+    path = quest.root / ".ds" / INDEX_FILE
+    creator = subprocess.Popen([sys.executable, "-c", _CREATOR, str(path)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        inode = int(creator.stdout.readline())  # type: ignore[union-attr]
+        index = mem.store("quest").index
+        outcome: dict[str, Any] = {}
+
+        def search() -> None:
+            try:
+                outcome["hits"] = svc.search(mem, "anything")
+            except BaseException as exc:
+                outcome["error"] = exc
+
+        reader = threading.Thread(target=search)
+        reader.start()
+        # Let the creator finish only once the reader has met its lock (or has given up).
+        wait_until(lambda: getattr(index, "busy_waits", 0) > 0 or not reader.is_alive(), what="the reader to meet the lock")
+        creator.stdin.write("go\n")  # type: ignore[union-attr]
+        creator.stdin.flush()  # type: ignore[union-attr]
+        assert creator.stdout.readline().strip() == "committed"  # type: ignore[union-attr]
+        reader.join(60)
+    finally:
+        creator.kill()
+        creator.wait()
+    assert "error" not in outcome and outcome["hits"] == []
+    assert os.stat(path).st_ino == inode  # the file was never unlinked under its creator
+    with sqlite3.connect(path) as conn:
+        assert conn.execute("SELECT value FROM meta WHERE key='creator'").fetchone() == ("here",)
+    written = svc.write_card(mem, "knowledge", "Warm up the learning rate for ViT", "loss diverged without warmup")
+    assert [h["id"] for h in svc.search(mem, "warmup diverged")] == [written["id"]]
+
+
+def _garble(path: Path) -> None:
+    for suffix in ("", "-wal", "-shm"):
+        f = Path(f"{path}{suffix}")
+        if f.exists():
+            size = f.stat().st_size
+            with open(f, "r+b") as fh:  # in place, as a stray `dd` would: open handles see it
+                fh.write(os.urandom(max(size, 4096)))
+
+
+def test_a_garbled_index_is_replaced_and_refilled_and_every_open_handle_recovers(home: Home, quest: Quest, mem: MemoryContext):
+    ids = [svc.write_card(mem, "episodes", f"Run {i} finished", _words(f"g{i}"))["id"] for i in range(12)]
+    assert len(svc.search(mem, "g3w1 g7w2", limit=5)) == 2
+    other_quest = home.open_quest("q1", actor="other")  # a second handle, as another process has
+    other = MemoryContext(other_quest)
+    try:
+        assert len(svc.search(other, "g3w1", limit=5)) == 1
+        index = mem.store("quest").index
+        broken = index.file
+        _garble(broken)
+        # The handle whose file went bad recovers by itself on its next call...
+        assert [h["id"] for h in svc.search(mem, "g5w4")] == [ids[5]]
+        assert index.file != broken  # a new generation, built aside
+        more = svc.write_card(mem, "episodes", "Run 12 finished", _words("g12"))["id"]
+        # ...and so does the other one, which moves to the new file and sees everything.
+        assert [h["id"] for h in svc.search(other, "g12w0")] == [more]
+        assert {h["id"] for h in svc.search(other, " ".join(f"g{i}w2" for i in range(13)), limit=20)} == {*ids, more}
+        assert other.store("quest").index.file == index.file
+    finally:
+        other.close()
+        other_quest.close()
+    # A newcomer finds the same, and nothing was lost from the log.
+    fresh = MemoryContext(quest)
+    try:
+        assert {h["id"] for h in svc.search(fresh, " ".join(f"g{i}w6" for i in range(13)), limit=20)} == {*ids, more}
+    finally:
+        fresh.close()
+
+
+def test_a_garbled_index_file_is_rebuilt_on_open_without_losing_anything(quest: Quest, mem: MemoryContext):
+    ids = [svc.write_card(mem, "ideas", f"Idea {i}", _words(f"i{i}"))["id"] for i in range(8)]
+    mem.store("quest").synced_index()
+    path = mem.store("quest").index.file
+    mem.close()
+    _garble(path)
+    fresh = MemoryContext(quest)
+    try:
+        assert {h["id"] for h in svc.search(fresh, " ".join(f"i{i}w0" for i in range(8)), limit=20)} == set(ids)
+    finally:
+        fresh.close()
+
+
+_HOLDER = """
+import sqlite3, sys
+conn = sqlite3.connect(sys.argv[1], isolation_level=None)
+conn.execute("BEGIN IMMEDIATE")
+print("holding", flush=True)
+sys.stdin.readline()
+conn.execute("ROLLBACK")
+"""
+
+
+def test_a_write_whose_event_landed_is_never_reported_failed_because_of_the_index(quest: Quest, mem: MemoryContext):
+    # Another process holds the index's write lock for as long as it likes. The write
+    # needs only to read the (up to date) index for its duplicate check; the index
+    # catches up with the new card on the next read, not inside the write.
+    svc.search(mem, "warm the index up")
+    path = mem.store("quest").index.file
+    holder = subprocess.Popen([sys.executable, "-c", _HOLDER, str(path)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    outcome: dict[str, Any] = {}
+    try:
+        assert holder.stdout.readline().strip() == "holding"  # type: ignore[union-attr]
+
+        def write() -> None:
+            try:
+                outcome["result"] = svc.write_card(mem, "knowledge", "Cache tokenizers per vocabulary", "rebuild on change")
+            except BaseException as exc:
+                outcome["error"] = exc
+
+        writer = threading.Thread(target=write)
+        writer.start()
+        wait_until(lambda: not writer.is_alive(), timeout=30, what="the write to return while the index is locked")
+        assert "error" not in outcome, outcome.get("error")
+        assert outcome["result"]["status"] == "written"
+        assert quest.state("memory").cards[outcome["result"]["id"]].active
+    finally:
+        holder.stdin.write("done\n")  # type: ignore[union-attr]
+        holder.stdin.flush()  # type: ignore[union-attr]
+        holder.wait(30)
+    assert [h["id"] for h in svc.search(mem, "tokenizers vocabulary")] == [outcome["result"]["id"]]
+
+
+def test_an_index_that_stays_busy_answers_with_a_structured_error_and_recovers(quest: Quest, mem: MemoryContext, monkeypatch):
+    from ds_events.memory import sqlite_file
+
+    svc.write_card(mem, "knowledge", "Seed variance is large", "5 seeds")
+    path = mem.store("quest").index.file
+    holder = subprocess.Popen([sys.executable, "-c", _HOLDER, str(path)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "holding"  # type: ignore[union-attr]
+        monkeypatch.setattr(sqlite_file, "BUSY_DEADLINE", 0.0)  # give up at the first busy answer
+        monkeypatch.setattr(sqlite_file, "_BUSY_HANDLER_SECONDS", 0.0)
+        mem.store("quest").index.close()  # reopen with the short busy handler
+        with pytest.raises(ServiceError) as err:
+            svc.search(mem, "seed variance")  # the index must apply the write: needs the lock
+        assert err.value.code == "index_busy" and "busy" in err.value.message
+    finally:
+        holder.stdin.write("done\n")  # type: ignore[union-attr]
+        holder.stdin.flush()  # type: ignore[union-attr]
+        holder.wait(30)
+    assert len(svc.search(mem, "seed variance")) == 1  # the next call simply works
+
+
+_APPENDER = """
+import sys
+from pathlib import Path
+from ds_events.home import Home
+from ds_events.memory.store import MemoryContext
+from ds_events.services import memory as svc
+quest = Home(Path(sys.argv[1])).open_quest("q1", actor="appender")
+mem = MemoryContext(quest)
+for i in range(int(sys.argv[2])):
+    svc.write_card(mem, "episodes", f"Appender run {i} finished", " ".join(f"ap{i}w{k}" for k in range(8)), force=True)
+mem.close()
+quest.close()
+print("done", flush=True)
+"""
+
+
+def test_threads_sharing_one_index_while_another_process_appends_neither_deadlock_nor_fail(home: Home, quest: Quest, mem: MemoryContext):
+    # MCP tools run in worker threads over one MemoryContext: one thread may hold the
+    # log's lock (a write checking duplicates) while another catches the index up with
+    # lines a third process just appended.
+    n_threads, each, appended = 4, 8, 15
+    appender = subprocess.Popen([sys.executable, "-c", _APPENDER, str(home.root), str(appended)], stdout=subprocess.PIPE, text=True)
+    errors: list[str] = []
+    ids: list[str] = []
+
+    def work(t: int) -> None:
+        for i in range(each):
+            try:
+                r = svc.write_card(mem, "episodes", f"Thread {t} run {i}", _words(f"t{t}x{i}"), force=True)
+                ids.append(r["id"])
+                svc.search(mem, f"t{t}x{i}w2 ap{i}w3", limit=5)
+            except Exception as exc:
+                errors.append(f"{t}/{i}: {type(exc).__name__}: {exc}")
+
+    threads = [threading.Thread(target=work, args=(t,)) for t in range(n_threads)]
+    for t in threads:
+        t.start()
+    wait_until(lambda: not any(t.is_alive() for t in threads), timeout=120, what="the threads to finish")
+    assert appender.stdout.readline().strip() == "done"  # type: ignore[union-attr]
+    appender.wait(30)
+    assert errors == []
+    assert len(ids) == n_threads * each
+    found = {h["id"] for h in svc.search(mem, " ".join(f"t{t}x{i}w5" for t in range(n_threads) for i in range(each)), limit=100)}
+    assert found == set(ids)
+    assert len(svc.list_recent(mem, limit=100)) == n_threads * each + appended
+
+
+def test_the_duplicate_check_sees_cards_the_index_has_not_caught_up_with(quest: Quest, mem: MemoryContext):
+    from ds_events.events.memory import CardWritten
+
+    svc.search(mem, "warm the index up")
+    store = mem.store("quest")
+    # Appended by someone else after this handle last synced the index.
+    quest.log.append(CardWritten(card_id="knowledge-0000beef", kind="knowledge", title="Cache the tokenizer per vocabulary",
+                                 body="rebuild it when the vocabulary changes", source_quest="q1"))  # fmt: skip
+    assert store.index.applied_seq < quest.log.last_seq
+    found = svc.near_duplicates(store, store.state(), "knowledge", "Cache the tokenizer per vocabulary size",
+                                "rebuild it when the vocabulary changes")  # fmt: skip
+    assert [c["id"] for c in found] == ["knowledge-0000beef"]
+
+
+def test_a_write_never_holds_the_logs_lock_while_the_index_is_busy(quest: Quest, mem: MemoryContext, monkeypatch):
+    from ds_events.events.memory import CardWritten
+    from ds_events.memory import sqlite_file
+
+    svc.search(mem, "warm the index up")
+    quest.log.append(CardWritten(card_id="knowledge-0000beef", kind="knowledge", title="Seeds matter", body="5 seeds",
+                                 source_quest="q1"))  # fmt: skip (the index is now behind: the write must fold it in)
+    monkeypatch.setattr(sqlite_file, "_BUSY_HANDLER_SECONDS", 0.01)  # report busy quickly, so we can see it
+    index = mem.store("quest").index
+    index.close()
+    path = index.file
+    holder = subprocess.Popen([sys.executable, "-c", _HOLDER, str(path)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    outcome: dict[str, Any] = {}
+    try:
+        assert holder.stdout.readline().strip() == "holding"  # type: ignore[union-attr]
+
+        def write() -> None:
+            try:
+                outcome["result"] = svc.write_card(mem, "knowledge", "Warm up the learning rate for ViT", "diverged")
+            except BaseException as exc:
+                outcome["error"] = exc
+
+        writer = threading.Thread(target=write)
+        writer.start()
+        wait_until(lambda: index.busy_waits > 0, what="the write to find the index busy")
+        # Meanwhile every other appender of the quest goes ahead.
+        other = home_quest = quest.home.open_quest("q1", actor="other")
+        try:
+            appended: dict[str, Any] = {}
+            t = threading.Thread(target=lambda: appended.setdefault("e", other.log.append(
+                CardWritten(card_id="knowledge-0000cafe", kind="knowledge", title="Label smoothing", body="ECE", source_quest="q1"))))
+            t.start()
+            wait_until(lambda: "e" in appended, timeout=20, what="another append while the index is busy")
+            assert writer.is_alive()  # still waiting for the index, outside the log's lock
+        finally:
+            t.join(30)
+            home_quest.close()
+    finally:
+        holder.stdin.write("done\n")  # type: ignore[union-attr]
+        holder.stdin.flush()  # type: ignore[union-attr]
+        holder.wait(30)
+    writer.join(60)
+    assert "error" not in outcome, outcome.get("error")
+    assert outcome["result"]["status"] == "written"
