@@ -26,6 +26,15 @@ __all__ = ["StartSpec", "MonitorHandle", "spawn_monitor", "HANDSHAKE_TIMEOUT"]
 
 HANDSHAKE_TIMEOUT = 60.0
 
+# The monitor runs the very code this server runs: the directory that holds this
+# package goes first on its path (not in PYTHONPATH, which the command would inherit),
+# so it works from a plain checkout and never picks up another installed copy.
+_PACKAGE_PARENT = str(Path(__file__).resolve().parents[2])
+_MONITOR_BOOT = (
+    f"import sys; sys.path.insert(0, {_PACKAGE_PARENT!r}); "
+    "from ds_events.bash_monitor import main; sys.exit(main())"
+)
+
 
 @dataclass
 class StartSpec:
@@ -91,7 +100,7 @@ def spawn_monitor(spec: StartSpec) -> MonitorHandle:
     }
     with open(spec.dir / "monitor.log", "ab") as monitor_log:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "ds_events.bash_monitor"],
+            [sys.executable, "-c", _MONITOR_BOOT],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=monitor_log,

@@ -122,19 +122,25 @@ def _mailbox(quest: Quest) -> None:
     from ds_events.services import interactions
 
     quest_service.post_message(quest, "Please report the accuracy delta with a 95% CI.")
-    first = interactions.interact(quest, message="Baseline reproduced at 91.6% top-1.", consumer="demo")
-    out(f"mailbox: interact() delivered {first['new_message_count']} new message(s): {[m['text'] for m in first['new_messages']]}")
-    again = interactions.interact(quest, message="Baseline reproduced at 91.6% top-1.", consumer="demo")
-    out(f"         the same progress again was suppressed: {again['suppressed']}")
+    progress = interactions.Interact(message="Baseline reproduced at 91.6% top-1.")
+    first = interactions.interact(quest, progress, consumer="demo")
+    out(f"mailbox: interact() delivered {first.new_message_count} new message(s): {[m.text for m in first.new_messages]}")
+    again = interactions.interact(quest, progress, consumer="demo")
+    out(f"         the same progress again was suppressed: {again.suppressed}")
     ask = interactions.interact(
         quest,
-        kind="decision_request",
-        message="Label smoothing helped (+0.5). Next?",
-        options=[{"id": "sweep", "label": "Sweep 0.05-0.2"}, {"id": "write", "label": "Write it up"}],
+        interactions.Interact(
+            kind="decision_request",
+            message="Label smoothing helped (+0.5). Next?",
+            options=[{"id": "sweep", "label": "Sweep 0.05-0.2"}, {"id": "write", "label": "Write it up"}],
+        ),
     )
-    interactions.reply(quest, ask["interaction_id"], "Write it up", option_id="write", source="demo")
-    reply = interactions.interact(quest, message="Writing the report.", consumer="demo")["new_messages"][0]
-    out(f"         the decision request was answered: {reply['text']!r} (option {reply['option_id']})")
+    assert ask.interaction_id is not None
+    interactions.reply(
+        quest, interactions.Reply(interaction_id=ask.interaction_id, text="Write it up", option_id="write"), source="demo"
+    )
+    reply = interactions.interact(quest, interactions.Interact(message="Writing the report."), consumer="demo").new_messages[0]
+    out(f"         the decision request was answered: {reply.text!r} (option {reply.option_id})")
 
 
 def _shell(quest: Quest) -> None:

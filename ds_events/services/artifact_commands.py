@@ -101,7 +101,7 @@ _CONTRACT = {
                 "required": ["description", "source_ref"],
             },
         },
-        "evaluation_protocol": {"type": "object"},
+        "evaluation_protocol": {"type": ["object", "string"]},
     },
     "required": ["metrics"],
 }
@@ -203,8 +203,11 @@ class RecordMainExperiment(Command):
     metric_directions: Annotated[dict[str, Any] | None, Meta(
         description="{metric_id: \"higher\" | \"lower\"}; must agree with the contract.", extra_json_schema=_DIRECTIONS
     )] = None
-    evaluation_protocol: Annotated[dict[str, Any] | None, Meta(
-        description="Must equal the contract's protocol when both are given.", extra_json_schema=_OBJECT_OR_NULL
+    evaluation_protocol: Annotated[dict[str, Any] | str | None, Meta(
+        description=(
+            "How the run was evaluated: an object, or a sentence (kept as {\"description\": ...}). "
+            "Must equal the contract's protocol when both are given."
+        ),
     )] = None
     summary: Annotated[str | None, Meta(description="What the run showed.")] = None
     idea_id: Annotated[str | None, Meta(description="The idea tested. When null: the run branch's idea.")] = None

@@ -81,7 +81,7 @@ async def test_slices_are_recorded_once_each_with_their_branch_head(home: Home, 
     "args, code",
     [
         ({"slices": []}, "invalid_slices"),
-        ({"slices": "one slice"}, "invalid_slices"),
+        ({"slices": "one slice"}, "invalid_argument"),  # not an array: refused at the edge
         ({"slices": [42]}, "invalid_slices"),
         ({"slices": [{"slice_id": "a", "title": "A"}, {"slice_id": "a", "title": "B"}]}, "duplicate_slice_id"),
         ({"slices": [{"slice_id": "../x", "title": "A"}]}, "invalid_id"),

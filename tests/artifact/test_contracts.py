@@ -116,7 +116,7 @@ def _incomplete_contract() -> dict:
 @pytest.mark.parametrize(
     "over, code",
     [
-        ({"metric_contract": "top1 is accuracy"}, "invalid_metric_contract"),
+        ({"metric_contract": "top1 is accuracy"}, "invalid_argument"),  # not an object
         ({"metric_contract": {"metrics": {}}}, "invalid_metric_contract"),
         ({"metric_contract": _incomplete_contract()}, "invalid_metric_contract"),
         ({"metrics_summary": {"top1": 0.9, "nll": 0.3, "f1": 0.5}}, "invalid_metric_contract"),  # f1 has no entry

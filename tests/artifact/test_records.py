@@ -11,9 +11,11 @@ from pathlib import Path
 import msgspec
 import pytest
 
+from ds_events.errors import Invalid
 from ds_events.events.artifact import ArtifactRecorded
 from ds_events.home import Home, Quest
 from ds_events.replay import replay_quest
+from ds_events.services import artifacts
 from projections import fold
 from projections.artifacts import KIND_DIRS, PROJECTION, State
 
@@ -67,7 +69,7 @@ async def test_records_name_the_active_branch(home: Home, quest: Quest) -> None:
 @pytest.mark.parametrize(
     "payload, code",
     [
-        ("an idea", "invalid_payload"),
+        ("an idea", "invalid_argument"),  # not an object: refused at the edge
         ({"title": "no kind"}, "unknown_kind"),
         ({"kind": "thought", "title": "x"}, "unknown_kind"),
         ({"kind": "idea"}, "missing_fields"),
@@ -151,3 +153,11 @@ def test_two_processes_recording_at_once_never_get_the_same_id(home: Home, quest
     assert sorted(ids) == [f"idea-{n:04d}" for n in range(1, 31)]
     quest.views.materialise()
     assert len(list((quest.root / "artifacts/ideas").iterdir())) == 30
+
+
+@pytest.mark.parametrize("call", [artifacts.record, artifacts.publish_baseline])
+def test_a_service_called_with_a_payload_that_is_not_an_object_refuses_it(quest: Quest, call) -> None:
+    seq = quest.log.last_seq
+    with pytest.raises(Invalid) as caught:
+        call(quest, "an idea")
+    assert caught.value.code == "invalid_payload" and quest.log.last_seq == seq

@@ -174,6 +174,9 @@ async def test_a_new_server_marks_sessions_that_died_while_no_server_ran_before_
     wait_until(lambda: not procs.is_alive(session.monitor_pid, session.monitor_start_time), what="the monitor to die")
     assert service.get_session(quest, session.id).status == "running"  # nobody has looked yet
     async with client_for(quest):
+        # The server reconciles as it opens the quest, in the background: no call asks it to.
+        wait_until(lambda: any(e.type == "bash.session_lost" for e in bash_events(quest, session.id)),
+                   what="the server to mark the session lost")
         lost = [e for e in bash_events(quest, session.id) if e.type == "bash.session_lost"]
     assert len(lost) == 1 and lost[0].actor == "mcp:bash_exec"
     wait_until(lambda: group_is_gone(session.pgid), what="the group to be gone")
