@@ -12,6 +12,7 @@ import os
 import re
 import secrets
 import shutil
+import threading
 import unicodedata
 from collections.abc import Iterator
 from pathlib import Path
@@ -178,17 +179,37 @@ class Quest:
         policy: Policy = home.config().get("durability", "group")
         if policy not in ("always", "group", "never"):
             raise Invalid(f"config durability is {policy!r}: set it to always, group or never", code="bad_config")
-        self.log = EventLog(
-            self.root / ".ds" / "events.jsonl",
-            quest_id=quest_id,
-            actor=actor,
-            policy=policy,
-            read_only=read_only,
-            key=home.log_key(create=not read_only),
-        )
+        self._policy: Policy = policy
+        self._actor = actor
+        self._read_only = read_only
+        self._reopening = threading.Lock()
+        self._retired: list[EventLog] = []  # replaced handles: another thread may still read one
+        self.log = self._open_log()
         self.views = Views(self.log, self.root).load()
         if self.log.recovered is not None:
             self.views.materialise()
+
+    def _open_log(self) -> EventLog:
+        return EventLog(
+            self.root / ".ds" / "events.jsonl",
+            quest_id=self.id,
+            actor=self._actor,
+            policy=self._policy,
+            read_only=self._read_only,
+            key=self.home.log_key(create=not self._read_only),
+        )
+
+    def _writable_log(self) -> EventLog:
+        """The log handle to append through. After a failed write (a full disk) a
+        handle refuses until reopened; reopening here means a long-running server
+        appends again by itself once there is room, instead of failing every call."""
+        if self.log.needs_reopen:
+            with self._reopening:
+                if self.log.needs_reopen:
+                    self._retired.append(self.log)
+                    self.log = self._open_log()
+                    self.views.log = self.log
+        return self.log
 
     @classmethod
     def at(cls, root: str | os.PathLike[str], *, actor: str = "cli") -> Quest:
@@ -205,14 +226,14 @@ class Quest:
     def emit(self, events: Event | list[Event]) -> list[Event]:
         """Append ``events`` atomically, update views, write the files they change."""
         batch = [events] if isinstance(events, Event) else list(events)
-        stored = self.log.append(batch)
+        stored = self._writable_log().append(batch)
         assert isinstance(stored, list)
         self.views.materialise(stored)
         return stored
 
     async def emit_async(self, events: Event | list[Event]) -> list[Event]:
         batch = [events] if isinstance(events, Event) else list(events)
-        stored = await self.log.append_async(batch)
+        stored = await self._writable_log().append_async(batch)
         assert isinstance(stored, list)
         self.views.materialise(stored)
         return stored
@@ -224,7 +245,7 @@ class Quest:
         Views are caught up on entry, so ``self.state(...)`` inside sees every process's
         events; files are materialised after the lock is released.
         """
-        with self.log.transaction() as txn:
+        with self._writable_log().transaction() as txn:
             self.views.catch_up()
             yield txn
         self.views.materialise(txn.appended)
@@ -233,7 +254,8 @@ class Quest:
         return pygit2.Repository(str(self.root))
 
     def close(self) -> None:
-        self.log.close()
+        for log in (*self._retired, self.log):
+            log.close()
 
     def __enter__(self) -> Quest:
         return self

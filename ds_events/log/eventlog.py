@@ -149,6 +149,13 @@ class EventLog:
         self._refresh()
         return self._last_seq
 
+    @property
+    def needs_reopen(self) -> bool:
+        """A write through this handle failed: it refuses appends until a new handle is
+        opened (what it knows of the file's end may be wrong). A sync failure is final
+        in another way (the data it covered may be lost) and is reported by every append."""
+        return self._file.write_failed is not None and not self._file.closed
+
     def head(self) -> Head:
         """The last seq and the chain hash of its line, including other processes' appends."""
         self._refresh()
@@ -407,25 +414,20 @@ class EventLog:
 
     def _write_failed(self, exc: OSError, what: str, *, cut: bool = True) -> LogError:
         """Under the lock, after a failed write: cut the file back to the end of the
-        last complete batch we know (a partial batch must not stay) and return the
-        error to raise.
+        last complete batch we know (a partial batch must not stay), refuse further
+        appends through this handle, and return the error to raise.
 
-        Once the cut has put the file back as it was, the handle stays usable: the next
-        append (when there is space again) simply writes. Only if the cut fails (or
-        ``cut=False``: a recovery that failed) does the handle refuse further appends
-        until reopened; the partial batch then stays at the tail, where readers do not
-        see it (its last line is missing) and the next opener's recovery drops it.
+        If even the cut fails, the partial batch stays at the tail, where readers do
+        not see it (its last line is missing) and the next opener's recovery drops it.
+        ``cut=False`` (a recovery that failed) leaves the torn bytes for the next one.
         """
-        restored = False
         if cut:
             try:
                 if os.fstat(self._file.fd).st_size > self._size:
                     os.ftruncate(self._file.fd, self._size)
-                restored = os.fstat(self._file.fd).st_size == self._size
             except OSError:
                 pass
-        if not restored:
-            self._file.fail_write(exc)
+        self._file.fail_write(exc)
         return as_log_error(self.path, exc, what)
 
     def _anchor_now(self) -> None:

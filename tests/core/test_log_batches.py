@@ -1,6 +1,6 @@
 """A batch is all or nothing (issue 11 item 4): its lines say they belong together,
 readers never see part of one, recovery drops an incomplete one whole, and a failed
-write (a full disk) keeps nothing, and the handle appends again once there is space.
+write (a full disk) keeps nothing and stops the handle until it is reopened.
 
 Full-disk tests run on a real tmpfs that they fill (tests/core/full_disk.py), or, where
 none can be mounted, on a fault-injecting ``os.write`` at the edge.
@@ -117,7 +117,7 @@ def full_disk(monkeypatch):
         yield FullDisk(monkeypatch, where, real)
 
 
-def test_a_batch_on_a_full_disk_keeps_nothing_and_the_handle_appends_again_once_there_is_space(full_disk):
+def test_a_batch_on_a_full_disk_keeps_nothing_and_the_handle_refuses_until_reopened(full_disk):
     path = full_disk.path / "events.jsonl"
     log = EventLog(path, quest_id="q", policy="group")
     try:
@@ -128,16 +128,14 @@ def test_a_batch_on_a_full_disk_keeps_nothing_and_the_handle_appends_again_once_
             log.append([msg(10 + i, pad=20_000) for i in range(5)])  # bigger than any slack
         assert caught.value.code == "disk_full" and isinstance(caught.value, LogError)
         assert path.read_bytes() == before  # not one line of the batch stayed
-        with pytest.raises(DiskFull):
-            log.append(msg(19, pad=20_000))  # still full: refused again, nothing kept
-        assert path.read_bytes() == before
         full_disk.free()
-        assert log.append(msg(20)).seq == 4  # the same handle, no reopening
+        with pytest.raises(DiskFull, match="earlier write failed"):
+            log.append(msg(20))  # even with space again: reopen first
     finally:
         log.close()
     with EventLog(path, quest_id="q", policy="group") as again:
         assert again.recovered is None
-        assert [e.seq for e in again.append([msg(30), msg(31)])] == [5, 6]
+        assert [e.seq for e in again.append([msg(30), msg(31)])] == [4, 5]
     assert verify_log(str(path)).ok
 
 
@@ -161,7 +159,8 @@ def test_a_write_error_other_than_a_full_disk_is_a_log_error_and_keeps_nothing(t
         assert not isinstance(caught.value, DiskFull)
         monkeypatch.undo()
         assert path.read_bytes() == before
-        assert log.append(msg(4)).seq == 2  # the half line was cut: the handle goes on
+        with pytest.raises(LogError, match="earlier write failed"):
+            log.append(msg(4))
     assert verify_log(str(path)).ok
 
 
