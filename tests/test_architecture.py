@@ -58,6 +58,9 @@ PROJECTION_FORBIDDEN = {
     "aiohttp", "aiofiles", "mcp", "pygit2", "threading", "asyncio",
 }  # fmt: skip
 ADAPTER_FORBIDDEN_CALLS = {"emit", "emit_async", "transaction"}
+# The network and protocol libraries belong to the adapters: a service that needs the
+# network takes a function from its caller (see services.interactions.Deliver).
+EDGE_LIBRARIES = {"aiohttp", "mcp", "anyio", "acp"}
 
 
 def module_name(path: Path, root: Path = REPO) -> str:
@@ -97,6 +100,31 @@ def imported_modules(path: Path, root: Path = REPO) -> list[tuple[int, str]]:
                 target = node.module or ""
             found += [(node.lineno, f"{target}.{a.name}") for a in node.names]
     return [(line, name) for line, name in found if name.split(".")[0] in PACKAGES]
+
+
+def third_party_imports(path: Path) -> list[tuple[int, str]]:
+    """``(line, top-level package)`` of every absolute import that is not ours."""
+    found: list[tuple[int, str]] = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, a.name.split(".")[0]) for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            found.append((node.lineno, node.module.split(".")[0]))
+    return [(line, name) for line, name in found if name not in PACKAGES]
+
+
+def edge_library_violations(root: Path = REPO) -> list[str]:
+    problems = []
+    for path in our_modules(root):
+        me = module_name(path, root)
+        mine = layer_of(me)
+        if mine is None or mine >= 4:
+            continue
+        problems += [
+            f"{me}:{line} (layer {mine}) imports {name}, which only adapters may use"
+            for line, name in third_party_imports(path) if name in EDGE_LIBRARIES
+        ]
+    return problems
 
 
 def our_modules(root: Path = REPO) -> list[Path]:
@@ -166,6 +194,10 @@ def test_every_module_imports_only_its_own_layer_or_lower():
     assert layer_violations() == []
 
 
+def test_only_adapters_use_the_network_and_protocol_libraries():
+    assert edge_library_violations() == []
+
+
 def test_projections_do_no_io_and_read_no_clock():
     assert purity_violations() == []
 
@@ -194,6 +226,7 @@ def test_the_checks_catch_planted_violations(tmp_path):
             "ds_events/memory/store.py": "from ..services import memory\n",
             "ds_events/services/__init__.py": "",
             "ds_events/services/memory.py": "def f():\n    from ds_events.cli import main\n",
+            "ds_events/services/hooks.py": "def post():\n    import aiohttp.client\n",
             "ds_events/cli/__init__.py": "def main(): pass\n",
             "projections/view.py": "import os\nfrom ds_events.home import Home\n",
             "handlers/mcp.py": "def tool(quest):\n    quest.emit([])\n    quest.log.append([])\n",
@@ -206,6 +239,7 @@ def test_the_checks_catch_planted_violations(tmp_path):
     assert any(v.startswith("projections.view:2 (layer 1) imports ds_events.home.Home") for v in layers)
     assert "ds_events.nowhere: belongs to no layer (add it to LAYERS)" in layers
     assert purity_violations(root) == ["projections.view:1 imports os"]
+    assert edge_library_violations(root) == ["ds_events.services.hooks:2 (layer 3) imports aiohttp, which only adapters may use"]
     assert adapter_violations(root) == ["handlers.mcp:2 calls quest.emit()", "handlers.mcp:3 appends to quest.log"]
 
 
