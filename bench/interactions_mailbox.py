@@ -45,8 +45,8 @@ def main(n: int) -> None:
     t0 = time.perf_counter()
     for i in range(n):
         quests.post_message(q2, f"message {i}", source="bench")
-        r = interactions.interact(q2, message=f"step {i} done", recent_message_limit=8)
-        assert r["new_message_count"] == 1
+        r = interactions.interact(q2, interactions.Interact(message=f"step {i} done", recent_message_limit=8))
+        assert r.new_message_count == 1
     interact = (time.perf_counter() - t0) / n
 
     q3 = home.create_quest("backlog", quest_id="backlog")
