@@ -88,6 +88,9 @@ MAX_COMMAND_CHARS = 100_000
 MAX_WAIT_SECONDS = 1800.0
 DEFAULT_GRACE_SECONDS = 5.0
 DEFAULT_PROGRESS_INTERVAL = 5.0
+# How long a monitor retries recording the exit (a full disk); past it, it gives up and
+# the session is marked lost once the monitor is gone (see :func:`reconcile`).
+DEFAULT_EXIT_RETRY_SECONDS = 60.0
 AWAIT_TAIL_LINES = 50  # the output an await answers with
 _POLL_SECONDS = 0.05  # how often a waiter looks for the end event
 _RECONCILE_SECONDS = 1.0  # how often a waiter checks that the monitor still runs
@@ -177,6 +180,7 @@ def prepare_start(quest: Quest, cmd: StartSession) -> StartSpec:
         started_by=quest.log.actor,
         quest_root=quest.root.resolve(),
         env_keys=sorted(extra),
+        exit_retry_seconds=config_seconds(config, "exit_retry_seconds", DEFAULT_EXIT_RETRY_SECONDS),
     )
 
 
