@@ -1,14 +1,16 @@
 """The `bash_exec` MCP namespace: one tool, ``bash_exec``, for durable shell sessions.
 
-A thin adapter over :mod:`ds_events.services.bash_exec`: the arguments are decoded into a
+A thin adapter over :mod:`ds_events.services.bash_tool`: the arguments are decoded into a
 :class:`BashExec` command (by :mod:`handlers.mcp.common`), the service checks the mode's
-rules and runs it, and its :class:`BashExecResult` is the tool's answer. The server reconciles sessions when it
-starts, so sessions that died while no server was running are marked at once.
+rules and runs it, and its :class:`BashExecResult` is the tool's answer. The server
+reconciles sessions when it starts, so sessions that died while no server was running
+are marked at once.
 """
 
 from __future__ import annotations
 
 from ds_events.services import bash_exec as service
+from ds_events.services import bash_tool
 from ds_events.services.bash_commands import BashExec, BashExecResult
 
 from .common import Namespace, QuestBinding, ToolContext
@@ -61,7 +63,7 @@ def build_server(binding: QuestBinding) -> MCPServer[ToolContext]:
           bash_exec(mode="read", id="bx-1a2b3c4d", tail=100)
           bash_exec(mode="kill", id="bx-1a2b3c4d", wait=True, reason="diverged")
         """
-        return await service.bash_exec(await tc.quest_async(), cmd)
+        return await bash_tool.bash_exec(await tc.quest_async(), cmd)
 
     return ns.server()
 

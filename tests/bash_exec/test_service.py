@@ -12,6 +12,7 @@ import pytest
 from ds_events.errors import Invalid, NotFound, ServiceError
 from ds_events.events import decode_line
 from ds_events.services import bash_exec as service
+from ds_events.services import bash_tool
 from ds_events.services.bash_commands import (
     BashExec,
     GetSession,
@@ -39,7 +40,7 @@ FIELDS = {
 
 async def _run(quest, **args) -> dict:
     """One request as an HTTP route would make it: decode the JSON body, call the service."""
-    return msgspec.to_builtins(await service.bash_exec(quest, decode_command(BashExec, args)))
+    return msgspec.to_builtins(await bash_tool.bash_exec(quest, decode_command(BashExec, args)))
 
 
 async def test_every_mode_runs_through_the_service_alone_with_the_fields_the_tool_answers(quest):
