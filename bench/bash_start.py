@@ -30,6 +30,7 @@ from _util import verdict
 from ds_events.bash.spawn import spawn_monitor
 from ds_events.home import Home
 from ds_events.services import bash_exec as service
+from ds_events.services.bash_commands import GetSession, StartSession
 
 COMMAND = "sleep 0.2"
 
@@ -65,7 +66,7 @@ def _monitor_vs_bare_python(quest, rounds: int) -> tuple[list[float], list[float
         t0 = time.perf_counter()
         subprocess.run([sys.executable, "-c", "pass"], check=True)
         bare.append(time.perf_counter() - t0)
-        spec = service.prepare_start(quest, COMMAND)  # validation is not the monitor's cost
+        spec = service.prepare_start(quest, StartSession(command=COMMAND))  # validation is not the monitor's cost
         t0 = time.perf_counter()
         handle = spawn_monitor(spec)
         monitor.append(time.perf_counter() - t0)
@@ -81,16 +82,16 @@ def _session_vs_popen(quest, rounds: int) -> tuple[list[float], list[float]]:
         procs.append(subprocess.Popen(["bash", "-c", COMMAND], start_new_session=True))
         popen.append(time.perf_counter() - t0)
         t0 = time.perf_counter()
-        started.append(service.start(quest, COMMAND))
+        started.append(service.start(quest, StartSession(command=COMMAND)))
         session.append(time.perf_counter() - t0)
     for p in procs:
         p.wait()
     deadline = time.monotonic() + 60
-    while any(service.get_session(quest, s.id).status == "running" for s in started):
+    while any(service.get_session(quest, GetSession(id=s.id)).status == "running" for s in started):
         if time.monotonic() > deadline:
             raise SystemExit("sessions did not end")
         time.sleep(0.05)
-    assert all(service.get_session(quest, s.id).status == "completed" for s in started)
+    assert all(service.get_session(quest, GetSession(id=s.id)).status == "completed" for s in started)
     return session, popen
 
 

@@ -14,6 +14,13 @@ stdout, and waits for "go" — sent once ``bash.session_started`` is in the log.
 - once the command exits, stops whatever it left in its group, reaps it, and records
   the exit.
 
+Recording in the log may fail (a full disk: ``DiskFull``/``LogError``; the views' files:
+``OSError``). The monitor never dies of it: progress is best effort (the latest report
+is retried after the interval, or dropped at the end); the exit is retried with a
+doubling backoff for ``exit_retry_seconds`` (config ``bash_exec.exit_retry_seconds``),
+then given up, and the session is marked lost by the next reconciliation once the
+monitor is gone. Each of these is said in ``monitor.log`` (its stderr).
+
 It is a child subreaper, so the command's orphaned descendants are reparented to it:
 every zombie of the group is its child. It records the end only once the kernel says
 the group is empty (``killpg(pgid, 0)`` fails with ESRCH) right after a reap, so a
@@ -51,6 +58,8 @@ MAX_PROGRESS_BYTES = 4096
 _IDLE_FLUSH = 2.0  # a line without newline is written after this long without output
 _GO_TIMEOUT = 120.0
 _FOREIGN_ZOMBIE_WAIT = 5.0  # how long zombies we cannot reap may hold up the end
+_PROGRESS_RETRY = 1.0  # least seconds before a failed progress report is tried again
+_EXIT_RETRY_FIRST, _EXIT_RETRY_MAX = 0.1, 5.0  # backoff between tries to record the exit
 
 
 _FLAGS: set[str] = set()  # signals seen, set by handlers installed before anything else
@@ -141,10 +150,15 @@ class _Monitor:
         # Imported only now, after "go": the quest, the log and the line log are not
         # needed to start the command, and importing them costs more than the start.
         from ds_events.bash import linelog
+        from ds_events.errors import LogError
         from ds_events.home import Quest
         from ds_events.services import bash_exec
 
         self.service = bash_exec
+        # What a failed append raises (DiskFull is a LogError) or writing the views' files.
+        self.record_errors: tuple[type[BaseException], ...] = (LogError, OSError)
+        self.progress_failing = False
+        self.exit_retry = float(spec.get("exit_retry_seconds", 60.0))
         self.spec = spec
         self.sid: str = spec["session_id"]
         self.child = child
@@ -260,7 +274,22 @@ class _Monitor:
             return
         seq, data = self.progress
         self.progress, self.progress_sent_at = None, now
-        self.service.record_progress(self.quest, self.sid, seq, data)
+        try:
+            self.service.record_progress(self.quest, self.sid, seq, data)
+        except self.record_errors as exc:
+            # Best effort: the command runs on. Keep the report (unless a newer one
+            # comes) and try again after the interval, at least a second from now.
+            if self.progress is None and not final:
+                self.progress = (seq, data)
+            self.progress_sent_at = now + max(0.0, _PROGRESS_RETRY - self.progress_interval)
+            if not self.progress_failing or final:
+                _note(f"progress of line {seq} not recorded ({_describe(exc)})"
+                      + ("; dropped at the end" if final else "; the command runs on, retrying"))
+            self.progress_failing = True
+            return
+        if self.progress_failing:
+            _note(f"progress recorded again (line {seq})")
+            self.progress_failing = False
 
     def _flush_idle(self, now: float) -> None:
         if self.writer.has_partial and now - self.last_output >= _IDLE_FLUSH:
@@ -327,9 +356,7 @@ class _Monitor:
         status = self.status if self.status is not None else 0
         exit_code = os.waitstatus_to_exitcode(status)
         signal_name = procs.signal_name(-exit_code) if exit_code < 0 else None
-        self.service.record_exit(
-            self.quest,
-            self.sid,
+        self._record_exit(
             exit_code=None if signal_name else exit_code,
             signal_name=signal_name,
             timed_out=self.timed_out,
@@ -341,8 +368,49 @@ class _Monitor:
         self.quest.close()
         return 0
 
+    def _record_exit(self, **facts: Any) -> bool:
+        """Record the exit, retrying with a doubling backoff for ``exit_retry`` seconds.
+
+        Retrying is safe: :func:`record_exit` decides under the log's lock and does
+        nothing once the session has ended in the log. Giving up leaves the session
+        "running" in the log only until this monitor is gone; then any reconciliation
+        (a list, a read, a server's start) marks it lost.
+        """
+        give_up_at = time.monotonic() + self.exit_retry
+        delay, attempts = _EXIT_RETRY_FIRST, 0
+        while True:
+            attempts += 1
+            try:
+                self.service.record_exit(self.quest, self.sid, **facts)
+            except self.record_errors as exc:
+                if time.monotonic() + delay > give_up_at:
+                    _note(f"exit not recorded after {attempts} tries over {self.exit_retry:g} s ({_describe(exc)}): "
+                          f"{json.dumps(facts)}; giving up, the session will be marked lost")
+                    return False
+                if attempts == 1:
+                    _note(f"exit not recorded ({_describe(exc)}); retrying for up to {self.exit_retry:g} s")
+                time.sleep(delay)  # nothing else to do: the command and its group are gone
+                delay = min(delay * 2, _EXIT_RETRY_MAX)
+                continue
+            if attempts > 1:
+                _note(f"exit recorded after {attempts} tries")
+            return True
+
 
 # -- private helpers -------------------------------------------------------------------
+
+
+def _note(text: str) -> None:
+    """A line in monitor.log (our stderr); on a full disk even that may fail."""
+    try:
+        sys.stderr.write(f"bash_monitor: {text}\n")
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        pass
+
+
+def _describe(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}"
 
 
 def _answer(payload: dict[str, Any]) -> None:

@@ -2,6 +2,10 @@
 
 Materialises ``.ds/bash_exec/sessions.json`` (the session list, oldest first), which
 ``ds replay`` rewrites byte for byte.
+
+A :class:`Session` is frozen and ``apply`` replaces a changed one instead of updating it
+in place: a record someone got from the view (a service answer, a waiter comparing
+before and after) keeps saying what it said when they got it.
 """
 
 from __future__ import annotations
@@ -10,6 +14,7 @@ from collections.abc import Iterable
 from typing import Any
 
 import msgspec
+from msgspec.structs import replace
 
 from ds_events.events import Event
 from ds_events.events.bash import (
@@ -28,7 +33,7 @@ STATUSES = ("running", "completed", "failed", "terminated", "lost")
 SESSIONS_FILE = ".ds/bash_exec/sessions.json"
 
 
-class Session(msgspec.Struct, kw_only=True):
+class Session(msgspec.Struct, kw_only=True, frozen=True):
     id: str
     command: str
     workdir: str
@@ -90,22 +95,24 @@ def apply(state: State, event: Event) -> State:
             )
         case BashProgress(session_id=sid) if sid in state.sessions:
             s = state.sessions[sid]
-            s.progress, s.progress_line = dict(event.data), event.line
-            s.progress_updates += 1
-        case BashKillRequested(session_id=sid) if sid in state.sessions:
-            s = state.sessions[sid]
-            if s.status == "running":
-                s.kill_requested, s.kill_reason = True, event.reason
-                s.kill_force, s.kill_grace_seconds = event.force, event.grace_seconds
+            state.sessions[sid] = replace(
+                s, progress=dict(event.data), progress_line=event.line, progress_updates=s.progress_updates + 1
+            )
+        case BashKillRequested(session_id=sid) if sid in state.sessions and state.sessions[sid].status == "running":
+            state.sessions[sid] = replace(
+                state.sessions[sid], kill_requested=True, kill_reason=event.reason,
+                kill_force=event.force, kill_grace_seconds=event.grace_seconds,
+            )
         case BashSessionExited(session_id=sid) if sid in state.sessions:
-            s = state.sessions[sid]
-            s.status, s.exit_code, s.signal, s.reason = event.status, event.exit_code, event.signal, event.reason
-            s.lines, s.bytes, s.duration_seconds = event.lines, event.bytes, event.duration_seconds
-            s.ended_at, s.ended_seq = event.ts, event.seq
+            state.sessions[sid] = replace(
+                state.sessions[sid], status=event.status, exit_code=event.exit_code, signal=event.signal,
+                reason=event.reason, lines=event.lines, bytes=event.bytes, duration_seconds=event.duration_seconds,
+                ended_at=event.ts, ended_seq=event.seq,
+            )
         case BashSessionLost(session_id=sid) if sid in state.sessions and state.sessions[sid].status == "running":
-            s = state.sessions[sid]
-            s.status, s.reason = "lost", event.reason
-            s.ended_at, s.ended_seq = event.ts, event.seq
+            state.sessions[sid] = replace(
+                state.sessions[sid], status="lost", reason=event.reason, ended_at=event.ts, ended_seq=event.seq
+            )
     return state
 
 

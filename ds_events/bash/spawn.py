@@ -51,6 +51,7 @@ class StartSpec:
     started_by: str
     quest_root: Path
     env_keys: list[str]
+    exit_retry_seconds: float = 60.0  # how long the monitor retries recording the exit
 
     @property
     def dir(self) -> Path:
@@ -96,6 +97,7 @@ def spawn_monitor(spec: StartSpec) -> MonitorHandle:
         "timeout_seconds": spec.timeout_seconds,
         "grace_seconds": spec.grace_seconds,
         "progress_interval": spec.progress_interval,
+        "exit_retry_seconds": spec.exit_retry_seconds,
         "log_path": str(spec.dir / "output.log"),
     }
     with open(spec.dir / "monitor.log", "ab") as monitor_log:

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import asyncio
-
 import click
 import msgspec
 
 from ds_events.bash.checks import MAX_LINES
 from ds_events.home import Home
 from ds_events.services import bash_exec as service
+from ds_events.services.bash_commands import KillSession, ListSessions, ReadOutput
 
 from .common import cli, emit_json, json_option, open_quest, out, pass_home
 
@@ -36,14 +35,14 @@ def bash_list(home: Home, quest_id: str, include_ended: bool, limit: int | None,
     Example: ds bash list tok-abl --all --json
     """
     with open_quest(home, quest_id) as q:
-        sessions, counts = service.list_sessions(q, include_ended=include_ended, limit=limit)
+        listed = service.list_sessions(q, ListSessions(include_ended=include_ended, limit=limit))
     if as_json:
-        emit_json({"sessions": [msgspec.to_builtins(s) for s in sessions], "counts": counts})
+        emit_json(msgspec.to_builtins(listed))
         return
-    for s in sessions:
+    for s in listed.sessions:
         ended = "" if s.status == "running" else f" exit={s.exit_code if s.exit_code is not None else s.signal or '-'}"
         out(f"{s.id:<12} {s.status:<10} {s.started_at[:19]:<19} pid {s.pid:<7}{ended}  {_one_line(s.command)}")
-    out(" ".join(f"{k}={v}" for k, v in counts.items()))
+    out(" ".join(f"{k}={v}" for k, v in listed.counts.items()))
 
 
 @group.command("read")
@@ -63,8 +62,10 @@ def bash_read(home: Home, quest_id: str, session_id: str, tail: int | None, afte
     Example: ds bash read tok-abl bx-1a2b3c4d --tail 50
     """
     with open_quest(home, quest_id) as q:
-        session = service.get_session(q, session_id)
-        sl = service.read_output(q, session_id, tail=tail, after_seq=after_seq, before_seq=before_seq, limit=limit)
+        sl = service.read_output(
+            q, ReadOutput(id=session_id, tail=tail, after_seq=after_seq, before_seq=before_seq, limit=limit)
+        )
+    session = sl.session
     if as_json:
         emit_json({"session": msgspec.to_builtins(session), "lines": [[n, t] for n, t in sl.lines],
                    "total_lines": sl.total_lines, "omitted": list(sl.omitted) if sl.omitted else None})
@@ -75,7 +76,7 @@ def bash_read(home: Home, quest_id: str, session_id: str, tail: int | None, afte
                 out(f"{'':>7} ... {sl.omitted[1] - sl.omitted[0] + 1} lines omitted ...")
             out(f"{n:>7} {text}")
     elif sl.lines:
-        out(sl.text())
+        out(sl.output)
     click.echo(f"[{session.id}: {session.status}, {sl.total_lines} lines]", err=True)
 
 
@@ -92,7 +93,7 @@ def bash_kill(home: Home, quest_id: str, session_id: str, force: bool, wait: boo
     Example: ds bash kill tok-abl bx-1a2b3c4d --wait
     """
     with open_quest(home, quest_id) as q:
-        session = asyncio.run(service.kill_async(q, session_id, force=force, reason=reason, wait=wait))
+        session = service.kill(q, KillSession(id=session_id, force=force, wait=wait, reason=reason))
     if session.status == "running":
         out(f"{session.id}: kill requested; still stopping")
     else:

@@ -146,13 +146,14 @@ def _mailbox(quest: Quest) -> None:
 def _shell(quest: Quest) -> None:
     import asyncio
 
+    from ds_events.services import bash_commands as bash
     from ds_events.services import bash_exec as bash_service
 
     command = 'for i in 1 2 3; do echo "epoch $i"; done; echo \'__DS_PROGRESS__ {"epoch": 3, "acc": 0.921}\''
-    session = bash_service.start(quest, command)
-    session = asyncio.run(bash_service.await_session(quest, session.id, 30))
+    session = bash_service.start(quest, bash.StartSession(command=command))
+    session = asyncio.run(bash_service.await_session(quest, bash.AwaitSession(id=session.id, wait_timeout_seconds=30)))
     out(f"bash:    session {session.id} {session.status} (exit {session.exit_code}), progress {session.progress}")
-    for line in bash_service.read_output(quest, session.id, tail=2).text().splitlines():
+    for line in bash_service.read_output(quest, bash.ReadOutput(id=session.id, tail=2)).output.splitlines():
         out(f"         | {line}")
 
 

@@ -11,6 +11,10 @@ that did): the service spawns the monitor and sends it the spec; the monitor sta
 command and answers with its pids; the service appends ``bash.session_started`` and
 only then tells the monitor "go". If the service dies before that, the monitor sees its
 stdin close, kills the command and exits: nothing ran unrecorded.
+
+Each operation takes its command and answers a Struct (see
+:mod:`ds_events.services.bash_commands`); the one-tool form with its modes is
+:mod:`ds_events.services.bash_tool`.
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ from ds_events.bash.checks import (
     resolve_workdir,
 )
 from ds_events.bash.spawn import MonitorHandle, StartSpec, spawn_monitor
+from ds_events.errors import Invalid, NotFound
 from ds_events.events import Event
 from ds_events.events.bash import (
     BashKillRequested,
@@ -45,7 +50,17 @@ from ds_events.events.bash import (
 from ds_events.home import Quest
 from projections.bash_sessions import Session, status_counts
 
-from ds_events.errors import Invalid, NotFound
+from .bash_commands import (
+    MODES,
+    AwaitSession,
+    GetSession,
+    KillSession,
+    ListSessions,
+    OutputPage,
+    ReadOutput,
+    SessionList,
+    StartSession,
+)
 
 __all__ = [
     "MODES",
@@ -70,34 +85,32 @@ __all__ = [
     "progress_interval_seconds",
 ]
 
-MODES = ("detach", "await", "read", "kill", "list", "history")
 MAX_COMMAND_CHARS = 100_000
 MAX_WAIT_SECONDS = 1800.0
 DEFAULT_GRACE_SECONDS = 5.0
 DEFAULT_PROGRESS_INTERVAL = 5.0
+# How long a monitor retries recording the exit (a full disk); past it, it gives up and
+# the session is marked lost once the monitor is gone (see :func:`reconcile`).
+DEFAULT_EXIT_RETRY_SECONDS = 60.0
+_POLL_SECONDS = 0.05  # how often a waiter looks for the end event
+_RECONCILE_SECONDS = 1.0  # how often a waiter checks that the monitor still runs
 
 
 # -- starting ------------------------------------------------------------------------
 
 
-def prepare_start(
-    quest: Quest,
-    command: str,
-    *,
-    workdir: str | None = None,
-    env: dict[str, Any] | None = None,
-    timeout_seconds: float | None = None,
-) -> StartSpec:
+def prepare_start(quest: Quest, cmd: StartSession) -> StartSpec:
     """Validate a start request; raises :class:`Invalid` on bad input, starts nothing."""
+    command = cmd.command
     if not isinstance(command, str) or not command.strip():
         raise Invalid("command is empty: pass the shell command to run, e.g. command='python train.py'",
                       code="empty_command")
     if len(command) > MAX_COMMAND_CHARS or "\x00" in command:
         raise Invalid(f"command must be at most {MAX_COMMAND_CHARS} characters without NUL bytes",
                       code="invalid_command")
-    timeout = check_seconds("timeout_seconds", timeout_seconds, allow_zero=False)
-    real, recorded = resolve_workdir(quest, workdir)
-    extra = check_env(env)
+    timeout = check_seconds("timeout_seconds", cmd.timeout_seconds, allow_zero=False)
+    real, recorded = resolve_workdir(quest, cmd.workdir)
+    extra = check_env(cmd.env)
     state = quest.state("bash_sessions")
     session_id = _new_session_id(state.sessions)
     child_env = dict(os.environ)
@@ -119,12 +132,13 @@ def prepare_start(
         started_by=quest.log.actor,
         quest_root=quest.root.resolve(),
         env_keys=sorted(extra),
+        exit_retry_seconds=config_seconds(config, "exit_retry_seconds", DEFAULT_EXIT_RETRY_SECONDS),
     )
 
 
-def start(quest: Quest, command: str, **options: Any) -> Session:
-    """Start ``command`` detached and return its session (status ``running``)."""
-    spec = prepare_start(quest, command, **options)
+def start(quest: Quest, cmd: StartSession) -> Session:
+    """Start ``cmd.command`` detached and return its session (status ``running``)."""
+    spec = prepare_start(quest, cmd)
     handle = spawn_monitor(spec)
     try:
         quest.emit(_started_event(spec, handle))
@@ -132,12 +146,12 @@ def start(quest: Quest, command: str, **options: Any) -> Session:
         handle.abort()
         raise
     handle.go()
-    return get_session(quest, spec.session_id)
+    return _session(quest, spec.session_id)
 
 
-async def start_async(quest: Quest, command: str, **options: Any) -> Session:
+async def start_async(quest: Quest, cmd: StartSession) -> Session:
     """:func:`start` without blocking the event loop while the monitor comes up."""
-    spec = prepare_start(quest, command, **options)
+    spec = await asyncio.to_thread(prepare_start, quest, cmd)
     handle = await asyncio.to_thread(spawn_monitor, spec)
     try:
         await quest.emit_async(_started_event(spec, handle))
@@ -145,42 +159,36 @@ async def start_async(quest: Quest, command: str, **options: Any) -> Session:
         handle.abort()
         raise
     handle.go()
-    return get_session(quest, spec.session_id)
+    return _session(quest, spec.session_id)
 
 
 # -- inspecting ----------------------------------------------------------------------
 
 
-def get_session(quest: Quest, session_id: str | None) -> Session:
+def get_session(quest: Quest, cmd: GetSession) -> Session:
     """The session's current record; :class:`NotFound` for an unknown id."""
-    if not isinstance(session_id, str) or not session_id:
-        raise Invalid("this mode needs the session id: pass id='bx-...' (see mode='list')", code="missing_id")
-    found = quest.state("bash_sessions").sessions.get(session_id)
-    if found is None:
-        raise NotFound(f"no bash session {session_id!r} in this quest: see mode='history' for every id",
-                       code="unknown_session", id=session_id)
-    return found
+    return _session(quest, cmd.id)
 
 
-async def await_session(quest: Quest, session_id: str, wait_timeout_seconds: float | None = None) -> Session:
+async def await_session(quest: Quest, cmd: AwaitSession) -> Session:
     """Wait until the session ends or ``wait_timeout_seconds`` pass; returns its record.
 
     Checks every 50 ms for the end event (any process may append it) and once a second
     whether the monitor is still alive, so a session whose monitor died unseen ends
     as ``lost`` instead of being waited on for ever.
     """
-    get_session(quest, session_id)
-    deadline = time.monotonic() + check_wait_timeout(wait_timeout_seconds)
-    next_check = time.monotonic() + 1.0
+    _session(quest, cmd.id)
+    deadline = time.monotonic() + check_wait_timeout(cmd.wait_timeout_seconds)
+    next_check = time.monotonic() + _RECONCILE_SECONDS
     while True:
-        session = get_session(quest, session_id)
+        session = _session(quest, cmd.id)
         now = time.monotonic()
         if session.status != "running" or now >= deadline:
             return session
         if now >= next_check:
-            reconcile(quest, only=[session_id])
-            next_check = now + 1.0
-        await asyncio.sleep(min(0.05, max(0.0, deadline - now)))
+            await asyncio.to_thread(reconcile, quest, only=[cmd.id])
+            next_check = now + _RECONCILE_SECONDS
+        await asyncio.sleep(min(_POLL_SECONDS, max(0.0, deadline - now)))
 
 
 def check_wait_timeout(wait_timeout_seconds: float | None) -> float:
@@ -189,82 +197,98 @@ def check_wait_timeout(wait_timeout_seconds: float | None) -> float:
     return 60.0 if timeout is None else min(timeout, MAX_WAIT_SECONDS)
 
 
-def read_output(
-    quest: Quest,
-    session_id: str,
-    *,
-    tail: int | None = None,
-    after_seq: int | None = None,
-    before_seq: int | None = None,
-    limit: int | None = None,
-) -> linelog.LogSlice:
-    """A session's output lines.
+def read_output(quest: Quest, cmd: ReadOutput) -> OutputPage:
+    """A session's output lines and its record.
 
     No window: the whole log when small, else its head and tail (the middle is counted,
     not returned). ``tail=N``: the last N lines. ``after_seq`` / ``before_seq`` (with
     ``limit``, default 200): a page of lines by number. Memory stays bounded by what is
     returned, whatever the log's size.
     """
-    session = get_session(quest, session_id)
-    if session.status == "running":
-        reconcile(quest, only=[session_id])  # a reader must not be told "running" by a dead session
-    tail = check_count("tail", tail)
-    limit = check_count("limit", limit)
-    after_seq = check_seq("after_seq", after_seq)
-    before_seq = check_seq("before_seq", before_seq)
+    session = _session(quest, cmd.id)
+    tail = check_count("tail", cmd.tail)
+    limit = check_count("limit", cmd.limit)
+    after_seq = check_seq("after_seq", cmd.after_seq)
+    before_seq = check_seq("before_seq", cmd.before_seq)
     if tail is not None and (after_seq is not None or before_seq is not None):
         raise Invalid("use either tail or after_seq/before_seq, not both", code="conflicting_window")
     if after_seq is not None and before_seq is not None and before_seq <= after_seq + 1:
         raise Invalid("before_seq must be greater than after_seq + 1", code="empty_window")
+    if session.status == "running":
+        reconcile(quest, only=[session.id])  # a reader must not be told "running" by a dead session
+        session = _session(quest, session.id)
     path = quest.root / session.log_path
     if not path.is_file():
-        return linelog.LogSlice()
-    if tail is not None:
-        return linelog.tail(path, tail)
-    if after_seq is not None or before_seq is not None:
-        return linelog.window(path, after_seq=after_seq, before_seq=before_seq, limit=limit or 200)
-    if limit is not None:
-        return linelog.head(path, limit)
-    return linelog.preview(path)
+        found = linelog.LogSlice()
+    elif tail is not None:
+        found = linelog.tail(path, tail)
+    elif after_seq is not None or before_seq is not None:
+        found = linelog.window(path, after_seq=after_seq, before_seq=before_seq, limit=limit or 200)
+    elif limit is not None:
+        found = linelog.head(path, limit)
+    else:
+        found = linelog.preview(path)
+    return OutputPage(
+        session=session,
+        lines=found.lines,
+        first_seq=found.first_seq,
+        last_seq=found.last_seq,
+        total_lines=found.total_lines,
+        omitted=found.omitted,
+        output=found.text(),
+    )
 
 
-def list_sessions(quest: Quest, *, include_ended: bool = False, limit: int | None = None) -> tuple[list[Session], dict[str, int]]:
+def list_sessions(quest: Quest, cmd: ListSessions) -> SessionList:
     """Sessions (running only, or all newest first) and the count of each status."""
-    limit = check_count("limit", limit)
+    limit = check_count("limit", cmd.limit)
     reconcile(quest)
     state = quest.state("bash_sessions")
     sessions = list(state.sessions.values())
-    if include_ended:
+    if cmd.include_ended:
         sessions.reverse()
+        sessions = sessions[: limit or 50]
     else:
         sessions = [s for s in sessions if s.status == "running"]
-    return sessions[: limit or 50] if include_ended else sessions, status_counts(state)
+    return SessionList(sessions=sessions, counts=status_counts(state))
 
 
 # -- stopping ------------------------------------------------------------------------
 
 
-def kill(quest: Quest, session_id: str, *, force: bool = False, reason: str | None = None) -> Session:
+def kill(quest: Quest, cmd: KillSession) -> Session:
     """Stop the session's whole process group: TERM now, KILL after the grace period
-    (which the monitor enforces), or KILL at once with ``force``. Returns at once; an
-    already ended session is returned unchanged."""
-    session, event = _plan_kill(quest, session_id, force=force, reason=reason)
+    (which the monitor enforces), or KILL at once with ``force``. An already ended
+    session is returned unchanged. With ``wait``, blocks (grace + 10 s at most) until
+    the session ends; else returns at once."""
+    session, event = _plan_kill(quest, cmd)
     if event is not None:
         quest.emit(event)
-        _signal_session(quest, session, force)
-    return get_session(quest, session_id)
+        _signal_session(quest, session, cmd.force)
+    if not cmd.wait:
+        return _session(quest, cmd.id)
+    deadline = time.monotonic() + kill_grace_seconds(quest) + 10.0
+    next_check = time.monotonic() + _RECONCILE_SECONDS
+    while True:
+        session = _session(quest, cmd.id)
+        now = time.monotonic()
+        if session.status != "running" or now >= deadline:
+            return session
+        if now >= next_check:
+            reconcile(quest, only=[cmd.id])
+            next_check = now + _RECONCILE_SECONDS
+        time.sleep(min(_POLL_SECONDS, max(0.0, deadline - now)))
 
 
-async def kill_async(quest: Quest, session_id: str, *, force: bool = False, reason: str | None = None,
-                     wait: bool = False) -> Session:
-    """:func:`kill`; with ``wait`` it also waits (grace + 10 s at most) for the exit."""
-    session, event = _plan_kill(quest, session_id, force=force, reason=reason)
+async def kill_async(quest: Quest, cmd: KillSession) -> Session:
+    """:func:`kill` without blocking the event loop (the lock, the signals, the wait)."""
+    session, event = await asyncio.to_thread(_plan_kill, quest, cmd)
     if event is not None:
         await quest.emit_async(event)
-        _signal_session(quest, session, force)
-    if wait:
-        return await await_session(quest, session_id, kill_grace_seconds(quest) + 10.0)
-    return get_session(quest, session_id)
+        await asyncio.to_thread(_signal_session, quest, session, cmd.force)
+    if cmd.wait:
+        return await await_session(quest, AwaitSession(id=cmd.id, wait_timeout_seconds=kill_grace_seconds(quest) + 10.0))
+    return _session(quest, cmd.id)
 
 
 def kill_quest_sessions(quest: Quest, *, reason: str) -> list[str]:
@@ -272,7 +296,7 @@ def kill_quest_sessions(quest: Quest, *, reason: str) -> list[str]:
     reconcile(quest)
     running = [s.id for s in quest.state("bash_sessions").sessions.values() if s.status == "running"]
     for session_id in running:
-        kill(quest, session_id, reason=reason)
+        kill(quest, KillSession(id=session_id, reason=reason))
     return running
 
 
@@ -386,6 +410,20 @@ def progress_interval_seconds(quest: Quest, config: dict[str, Any] | None = None
 # -- private helpers -----------------------------------------------------------------
 
 
+def _session(quest: Quest, session_id: str | None) -> Session:
+    found = quest.state("bash_sessions").sessions.get(_require_id(session_id))
+    if found is None:
+        raise NotFound(f"no bash session {session_id!r} in this quest: see mode='history' for every id",
+                       code="unknown_session", id=session_id)
+    return found  # type: ignore[no-any-return]
+
+
+def _require_id(session_id: str | None) -> str:  # every operation's first check
+    if not isinstance(session_id, str) or not session_id:
+        raise Invalid("this mode needs the session id: pass id='bx-...' (see mode='list')", code="missing_id")
+    return session_id
+
+
 def _started_event(spec: StartSpec, handle: MonitorHandle) -> BashSessionStarted:
     info = handle.info
     return BashSessionStarted(
@@ -406,14 +444,15 @@ def _started_event(spec: StartSpec, handle: MonitorHandle) -> BashSessionStarted
     )
 
 
-def _plan_kill(quest: Quest, session_id: str, *, force: bool, reason: str | None) -> tuple[Session, Event | None]:
-    session = get_session(quest, session_id)
+def _plan_kill(quest: Quest, cmd: KillSession) -> tuple[Session, Event | None]:
+    session_id, force, reason = cmd.id, cmd.force, cmd.reason
+    session = _session(quest, session_id)
     if reason is not None and (not isinstance(reason, str) or len(reason) > 200 or "\n" in reason):
         raise Invalid("reason is one line of at most 200 characters", code="invalid_reason")
     if session.status != "running":
         return session, None
     reconcile(quest, only=[session_id])
-    session = get_session(quest, session_id)
+    session = _session(quest, session_id)
     if session.status != "running":
         return session, None
     event = BashKillRequested(

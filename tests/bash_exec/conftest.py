@@ -8,6 +8,7 @@ import pytest
 
 from ds_events.home import Home
 from ds_events.services import bash_exec as service
+from ds_events.services.bash_commands import KillSession
 
 
 @pytest.fixture(autouse=True)
@@ -17,4 +18,4 @@ def _no_session_outlives_its_test(home: Home) -> Iterator[None]:
         with home.open_quest(quest_id, actor="test-cleanup") as quest:
             for session in quest.state("bash_sessions").sessions.values():
                 if session.status == "running":
-                    service.kill(quest, session.id, force=True, reason="test_cleanup")
+                    service.kill(quest, KillSession(id=session.id, force=True, reason="test_cleanup"))

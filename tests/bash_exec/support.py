@@ -8,6 +8,8 @@ from typing import Any
 import mcp
 
 from ds_events.home import Quest
+from ds_events.services import bash_exec as service
+from ds_events.services.bash_commands import GetSession, StartSession
 from handlers.mcp.bash_exec import build_server
 from handlers.mcp.common import QuestBinding
 from tests.helpers import tool_error, wait_until
@@ -22,6 +24,8 @@ __all__ = [
     "call_error",
     "client_for",
     "bash_events",
+    "start",
+    "session_of",
 ]
 
 
@@ -89,3 +93,12 @@ async def call_error(client: mcp.Client, **args: Any) -> dict[str, Any]:
 def bash_events(quest: Quest, session_id: str | None = None) -> list[Any]:
     events = [e for e in quest.log.read() if e.type.startswith("bash.")]
     return [e for e in events if session_id is None or e.session_id == session_id]
+
+
+def start(quest: Quest, command: str, **options: Any) -> service.Session:
+    """Start ``command`` through the service, as a caller in the same process would."""
+    return service.start(quest, StartSession(command=command, **options))
+
+
+def session_of(quest: Quest, session_id: str) -> service.Session:
+    return service.get_session(quest, GetSession(id=session_id))

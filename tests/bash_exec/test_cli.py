@@ -8,9 +8,7 @@ import pytest
 
 from ds_events.cli import main as ds_main
 from ds_events.cli.bash import group
-from ds_events.services import bash_exec as service
-
-from .support import group_is_gone, wait_until
+from .support import group_is_gone, session_of, start, wait_until
 
 
 def run(capsys, *argv: str) -> tuple[int, str, str]:
@@ -21,9 +19,9 @@ def run(capsys, *argv: str) -> tuple[int, str, str]:
 
 
 def test_ds_bash_lists_reads_and_kills_a_quests_sessions(quest, capsys):
-    done = service.start(quest, "seq 1 1000")
-    running = service.start(quest, "echo up; sleep 300")
-    wait_until(lambda: service.get_session(quest, done.id).status == "completed", what="seq to finish")
+    done = start(quest, "seq 1 1000")
+    running = start(quest, "echo up; sleep 300")
+    wait_until(lambda: session_of(quest, done.id).status == "completed", what="seq to finish")
 
     code, out, _ = run(capsys, "bash", "list", "q1")
     assert code == 0 and running.id in out and done.id not in out and "running=1" in out and "completed=1" in out
@@ -48,7 +46,7 @@ def test_ds_bash_refuses_an_unknown_session_or_a_bad_window_with_one_line(quest,
     assert code == 1 and err.startswith("error: no bash session 'bx-nope'") and len(err.strip().splitlines()) == 1
     code, _, err = run(capsys, "bash", "kill", "q1", "bx-nope")
     assert code == 1 and "bx-nope" in err
-    done = service.start(quest, "true")
+    done = start(quest, "true")
     code, _, err = run(capsys, "bash", "read", "q1", done.id, "--tail", "0")
     assert code == 1 and "tail must be a whole number" in err
     code, _, err = run(capsys, "bash", "list", "nosuchquest")

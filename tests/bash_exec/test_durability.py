@@ -17,11 +17,10 @@ import pytest
 
 from ds_events.bash import procs
 from ds_events.cli import main as ds_main
-from ds_events.services import bash_exec as service
 from ds_events.services import quests as quest_service
 from tests.helpers import DS, ds_env
 
-from .support import bash_events, call, client_for, group_is_gone, wait_until
+from .support import bash_events, call, client_for, group_is_gone, session_of, start, wait_until
 
 
 RECONCILER = """
@@ -81,7 +80,7 @@ async def test_a_session_outlives_the_mcp_server_that_started_it_and_a_new_serve
 
 @pytest.mark.slow
 def test_a_session_whose_monitor_died_unseen_is_marked_lost_exactly_once(home, quest):
-    session = service.start(quest, "trap '' HUP; echo up; exec sleep 300")
+    session = start(quest, "trap '' HUP; echo up; exec sleep 300")
     # "up" is printed after the trap is set: from then on, losing the terminal is survivable.
     wait_until(lambda: "up" in (quest.root / session.log_path).read_text(), what="the trap to be set")
     os.kill(session.monitor_pid, signal.SIGKILL)
@@ -101,7 +100,7 @@ def test_a_session_whose_monitor_died_unseen_is_marked_lost_exactly_once(home, q
 
     lost = [e for e in bash_events(quest, session.id) if e.type in ("bash.session_lost", "bash.session_exited")]
     assert len(lost) == 1 and lost[0].type == "bash.session_lost" and lost[0].group_alive is True
-    assert service.get_session(quest, session.id).status == "lost"
+    assert session_of(quest, session.id).status == "lost"
     assert all(o["counts"]["lost"] == 1 and o["sessions"] == [] for o in outputs)
     wait_until(lambda: group_is_gone(session.pgid), what="the orphaned group to be killed and reaped")
 
@@ -152,27 +151,27 @@ async def test_replay_rebuilds_the_session_list_byte_for_byte(home, quest, capsy
 
 
 async def test_pausing_or_stopping_the_quest_kills_its_running_sessions(quest):
-    first = service.start(quest, "sleep 300")
-    second = service.start(quest, "sleep 300")
+    first = start(quest, "sleep 300")
+    second = start(quest, "sleep 300")
     quest_service.control(quest, "pause", reason="review")
-    wait_until(lambda: service.get_session(quest, first.id).status != "running", what="the first session to end")
-    wait_until(lambda: service.get_session(quest, second.id).status != "running", what="the second session to end")
+    wait_until(lambda: session_of(quest, first.id).status != "running", what="the first session to end")
+    wait_until(lambda: session_of(quest, second.id).status != "running", what="the second session to end")
     for s in (first, second):
-        ended = service.get_session(quest, s.id)
+        ended = session_of(quest, s.id)
         assert (ended.status, ended.reason) == ("terminated", "quest_pause")
         assert group_is_gone(s.pgid)
     quest_service.control(quest, "resume")
-    third = service.start(quest, "sleep 300")
+    third = start(quest, "sleep 300")
     quest_service.control(quest, "stop")
-    wait_until(lambda: service.get_session(quest, third.id).status != "running", what="the third session to end")
-    assert service.get_session(quest, third.id).reason == "quest_stop"
+    wait_until(lambda: session_of(quest, third.id).status != "running", what="the third session to end")
+    assert session_of(quest, third.id).reason == "quest_stop"
 
 
 async def test_a_new_server_marks_sessions_that_died_while_no_server_ran_before_any_call(quest):
-    session = service.start(quest, "echo up; sleep 300")
+    session = start(quest, "echo up; sleep 300")
     os.kill(session.monitor_pid, signal.SIGKILL)
     wait_until(lambda: not procs.is_alive(session.monitor_pid, session.monitor_start_time), what="the monitor to die")
-    assert service.get_session(quest, session.id).status == "running"  # nobody has looked yet
+    assert session_of(quest, session.id).status == "running"  # nobody has looked yet
     async with client_for(quest):
         # The server reconciles as it opens the quest, in the background: no call asks it to.
         wait_until(lambda: any(e.type == "bash.session_lost" for e in bash_events(quest, session.id)),
@@ -183,9 +182,9 @@ async def test_a_new_server_marks_sessions_that_died_while_no_server_ran_before_
 
 
 def test_a_monitor_told_to_terminate_stops_its_session_and_records_why(quest):
-    session = service.start(quest, "echo up; sleep 300")
+    session = start(quest, "echo up; sleep 300")
     os.kill(session.monitor_pid, signal.SIGTERM)
-    wait_until(lambda: service.get_session(quest, session.id).status != "running", what="the session to end")
-    ended = service.get_session(quest, session.id)
+    wait_until(lambda: session_of(quest, session.id).status != "running", what="the session to end")
+    ended = session_of(quest, session.id)
     assert (ended.status, ended.reason, ended.signal) == ("terminated", "monitor_signal", "SIGTERM")
     assert group_is_gone(session.pgid)

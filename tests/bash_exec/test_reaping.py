@@ -12,9 +12,7 @@ import os
 import signal
 import sys
 
-from ds_events.services import bash_exec as service
-
-from .support import bash_events, group_is_gone, process_state, waits_on_a_lock, wait_until
+from .support import bash_events, group_is_gone, process_state, session_of, start, waits_on_a_lock, wait_until
 
 
 def _ended(quest, session_id):
@@ -34,8 +32,8 @@ def test_a_member_that_dies_while_the_monitor_waits_on_the_log_is_reaped_before_
         "echo '__DS_PROGRESS__ {\"n\": 1}'; "
         f"while [ ! -f {gate} ]; do sleep 0.01; done; echo '__DS_PROGRESS__ {{\"n\": 2}}'"
     )
-    session = service.start(quest, command)
-    wait_until(lambda: service.get_session(quest, session.id).progress == {"n": 1}, what="the first report")
+    session = start(quest, command)
+    wait_until(lambda: session_of(quest, session.id).progress == {"n": 1}, what="the first report")
     member = int((quest.root / session.log_path).read_text().split("member ")[1].split()[0])
     with quest.transaction():
         gate.write_text("go")
@@ -44,7 +42,7 @@ def test_a_member_that_dies_while_the_monitor_waits_on_the_log_is_reaped_before_
         wait_until(lambda: process_state(member) == "Z", what="the member to become a zombie")
     wait_until(lambda: _ended(quest, session.id), poll=0.001, what="the end to be recorded")
     assert group_is_gone(session.pgid)
-    assert service.get_session(quest, session.id).status == "completed"
+    assert session_of(quest, session.id).status == "completed"
 
 
 def test_a_process_whose_main_thread_exited_is_not_taken_for_a_zombie(quest, tmp_path):
@@ -58,7 +56,7 @@ def test_a_process_whose_main_thread_exited_is_not_taken_for_a_zombie(quest, tmp
         "ctypes.CDLL(None).pthread_exit(None)\n"
     )
     # The leader exits once /proc shows its child as "Z": only that process is left.
-    session = service.start(
+    session = start(
         quest,
         f"{sys.executable} {script} & "
         "while [ \"$(cut -d' ' -f3 /proc/$!/stat)\" != Z ]; do sleep 0.01; done; echo \"member $!\"",
@@ -87,12 +85,12 @@ def test_a_zombie_only_its_parent_outside_the_group_may_reap_does_not_hold_the_e
     script.write_text(FOREIGN_PARENT)
     pids = tmp_path / "pids"
     # The leader exits once the parent has left the group: only the zombie is left in it.
-    session = service.start(quest, f"{sys.executable} {script} {pids} & while [ ! -s {pids} ]; do sleep 0.01; done")
+    session = start(quest, f"{sys.executable} {script} {pids} & while [ ! -s {pids} ]; do sleep 0.01; done")
     wait_until(pids.exists, what="the parent to leave the group")
     parent, zombie = map(int, pids.read_text().split())
     try:
         wait_until(lambda: _ended(quest, session.id), timeout=30, what="the end to be recorded")
-        assert service.get_session(quest, session.id).status == "completed"
+        assert session_of(quest, session.id).status == "completed"
         monitor_log = (quest.root / ".ds" / "bash_exec" / session.id / "monitor.log").read_text()
         assert "zombies of other parents" in monitor_log and str(zombie) in monitor_log
     finally:

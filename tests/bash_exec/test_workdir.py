@@ -9,12 +9,15 @@ import pytest
 
 from ds_events.errors import Invalid
 from ds_events.services import bash_exec as service
+from ds_events.services.bash_commands import StartSession
+
+from .support import start
 
 
 def _refused(quest, workdir) -> Invalid:
     before = quest.log.last_seq
     with pytest.raises(Invalid) as info:
-        service.start(quest, "touch ran-here", workdir=workdir)
+        start(quest, "touch ran-here", workdir=workdir)
     assert quest.log.last_seq == before
     assert not (quest.root / ".ds" / "bash_exec").exists()
     assert info.value.code and str(info.value)
@@ -41,7 +44,7 @@ def test_a_worktrees_ds_area_is_refused_but_the_worktree_under_ds_worktrees_is_a
     quest.repo().add_worktree("wt", str(tree))
     (tree / ".ds").mkdir()
     assert _refused(quest, ".ds/worktrees/wt/.ds").code == "workdir_not_allowed"
-    spec = service.prepare_start(quest, "pwd", workdir=".ds/worktrees/wt")
+    spec = service.prepare_start(quest, StartSession(command="pwd", workdir=".ds/worktrees/wt"))
     assert spec.workdir == tree.resolve() and spec.workdir_recorded == ".ds/worktrees/wt"
 
 
