@@ -22,6 +22,7 @@ from typing import Any
 
 import msgspec
 
+from ds_events.config import DEFAULT_ARXIV_API_URL
 from ds_events.home import Home
 from ds_events.errors import Invalid, NotFound, ServiceError
 from ds_events.paths import write_atomic
@@ -31,7 +32,7 @@ from .artifact_commands import PaperResult, ReadArxiv
 __all__ = ["Fetcher", "DEFAULT_API_URL", "api_url", "read_paper", "normalise_paper_id", "parse_atom", "MODES"]
 
 Fetcher = Callable[[str], "dict[str, Any] | Awaitable[dict[str, Any]]"]
-DEFAULT_API_URL = "https://export.arxiv.org/api/query"
+DEFAULT_API_URL = DEFAULT_ARXIV_API_URL
 MODES = ("read", "list")
 _NEW_ID = re.compile(r"^\d{4}\.\d{4,5}(v\d+)?$")
 _OLD_ID = re.compile(r"^[a-z][a-z-]*(\.[A-Z]{2})?/\d{7}(v\d+)?$")
@@ -41,7 +42,7 @@ _ATOM = "{http://www.w3.org/2005/Atom}"
 
 def api_url(home: Home) -> str:
     """The arXiv API to ask: ``config.yaml: arxiv.api_url``, else the public one."""
-    return (home.config().get("arxiv") or {}).get("api_url") or DEFAULT_API_URL
+    return home.config().arxiv.api_url
 
 
 async def read_paper(home: Home, cmd: ReadArxiv, fetcher: Fetcher) -> PaperResult:

@@ -61,7 +61,7 @@ def checkpoint(quest: Quest, cmd: Checkpoint) -> CheckpointResult:
     moment, and the event appended.
     """
     message = check_text(cmd.message, "message", max_chars=_MAX_MESSAGE)
-    max_bytes = int(quest.home.config()["git"]["max_file_bytes"])
+    max_bytes = quest.home.config().git.max_file_bytes
     quest.views.materialise()  # the quest root's files reflect every event so far
     for attempt in range(1, _CHECKPOINT_ATTEMPTS + 1):
         try:
