@@ -205,7 +205,7 @@ class MemoryContext:
         except FileNotFoundError:
             key = None
         if self._config is None or self._config[0] != key:
-            memory = msgspec.to_builtins(self.home.config().memory)  # a dict, as the memory services read it
+            memory = msgspec.json.decode(msgspec.json.encode(self.home.config().memory))  # plain dict and lists, as the memory services read it
             self._config = (key, memory if isinstance(memory, dict) else {})
         return self._config[1]
 

@@ -11,11 +11,9 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from ds_events.errors import Invalid
 from ds_events.events.artifact import ArtifactRecorded
 from ds_events.home import Home, Quest
 from ds_events.replay import replay_quest
-from ds_events.services import artifacts
 from projections import fold
 from projections.artifacts import KIND_DIRS, PROJECTION, State
 
