@@ -42,6 +42,7 @@ from ds_events.events.artifact import ArtifactRecorded  # noqa: E402
 from ds_events.home import Home, Quest  # noqa: E402
 from ds_events.log import EventLog  # noqa: E402
 from ds_events.services import artifacts, git  # noqa: E402
+from ds_events.services import artifact_commands as cmd  # noqa: E402
 
 FILES = 2000
 VENV_FILES = 3000
@@ -172,7 +173,7 @@ def bench_checkpoint(tmp: Path, rounds: int) -> None:
     m: dict[str, dict[str, list[float]]] = {p: {k: [] for k in ("total", "held", "wait", "git", "git_wait")} for p in phases}
     try:
         for i in range(rounds):
-            wt = Path(git.prepare_branch(quest, run_id=f"r{i}")["worktree_path"])
+            wt = Path(git.prepare_branch(quest, cmd.PrepareBranch(run_id=f"r{i}")).worktree_path)
             populate(wt)
             raw = tmp / f"raw{i}"
             subprocess.run(["git", "init", "-q", "-b", "main", str(raw)], check=True)
@@ -189,7 +190,7 @@ def bench_checkpoint(tmp: Path, rounds: int) -> None:
                     touch_some(raw)
                 r = m[phase]
                 with appender.running(r["wait"]), lock_timer(quest, r["held"]):
-                    timed(lambda phase=phase: git.checkpoint(quest, phase), r["total"])
+                    timed(lambda phase=phase: git.checkpoint(quest, cmd.Checkpoint(message=phase)), r["total"])
                 with appender.running(r["git_wait"]):
                     timed(lambda phase=phase: (git_cli("add", "-A"), git_cli("commit", "-q", "-m", phase)), r["git"])
             shutil.rmtree(raw)
@@ -215,9 +216,9 @@ def bench_records(tmp: Path, rounds: int) -> None:
     for i in range(rounds):
         home = Home(tmp / f"home-rec{i}")
         home.init()
-        policy = home.config()["durability"]
+        policy = home.config().durability
         quest = home.create_quest("bench", quest_id="rec")
-        timed(lambda: [artifacts.record(quest, {"kind": "idea", "title": f"idea {n}"}) for n in range(RECORDS)], ours)
+        timed(lambda: [artifacts.record(quest, cmd.Record(payload={"kind": "idea", "title": f"idea {n}"})) for n in range(RECORDS)], ours)
         quest.close()
         log = EventLog(tmp / f"raw{i}.jsonl", quest_id="raw", actor="bench", policy=policy)
         events = [ArtifactRecorded(artifact_id=f"idea-{n:04d}", kind="idea", payload={"title": f"idea {n}"}) for n in range(RECORDS)]

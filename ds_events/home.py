@@ -18,11 +18,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import msgspec
 import pygit2
 import yaml
 
 from .artifacts.git import GIT_SIGNATURE, commit_all
+from .config import Config, ConfigFile
 from .events import Event, QuestCreated
 from .log import EventLog, Policy, Transaction
 from .log.anchor import load_key, read_key
@@ -41,6 +41,7 @@ __all__ = [
 ]
 
 QUEST_ID_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
+# What `ds init` writes (the sections people change most); every default is in Config.
 DEFAULT_CONFIG: dict[str, Any] = {
     "durability": "group",  # always | group | never
     "memory": {"shared_across_quests": False},
@@ -71,6 +72,7 @@ class Home:
 
     def __init__(self, root: str | os.PathLike[str] | None = None) -> None:
         self.root = Path(root).expanduser() if root is not None else default_home()
+        self._config = ConfigFile(self.config_path)
 
     @property
     def quests_dir(self) -> Path:
@@ -96,22 +98,10 @@ class Home:
             write_atomic(self.config_path, yaml.safe_dump(DEFAULT_CONFIG, sort_keys=False).encode())
         return not existed
 
-    def config(self) -> dict[str, Any]:
-        """The home's config merged over the defaults."""
-        merged = _deep_copy(DEFAULT_CONFIG)
-        try:
-            loaded = yaml.safe_load(self.config_path.read_text()) or {}
-        except FileNotFoundError:
-            loaded = {}
-        except yaml.YAMLError as exc:
-            mark = getattr(exc, "problem_mark", None)
-            where = f" at line {mark.line + 1}" if mark is not None else ""
-            problem = getattr(exc, "problem", None) or "parse error"
-            raise Invalid(f"{self.config_path} is not valid YAML{where} ({problem}): fix or delete it", code="bad_config") from None
-        if not isinstance(loaded, dict):
-            raise Invalid(f"{self.config_path} must hold a mapping", code="bad_config")
-        _deep_merge(merged, loaded)
-        return merged
+    def config(self) -> Config:
+        """``config.yaml`` as a typed value (defaults for what it leaves out), read again
+        only when the file changed; a bad value is ``bad_config`` naming the key."""
+        return self._config.load()
 
     def quest_root(self, quest_id: str) -> Path:
         return self.quests_dir / validate_quest_id(quest_id)
@@ -176,10 +166,9 @@ class Quest:
         self.home = home
         self.id = quest_id
         self.root = root if root is not None else home.quest_root(quest_id)
-        policy: Policy = home.config().get("durability", "group")
-        if policy not in ("always", "group", "never"):
-            raise Invalid(f"config durability is {policy!r}: set it to always, group or never", code="bad_config")
-        self._policy: Policy = policy
+        config = home.config()
+        self._policy: Policy = config.durability
+        self._max_event_bytes = config.log.max_event_bytes
         self._actor = actor
         self._read_only = read_only
         self._reopening = threading.Lock()
@@ -197,6 +186,7 @@ class Quest:
             policy=self._policy,
             read_only=self._read_only,
             key=self.home.log_key(create=not self._read_only),
+            max_event_bytes=self._max_event_bytes,
         )
 
     def _writable_log(self) -> EventLog:
@@ -272,14 +262,3 @@ def _fresh_id(quests_dir: Path, title: str) -> str:
         if not (quests_dir / candidate).exists():
             return candidate
 
-
-def _deep_copy(value: Any) -> Any:
-    return msgspec.json.decode(msgspec.json.encode(value))
-
-
-def _deep_merge(base: dict[str, Any], over: dict[str, Any]) -> None:
-    for key, value in over.items():
-        if isinstance(value, dict) and isinstance(base.get(key), dict):
-            _deep_merge(base[key], value)
-        else:
-            base[key] = value

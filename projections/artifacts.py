@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from typing import Any, TypeVar
 
 import msgspec
+from msgspec.structs import replace
 
 from ds_events.events import Event
 from ds_events.events.artifact import (
@@ -209,13 +210,20 @@ def record_path(kind: str, artifact_id: str) -> str:
 
 
 def apply(state: State, event: Event) -> State:
+    """Fold ``event`` into ``state``.
+
+    A record already in the state (a baseline, a branch, a campaign and its slices, the
+    quest's status, a list in ``recent``) is never changed in place: it is replaced by
+    a new one, so whoever was handed a record earlier keeps seeing what it was. Only the
+    state's own top-level fields and containers are updated.
+    """
     state.last_seq = event.seq
-    state.quest = status_projection.apply(state.quest, event)
+    state.quest = status_projection.apply(_thaw_status(state.quest), event)
     match event:
         case ArtifactRecorded():
             state.records[event.artifact_id] = _copy(Record, event)
             state.counters[event.kind] = state.counters.get(event.kind, 0) + 1
-            _remember(state.recent.setdefault(event.kind, []), event.artifact_id)
+            state.recent[event.kind] = [*state.recent.get(event.kind, ()), event.artifact_id][-_RECENT:]
         case BranchPrepared():
             state.branches[event.branch] = _copy(BranchInfo, event, kind=event.branch_kind, head_sha=event.start_sha)
             if event.activate:
@@ -224,18 +232,19 @@ def apply(state: State, event: Event) -> State:
             state.checkpoint_count += 1
             state.checkpoints.append(_copy(Checkpoint, event, skipped=len(event.skipped)))
             del state.checkpoints[:-_RECENT]
-            if event.branch in state.branches:
-                state.branches[event.branch].head_sha = event.sha
+            info = state.branches.get(event.branch)
+            if info is not None:
+                state.branches[event.branch] = replace(info, head_sha=event.sha)
         case BaselinePublished():
-            baseline = state.baselines.setdefault(event.baseline_id, Baseline(baseline_id=event.baseline_id))
-            baseline.published_seq = event.seq
-            baseline.payload = event.payload
-            baseline.variant_ids = list(event.variant_ids)
+            baseline = state.baselines.get(event.baseline_id) or Baseline(baseline_id=event.baseline_id)
+            state.baselines[event.baseline_id] = replace(
+                baseline, published_seq=event.seq, payload=event.payload, variant_ids=list(event.variant_ids)
+            )
         case BaselineAttached():
             state.attached = {"baseline_id": event.baseline_id, "variant_id": event.variant_id}
         case BaselineConfirmed():
-            baseline = state.baselines.setdefault(event.baseline_id, Baseline(baseline_id=event.baseline_id))
-            baseline.confirmed = _copy(Confirmation, event)
+            baseline = state.baselines.get(event.baseline_id) or Baseline(baseline_id=event.baseline_id)
+            state.baselines[event.baseline_id] = replace(baseline, confirmed=_copy(Confirmation, event))
             state.confirmed_baseline = event.baseline_id
         case MainExperimentRecorded():
             state.runs[event.run] = _copy(MainRun, event)
@@ -259,14 +268,22 @@ def apply(state: State, event: Event) -> State:
                 )
         case AnalysisSliceRecorded():
             campaign = state.campaigns.get(event.campaign_id)
-            found = campaign.slice(event.slice_id) if campaign else None
-            if found is not None:
-                found.status = event.status
-                found.metrics_summary = event.metrics_summary
-                found.summary = event.summary
-                found.head_sha = event.head_sha
-                found.details = event.details
-                found.recorded_seq = event.seq
+            if campaign is not None and campaign.slice(event.slice_id) is not None:
+                slices = [
+                    replace(
+                        s,
+                        status=event.status,
+                        metrics_summary=event.metrics_summary,
+                        summary=event.summary,
+                        head_sha=event.head_sha,
+                        details=event.details,
+                        recorded_seq=event.seq,
+                    )
+                    if s.slice_id == event.slice_id
+                    else s
+                    for s in campaign.slices
+                ]
+                state.campaigns[event.campaign_id] = replace(campaign, slices=slices)
         case SummaryRefreshed():
             state.refreshes += 1
             state.last_refresh_reason = event.reason
@@ -275,15 +292,16 @@ def apply(state: State, event: Event) -> State:
     return state
 
 
+def _thaw_status(quest: status_projection.StatusState) -> status_projection.StatusState:
+    # The status fold updates its state in place (its fields and its `counts` dict);
+    # here that state is a record inside ours, so it gets a fresh copy to update.
+    return replace(quest, counts=dict(quest.counts))
+
+
 def _copy(cls: type[T], event: Event, **override: Any) -> T:
     """A view struct from the event fields of the same names (``override`` for the rest)."""
     fields = {f: getattr(event, f) for f in cls.__struct_fields__ if f not in override and hasattr(event, f)}  # type: ignore[attr-defined]
     return cls(**fields, **override)
-
-
-def _remember(ids: list[str], artifact_id: str) -> None:
-    ids.append(artifact_id)
-    del ids[:-_RECENT]
 
 
 # -- render -----------------------------------------------------------------------------

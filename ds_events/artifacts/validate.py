@@ -2,7 +2,7 @@
 
 Every function here either returns a clean, typed value or raises a
 :class:`~ds_events.errors.ServiceError` with a stable code, before anything is
-written. Codes: ``invalid_payload``, ``unknown_kind``, ``missing_fields``,
+written. Codes: ``unknown_kind``, ``missing_fields``,
 ``invalid_field``, ``invalid_action``, ``invalid_id``, ``payload_too_large``,
 ``path_outside_quest``, ``path_not_allowed``, ``path_outside_root`` (from
 :func:`ds_events.paths.confined`), ``invalid_metrics_summary``,
@@ -147,10 +147,9 @@ def check_materialised(root: Path, rels: Any, *, field: str = "path") -> None:
         confined(root, rel, field=field)
 
 
-def check_record(payload: Any, root: Path) -> tuple[str, str | None, dict[str, Any]]:
-    """Validate a ``record`` payload: returns ``(kind, artifact_id or None, payload)``."""
-    if not isinstance(payload, dict):
-        raise Invalid("payload must be a JSON object with a 'kind'", code="invalid_payload")
+def check_record(payload: dict[str, Any], root: Path) -> tuple[str, str | None, dict[str, Any]]:
+    """Validate a ``record`` payload (an object: the command's type guarantees it):
+    returns ``(kind, artifact_id or None, payload)``."""
     if len(msgspec.json.encode(payload)) > MAX_PAYLOAD_BYTES:
         raise Invalid(f"payload is larger than {MAX_PAYLOAD_BYTES} bytes: store big data in files", code="payload_too_large")
     kind = payload.get("kind")

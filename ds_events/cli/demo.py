@@ -85,36 +85,44 @@ def _memory(quest: Quest) -> None:
 
 
 def _artifacts(quest: Quest) -> None:
+    from ds_events.services import artifact_commands as cmd
     from ds_events.services import artifacts as artifact_service
     from ds_events.services import git as git_service
 
-    idea = artifact_service.record(quest, {"kind": "idea", "title": "Label smoothing 0.1", "hypothesis": "better calibration"})
-    branch = git_service.prepare_branch(quest, run_id="ls-0.1", idea_id=idea["artifact_id"])
-    (Path(branch["worktree_path"]) / "train.py").write_text("LABEL_SMOOTHING = 0.1\n")
-    cp = git_service.checkpoint(quest, "label smoothing 0.1: training script")
+    idea = artifact_service.record(
+        quest, cmd.Record(payload={"kind": "idea", "title": "Label smoothing 0.1", "hypothesis": "better calibration"})
+    )
+    branch = git_service.prepare_branch(quest, cmd.PrepareBranch(run_id="ls-0.1", idea_id=idea.artifact_id))
+    assert branch.worktree_path is not None
+    (Path(branch.worktree_path) / "train.py").write_text("LABEL_SMOOTHING = 0.1\n")
+    cp = git_service.checkpoint(quest, cmd.Checkpoint(message="label smoothing 0.1: training script"))
     artifact_service.confirm_baseline(
         quest,
-        "baselines/resnet20",
-        "resnet20",
-        {
-            "metrics": {
-                "top1": {
-                    "description": "CIFAR-10 test top-1",
-                    "derivation": "correct / 10000",
-                    "source_ref": "He et al. 2016, Table 6",
-                }
+        cmd.ConfirmBaseline(
+            baseline_path="baselines/resnet20",
+            baseline_id="resnet20",
+            metric_contract={
+                "metrics": {
+                    "top1": {
+                        "description": "CIFAR-10 test top-1",
+                        "derivation": "correct / 10000",
+                        "source_ref": "He et al. 2016, Table 6",
+                    }
+                },
+                "evaluation_protocol": {"split": "test"},
             },
-            "evaluation_protocol": {"split": "test"},
-        },
-        {"top1": 0.916},
-        "top1",
-        summary="ResNet-20 reproduced",
+            metrics_summary={"top1": 0.916},
+            primary_metric="top1",
+            summary="ResNet-20 reproduced",
+        ),
     )
     quest_service.change_anchor(quest, "experiment", reason="baseline confirmed")
-    run = artifact_service.record_main_experiment(quest, "ls-0.1", "Label smoothing 0.1", {"top1": 0.921})
+    run = artifact_service.record_main_experiment(
+        quest, cmd.RecordMainExperiment(run_id="ls-0.1", title="Label smoothing 0.1", metrics_summary={"top1": 0.921})
+    )
     out(
-        f"artifact: idea {idea['artifact_id']} on branch {branch['branch']}, checkpoint {cp['sha'][:10]}; "
-        f"top1 {run['primary']['delta']:+.3f} vs the confirmed baseline"
+        f"artifact: idea {idea.artifact_id} on branch {branch.branch}, checkpoint {cp.sha[:10]}; "
+        f"top1 {run.primary['delta']:+.3f} vs the confirmed baseline"
     )
 
 

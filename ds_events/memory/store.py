@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
 from ds_events.errors import Invalid, NotFound
 from ds_events.events import decode_line
 from ds_events.home import Home, Quest
@@ -203,7 +205,7 @@ class MemoryContext:
         except FileNotFoundError:
             key = None
         if self._config is None or self._config[0] != key:
-            memory = self.home.config().get("memory") or {}
+            memory = msgspec.json.decode(msgspec.json.encode(self.home.config().memory))  # plain dict and lists, as the memory services read it
             self._config = (key, memory if isinstance(memory, dict) else {})
         return self._config[1]
 

@@ -1,5 +1,10 @@
-"""The commands of the `artifact` namespace: quest records, branches and checkpoints,
-baselines and metric contracts, experiments, analysis campaigns, summary, arXiv.
+"""The commands of the `artifact` namespace and their answers: quest records, branches
+and checkpoints, baselines and metric contracts, experiments, analysis campaigns,
+summary, arXiv.
+
+Each service function of :mod:`ds_events.services.artifacts`, :mod:`ds_events.services.git`
+and :mod:`ds_events.services.arxiv` takes one command below and returns its result
+struct (the ``...Result`` classes), which the edge encodes as it is.
 
 Free-form JSON parts (a record's payload, a metric contract, metrics) are decoded as
 objects and checked by the services, which answer a wrong shape with their own codes
@@ -13,7 +18,7 @@ from typing import Annotated, Any
 
 from msgspec import Meta
 
-from .commands import Command
+from .commands import Command, Result
 
 __all__ = [
     "Record",
@@ -28,6 +33,19 @@ __all__ = [
     "RecordMainExperiment",
     "CreateAnalysisCampaign",
     "RecordAnalysisSlice",
+    "RecordResult",
+    "SummaryResult",
+    "PaperResult",
+    "CheckpointResult",
+    "BranchResult",
+    "GitGraphResult",
+    "PublishBaselineResult",
+    "AttachBaselineResult",
+    "ConfirmBaselineResult",
+    "MainExperimentResult",
+    "CampaignSlice",
+    "CampaignResult",
+    "SliceResult",
 ]
 
 _ID = "letters, digits, '.', '_', '-'"
@@ -236,3 +254,135 @@ class RecordAnalysisSlice(Command):
     )] = None
     summary: Annotated[str | None, Meta(description="What the slice showed.")] = None
     details: Annotated[dict[str, Any] | None, Meta(description="Any other JSON facts.", extra_json_schema=_OBJECT_OR_NULL)] = None
+
+
+# -- results ------------------------------------------------------------------------------
+# Field names and order are those of the answers the tools gave as plain dicts; an
+# optional field is still sent (as null) so a caller always finds every key.
+
+
+class RecordResult(Result):
+    artifact_id: str
+    kind: str
+    path: str
+    branch: str
+    seq: int
+
+
+class SummaryResult(Result):
+    path: str
+    markdown: str
+    seq: int
+
+
+class PaperResult(Result, omit_defaults=True):
+    """``text`` and ``section_texts`` come only with ``mode="read"``."""
+
+    paper_id: str
+    title: str
+    authors: list[str]
+    published: str
+    abstract: str
+    sections: list[str]
+    mode: str
+    cached: bool
+    cache_path: str
+    text: str | None = None
+    section_texts: list[dict[str, str]] | None = None
+
+
+class CheckpointResult(Result):
+    sha: str
+    branch: str
+    parent: str
+    worktree: str | None
+    files: int
+    skipped: list[dict[str, Any]]
+    skipped_total: int
+    seq: int
+
+
+class BranchResult(Result):
+    branch: str
+    branch_kind: str
+    start_sha: str
+    start_point: str
+    worktree: str | None
+    worktree_path: str | None
+    active: bool
+    seq: int
+
+
+class GitGraphResult(Result):
+    graph: dict[str, Any]
+    svg: str
+    json_path: str
+    svg_path: str
+    seq: int
+
+
+class PublishBaselineResult(Result):
+    baseline_id: str
+    variant_ids: list[str]
+    path: str
+    seq: int
+
+
+class AttachBaselineResult(Result):
+    baseline_id: str
+    variant_id: str | None
+    confirmed: bool
+    seq: int
+
+
+class ConfirmBaselineResult(Result):
+    baseline_id: str
+    variant_id: str | None
+    contract_path: str
+    metric_ids: list[str]
+    primary_metric: str
+    metric_directions: dict[str, str]
+    seq: int
+
+
+class MainExperimentResult(Result):
+    run_id: str
+    baseline_id: str
+    branch: str
+    head_sha: str
+    primary_metric: str
+    primary: dict[str, Any]  # baseline, value, delta, better
+    comparisons: dict[str, dict[str, Any]]
+    extra_metric_ids: list[str]
+    path: str
+    seq: int
+
+
+class CampaignSlice(Result):
+    slice_id: str
+    title: str
+    goal: str
+    branch: str
+    worktree: str | None
+    worktree_path: str | None
+
+
+class CampaignResult(Result):
+    campaign_id: str
+    parent_run_id: str | None
+    parent_branch: str
+    parent_sha: str
+    slices: list[CampaignSlice]
+    path: str
+    seq: int
+
+
+class SliceResult(Result):
+    campaign_id: str
+    slice_id: str
+    status: str
+    branch: str
+    head_sha: str | None
+    remaining_slice_ids: list[str]
+    campaign_complete: bool
+    seq: int

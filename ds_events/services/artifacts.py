@@ -1,7 +1,9 @@
 """Quest state commands of the `artifact` namespace: records, baselines and metric
 contracts, main experiments, analysis campaigns, summary refreshes.
 
-Every command validates against the `artifacts` projection inside
+Each function takes its command (:mod:`ds_events.services.artifact_commands`, decoded at
+the edge, so argument names and JSON types are already right) and returns its result
+struct. Every command validates against the `artifacts` projection inside
 ``quest.transaction()`` (so ids are allocated and duplicates refused across processes),
 checks that the files its event will materialise stay inside the quest, then appends one
 event. An analysis campaign creates its branches and worktrees before that, outside the
@@ -50,6 +52,25 @@ from ds_events.log import Transaction
 from projections.artifacts import record_path
 
 from . import git
+from .artifact_commands import (
+    AttachBaseline,
+    AttachBaselineResult,
+    CampaignResult,
+    CampaignSlice,
+    ConfirmBaseline,
+    ConfirmBaselineResult,
+    CreateAnalysisCampaign,
+    MainExperimentResult,
+    PublishBaseline,
+    PublishBaselineResult,
+    Record,
+    RecordAnalysisSlice,
+    RecordMainExperiment,
+    RecordResult,
+    RefreshSummary,
+    SliceResult,
+    SummaryResult,
+)
 
 __all__ = [
     "record",
@@ -68,9 +89,9 @@ _MAX_SLICES = 32
 _MAX_CAMPAIGN_PROBES = 1000
 
 
-def record(quest: Quest, payload: Any) -> dict[str, Any]:
+def record(quest: Quest, cmd: Record) -> RecordResult:
     """Record an artifact of ``payload['kind']``; returns its id and file path."""
-    kind, artifact_id, clean = check_record(payload, quest.root)
+    kind, artifact_id, clean = check_record(cmd.payload, quest.root)
     with quest.transaction() as txn:
         state = quest.state("artifacts")
         if artifact_id is None:
@@ -82,14 +103,15 @@ def record(quest: Quest, payload: Any) -> dict[str, Any]:
             raise Conflict(f"artifact id {artifact_id!r} is taken: omit artifact_id for a fresh one", code="artifact_exists", artifact_id=artifact_id)
         check_materialised(quest.root, [record_path(kind, artifact_id)])
         stored = txn.append(ArtifactRecorded(artifact_id=artifact_id, kind=kind, payload=clean, branch=state.active_branch))[0]
-    return {"artifact_id": artifact_id, "kind": kind, "path": record_path(kind, artifact_id), "branch": state.active_branch, "seq": stored.seq}
+    return RecordResult(
+        artifact_id=artifact_id, kind=kind, path=record_path(kind, artifact_id), branch=state.active_branch, seq=stored.seq
+    )
 
 
-def publish_baseline(quest: Quest, payload: Any) -> dict[str, Any]:
+def publish_baseline(quest: Quest, cmd: PublishBaseline) -> PublishBaselineResult:
     """Register a baseline (``baseline_id``, ``title``, optional ``variants``,
     ``baseline_path``, ``metrics_summary``) so it can be attached and confirmed."""
-    if not isinstance(payload, dict):
-        raise Invalid("payload must be an object with baseline_id and title", code="invalid_payload")
+    payload = cmd.payload
     missing = [f for f in ("baseline_id", "title") if not payload.get(f)]
     if missing:
         raise Invalid(f"a baseline needs {', '.join(missing)}", code="missing_fields", missing=missing)
@@ -107,46 +129,36 @@ def publish_baseline(quest: Quest, payload: Any) -> dict[str, Any]:
             raise Conflict(f"baseline {baseline_id!r} already exists", code="baseline_exists", baseline_id=baseline_id)
         check_materialised(quest.root, [record_path("baseline", baseline_id)])
         stored = txn.append(BaselinePublished(baseline_id=baseline_id, payload=clean, variant_ids=variants))[0]
-    return {"baseline_id": baseline_id, "variant_ids": variants, "path": record_path("baseline", baseline_id), "seq": stored.seq}
+    return PublishBaselineResult(
+        baseline_id=baseline_id, variant_ids=variants, path=record_path("baseline", baseline_id), seq=stored.seq
+    )
 
 
-def attach_baseline(quest: Quest, baseline_id: Any, variant_id: Any = None) -> dict[str, Any]:
+def attach_baseline(quest: Quest, cmd: AttachBaseline) -> AttachBaselineResult:
     """Choose a published baseline (and variant) as the quest's reference."""
-    baseline_id = check_id(baseline_id, "baseline_id")
-    variant_id = optional_id(variant_id, "variant_id")
+    baseline_id = check_id(cmd.baseline_id, "baseline_id")
+    variant_id = optional_id(cmd.variant_id, "variant_id")
     with quest.transaction() as txn:
         baseline = _known_baseline(quest.state("artifacts"), baseline_id)
         _check_variant(baseline, variant_id)
         stored = txn.append(BaselineAttached(baseline_id=baseline_id, variant_id=variant_id))[0]
-    return {
-        "baseline_id": baseline_id,
-        "variant_id": variant_id,
-        "confirmed": baseline.confirmed is not None,
-        "seq": stored.seq,
-    }
+    return AttachBaselineResult(
+        baseline_id=baseline_id, variant_id=variant_id, confirmed=baseline.confirmed is not None, seq=stored.seq
+    )
 
 
-def confirm_baseline(
-    quest: Quest,
-    baseline_path: Any,
-    baseline_id: Any,
-    metric_contract: Any,
-    metrics_summary: Any,
-    primary_metric: Any,
-    metric_directions: Any = None,
-    summary: Any = None,
-    variant_id: Any = None,
-) -> dict[str, Any]:
+def confirm_baseline(quest: Quest, cmd: ConfirmBaseline) -> ConfirmBaselineResult:
     """Confirm a baseline's numbers and its canonical metric contract, which is
     materialised to ``<baseline_path>/json/metric_contract.json``."""
-    baseline_id = check_id(baseline_id, "baseline_id")
-    variant_id = optional_id(variant_id, "variant_id")
-    rel = confine_path(quest.root, baseline_path, "baseline_path")
-    metrics = check_metrics(metrics_summary)
-    directions = normalise_directions(metric_directions)
-    summary_text = check_text(summary, "summary", required=False)
+    baseline_id = check_id(cmd.baseline_id, "baseline_id")
+    variant_id = optional_id(cmd.variant_id, "variant_id")
+    rel = confine_path(quest.root, cmd.baseline_path, "baseline_path")
+    metrics = check_metrics(cmd.metrics_summary)
+    directions = normalise_directions(cmd.metric_directions)
+    summary_text = check_text(cmd.summary, "summary", required=False)
+    primary_metric = cmd.primary_metric
     contract = normalise_contract(
-        metric_contract, metrics, primary_metric, directions, baseline_id=baseline_id, variant_id=variant_id
+        cmd.metric_contract, metrics, primary_metric, directions, baseline_id=baseline_id, variant_id=variant_id
     )
     contract_path = "json/metric_contract.json" if rel == "." else f"{rel}/json/metric_contract.json"
     check_materialised(quest.root, [contract_path], field="baseline_path")
@@ -173,47 +185,31 @@ def confirm_baseline(
             variant_id=variant_id,
         )
         stored = txn.append(event)[0]
-    return {
-        "baseline_id": baseline_id,
-        "variant_id": variant_id,
-        "contract_path": contract_path,
-        "metric_ids": contract["metric_ids"],
-        "primary_metric": primary_metric,
-        "metric_directions": directions,
-        "seq": stored.seq,
-    }
+    return ConfirmBaselineResult(
+        baseline_id=baseline_id,
+        variant_id=variant_id,
+        contract_path=contract_path,
+        metric_ids=contract["metric_ids"],
+        primary_metric=primary_metric,
+        metric_directions=directions,
+        seq=stored.seq,
+    )
 
 
-def record_main_experiment(
-    quest: Quest,
-    run_id: Any,
-    title: Any,
-    metrics_summary: Any,
-    *,
-    baseline_id: Any = None,
-    metric_directions: Any = None,
-    evaluation_protocol: Any = None,
-    summary: Any = None,
-    idea_id: Any = None,
-    branch: Any = None,
-    details: Any = None,
-) -> dict[str, Any]:
+def record_main_experiment(quest: Quest, cmd: RecordMainExperiment) -> MainExperimentResult:
     """Record a main experiment; its metrics must cover every metric of the confirmed
     baseline's contract (extras allowed), with the same directions and protocol."""
-    run_id = check_id(run_id, "run_id")
-    title = check_text(title, "title", max_chars=500)
-    metrics = check_metrics(metrics_summary)
-    directions = normalise_directions(metric_directions)
-    idea_id = optional_id(idea_id, "idea_id")
-    summary_text = check_text(summary, "summary", required=False)
-    if details is not None and not isinstance(details, dict):
-        raise Invalid("details must be an object", code="invalid_field", field="details")
-    if branch is not None and not isinstance(branch, str):
-        raise Invalid("branch must be a branch name", code="invalid_field", field="branch")
-    protocol = normalise_protocol(evaluation_protocol)
+    run_id = check_id(cmd.run_id, "run_id")
+    title = check_text(cmd.title, "title", max_chars=500)
+    metrics = check_metrics(cmd.metrics_summary)
+    directions = normalise_directions(cmd.metric_directions)
+    idea_id = optional_id(cmd.idea_id, "idea_id")
+    summary_text = check_text(cmd.summary, "summary", required=False)
+    baseline_id = optional_id(cmd.baseline_id, "baseline_id")
+    protocol = normalise_protocol(cmd.evaluation_protocol)
     with quest.transaction() as txn:
         state = quest.state("artifacts")
-        baseline = _baseline_for_run(state, optional_id(baseline_id, "baseline_id"))
+        baseline = _baseline_for_run(state, baseline_id)
         confirmed = baseline.confirmed
         assert confirmed is not None
         if state.id_taken(run_id):
@@ -221,7 +217,7 @@ def record_main_experiment(
         problems, comparisons = compare_to_contract(confirmed.contract, metrics, directions, protocol)
         if problems:
             raise Invalid(_problem_message(problems), code=_problem_code(problems), baseline_id=baseline.baseline_id, **problems)
-        run_branch = branch or next((b.branch for b in state.branches.values() if b.run == run_id), state.active_branch)
+        run_branch = cmd.branch or next((b.branch for b in state.branches.values() if b.run == run_id), state.active_branch)
         head = git_ops.branch_head(quest.repo(), run_branch)
         if head is None:
             raise NotFound(f"branch {run_branch!r} does not exist in the quest repository", code="unknown_branch", branch=run_branch)
@@ -239,33 +235,27 @@ def record_main_experiment(
             idea_id=idea_id or (info.idea_id if info else None),
             summary=summary_text,
             evaluation_protocol=protocol or confirmed.contract.get("evaluation_protocol"),
-            details=details or {},
+            details=cmd.details or {},
         )
         stored = txn.append(event)[0]
     primary = comparisons[confirmed.primary_metric]
-    return {
-        "run_id": run_id,
-        "baseline_id": baseline.baseline_id,
-        "branch": run_branch,
-        "head_sha": head,
-        "primary_metric": confirmed.primary_metric,
-        "primary": primary,
-        "comparisons": comparisons,
-        "extra_metric_ids": sorted(m for m in metrics if m not in confirmed.contract["metrics"]),
-        "path": record_path("run", run_id),
-        "seq": stored.seq,
-    }
+    return MainExperimentResult(
+        run_id=run_id,
+        baseline_id=baseline.baseline_id,
+        branch=run_branch,
+        head_sha=head,
+        primary_metric=confirmed.primary_metric,
+        primary=primary,
+        comparisons=comparisons,
+        extra_metric_ids=sorted(m for m in metrics if m not in confirmed.contract["metrics"]),
+        path=record_path("run", run_id),
+        seq=stored.seq,
+    )
 
 
 def create_analysis_campaign(
-    quest: Quest,
-    campaign_title: Any,
-    campaign_goal: Any,
-    slices: Any,
-    parent_run_id: Any = None,
-    *,
-    create_worktrees: bool = True,
-) -> dict[str, Any]:
+    quest: Quest, cmd: CreateAnalysisCampaign, *, create_worktrees: bool = True
+) -> CampaignResult:
     """Create a campaign whose slices are child branches (with worktrees) of the result
     node: ``parent_run_id``'s branch head, else the latest main experiment's, else the
     active branch. Branches are named ``analysis/<idea_id>/<campaign_id>-<slice_id>``.
@@ -273,11 +263,13 @@ def create_analysis_campaign(
     The branches and worktrees (up to 32) are made outside the log's lock, under a
     campaign id reserved across processes (:func:`_reserve_campaign_id`), so campaigns
     created at once by several processes get distinct ids; the lock is held only to
-    append. If the append fails, every branch and worktree made is removed."""
-    title = check_text(campaign_title, "campaign_title", max_chars=500)
-    goal = check_text(campaign_goal, "campaign_goal")
-    parent_run_id = optional_id(parent_run_id, "parent_run_id")
-    wanted = _parse_slices(slices)
+    append. If the append fails, every branch and worktree made is removed.
+    ``create_worktrees=False`` makes the branches only (tests and tools that need no
+    checkout)."""
+    title = check_text(cmd.campaign_title, "campaign_title", max_chars=500)
+    goal = check_text(cmd.campaign_goal, "campaign_goal")
+    parent_run_id = optional_id(cmd.parent_run_id, "parent_run_id")
+    wanted = _parse_slices(cmd.slices)
     state = quest.state("artifacts")
     if parent_run_id is not None and parent_run_id not in state.runs:
         raise NotFound(f"no main experiment {parent_run_id!r}", code="unknown_run", run_id=parent_run_id)
@@ -317,36 +309,28 @@ def create_analysis_campaign(
             stored = git.append_recording(quest, undo, recheck)
     finally:
         git_ops.release(repo, campaign_id)
-    return {
-        "campaign_id": campaign_id,
-        "parent_run_id": parent.run if parent else None,
-        "parent_branch": parent_branch,
-        "parent_sha": parent_sha,
-        "slices": [{**s, "worktree_path": str(quest.root / s["worktree"]) if s["worktree"] else None} for s in wanted],
-        "path": _campaign_path(campaign_id),
-        "seq": stored.seq,
-    }
+    return CampaignResult(
+        campaign_id=campaign_id,
+        parent_run_id=parent.run if parent else None,
+        parent_branch=parent_branch,
+        parent_sha=parent_sha,
+        slices=[
+            CampaignSlice(**s, worktree_path=str(quest.root / s["worktree"]) if s["worktree"] else None) for s in wanted
+        ],
+        path=_campaign_path(campaign_id),
+        seq=stored.seq,
+    )
 
 
-def record_analysis_slice(
-    quest: Quest,
-    campaign_id: Any,
-    slice_id: Any,
-    *,
-    status: Any = "completed",
-    metrics_summary: Any = None,
-    summary: Any = None,
-    details: Any = None,
-) -> dict[str, Any]:
+def record_analysis_slice(quest: Quest, cmd: RecordAnalysisSlice) -> SliceResult:
     """Record one slice's outcome (status, metrics, summary) and its branch head."""
-    campaign_id = check_id(campaign_id, "campaign_id")
-    slice_id = check_id(slice_id, "slice_id")
+    campaign_id = check_id(cmd.campaign_id, "campaign_id")
+    slice_id = check_id(cmd.slice_id, "slice_id")
+    status = cmd.status
     if status not in SLICE_STATUSES:
         raise Invalid(f"status {status!r}: use {', '.join(SLICE_STATUSES)}", code="invalid_slice_status", allowed=list(SLICE_STATUSES))
-    metrics = check_metrics(metrics_summary, allow_empty=True)
-    summary_text = check_text(summary, "summary", required=False)
-    if details is not None and not isinstance(details, dict):
-        raise Invalid("details must be an object", code="invalid_field", field="details")
+    metrics = check_metrics(cmd.metrics_summary, allow_empty=True)
+    summary_text = check_text(cmd.summary, "summary", required=False)
     with quest.transaction() as txn:
         state = quest.state("artifacts")
         campaign = state.campaigns.get(campaign_id)
@@ -370,29 +354,29 @@ def record_analysis_slice(
             metrics_summary=metrics,
             summary=summary_text,
             head_sha=head,
-            details=details or {},
+            details=cmd.details or {},
         )
         stored = txn.append(event)[0]
     remaining = [s.slice_id for s in campaign.slices if s.status == "pending" and s.slice_id != slice_id]
-    return {
-        "campaign_id": campaign_id,
-        "slice_id": slice_id,
-        "status": status,
-        "branch": found.branch,
-        "head_sha": head,
-        "remaining_slice_ids": remaining,
-        "campaign_complete": not remaining,
-        "seq": stored.seq,
-    }
+    return SliceResult(
+        campaign_id=campaign_id,
+        slice_id=slice_id,
+        status=status,
+        branch=found.branch,
+        head_sha=head,
+        remaining_slice_ids=remaining,
+        campaign_complete=not remaining,
+        seq=stored.seq,
+    )
 
 
-def refresh_summary(quest: Quest, reason: Any = None) -> dict[str, Any]:
+def refresh_summary(quest: Quest, cmd: RefreshSummary) -> SummaryResult:
     """Record a refresh and return ``SUMMARY.md`` as rendered from the log."""
-    reason_text = check_text(reason, "reason", required=False, max_chars=2000)
+    reason_text = check_text(cmd.reason, "reason", required=False, max_chars=2000)
     check_materialised(quest.root, ["SUMMARY.md"])
     stored = quest.emit(SummaryRefreshed(reason=reason_text))[0]
     path = quest.root / "SUMMARY.md"
-    return {"path": "SUMMARY.md", "markdown": path.read_text(encoding="utf-8"), "seq": stored.seq}
+    return SummaryResult(path="SUMMARY.md", markdown=path.read_text(encoding="utf-8"), seq=stored.seq)
 
 
 # -- helpers ------------------------------------------------------------------------------

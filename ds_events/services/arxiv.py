@@ -22,14 +22,17 @@ from typing import Any
 
 import msgspec
 
+from ds_events.config import DEFAULT_ARXIV_API_URL
 from ds_events.home import Home
 from ds_events.errors import Invalid, NotFound, ServiceError
 from ds_events.paths import write_atomic
 
+from .artifact_commands import PaperResult, ReadArxiv
+
 __all__ = ["Fetcher", "DEFAULT_API_URL", "api_url", "read_paper", "normalise_paper_id", "parse_atom", "MODES"]
 
 Fetcher = Callable[[str], "dict[str, Any] | Awaitable[dict[str, Any]]"]
-DEFAULT_API_URL = "https://export.arxiv.org/api/query"
+DEFAULT_API_URL = DEFAULT_ARXIV_API_URL
 MODES = ("read", "list")
 _NEW_ID = re.compile(r"^\d{4}\.\d{4,5}(v\d+)?$")
 _OLD_ID = re.compile(r"^[a-z][a-z-]*(\.[A-Z]{2})?/\d{7}(v\d+)?$")
@@ -39,13 +42,14 @@ _ATOM = "{http://www.w3.org/2005/Atom}"
 
 def api_url(home: Home) -> str:
     """The arXiv API to ask: ``config.yaml: arxiv.api_url``, else the public one."""
-    return (home.config().get("arxiv") or {}).get("api_url") or DEFAULT_API_URL
+    return home.config().arxiv.api_url
 
 
-async def read_paper(home: Home, paper_id: Any, mode: Any, fetcher: Fetcher) -> dict[str, Any]:
+async def read_paper(home: Home, cmd: ReadArxiv, fetcher: Fetcher) -> PaperResult:
     """The paper from the cache, or fetched (then cached). ``mode="list"`` returns its
     metadata and section titles; ``mode="read"`` also the abstract and full text."""
-    pid = normalise_paper_id(paper_id)
+    pid = normalise_paper_id(cmd.paper_id)
+    mode = cmd.mode
     if mode not in MODES:
         raise Invalid(f"unknown mode {mode!r}: use read or list", code="invalid_mode", allowed=list(MODES))
     path = _cache_path(home, pid)
@@ -56,13 +60,16 @@ async def read_paper(home: Home, paper_id: Any, mode: Any, fetcher: Fetcher) -> 
         cached = False
         paper = await _fetch(home, pid, fetcher)
         write_atomic(path, msgspec.json.encode(paper))
-    out = {k: paper[k] for k in ("paper_id", "title", "authors", "published", "abstract")}
-    out["sections"] = [s["title"] for s in paper["sections"]]
-    out.update(mode=mode, cached=cached, cache_path=str(path))
-    if mode == "read":
-        out["text"] = paper["text"] or "\n\n".join(f"## {s['title']}\n\n{s['text']}" for s in paper["sections"])
-        out["section_texts"] = paper["sections"]
-    return out
+    read = mode == "read"
+    return PaperResult(
+        **{k: paper[k] for k in ("paper_id", "title", "authors", "published", "abstract")},
+        sections=[s["title"] for s in paper["sections"]],
+        mode=mode,
+        cached=cached,
+        cache_path=str(path),
+        text=(paper["text"] or "\n\n".join(f"## {s['title']}\n\n{s['text']}" for s in paper["sections"])) if read else None,
+        section_texts=paper["sections"] if read else None,
+    )
 
 
 def normalise_paper_id(value: Any) -> str:

@@ -47,6 +47,7 @@ from ds_events.events.bash import (
     BashSessionStarted,
     session_end_id,
 )
+from ds_events.config import Config
 from ds_events.home import Quest
 from projections.bash_sessions import Session, status_counts
 
@@ -395,16 +396,16 @@ def session_dir(quest: Quest, session_id: str) -> Path:
     return quest.root / ".ds" / "bash_exec" / session_id
 
 
-def kill_grace_seconds(quest: Quest, config: dict[str, Any] | None = None) -> float:
+def kill_grace_seconds(quest: Quest, config: Config | None = None) -> float:
     """Seconds between TERM and KILL: ``bash_exec.kill_grace_seconds`` in config.yaml
     (``config``: the home's config when the caller has already read it)."""
-    return config_seconds(config or quest.home.config(), "kill_grace_seconds", DEFAULT_GRACE_SECONDS)
+    return (config or quest.home.config()).bash_exec.kill_grace_seconds
 
 
-def progress_interval_seconds(quest: Quest, config: dict[str, Any] | None = None) -> float:
+def progress_interval_seconds(quest: Quest, config: Config | None = None) -> float:
     """Least seconds between two ``bash.progress`` events of a session (the latest wins):
     ``bash_exec.progress_interval_seconds`` in config.yaml."""
-    return config_seconds(config or quest.home.config(), "progress_interval_seconds", DEFAULT_PROGRESS_INTERVAL)
+    return (config or quest.home.config()).bash_exec.progress_interval_seconds
 
 
 # -- private helpers -----------------------------------------------------------------

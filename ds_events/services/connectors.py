@@ -167,7 +167,7 @@ def webhook_jobs(quest: Quest, interaction_id: str) -> list[WebhookJob]:
     record = state.interactions.get(interaction_id)
     if record is None:
         raise NotFound(f"no interaction {interaction_id!r}", code="unknown_interaction")
-    configured = quest.home.config().get("connectors", {}) or {}
+    configured = msgspec.to_builtins(quest.home.config().connectors)  # only the keys set (omit_defaults)
     defaults = {**WEBHOOK_DEFAULTS, **(configured.get("webhook", {}) or {})}
     jobs = []
     for status in record.deliveries.values():

@@ -7,7 +7,8 @@ to re-check what may have moved, finish (a checkpoint's commit) and append the e
 that records what happened: :func:`append_recording`. If that event does not reach the
 log, the side effects are undone, so the repository never holds a branch or a commit the
 log does not know (and a retry does not meet a ``branch_exists`` of its own making).
-Replay never touches git. Error codes: ``invalid_branch_kind``, ``missing_fields``,
+Replay never touches git. Each command takes its command struct
+(:mod:`ds_events.services.artifact_commands`) and returns its result struct. Error codes: ``invalid_branch_kind``, ``missing_fields``,
 ``invalid_branch_name``, ``branch_exists``, ``worktree_exists``, ``unknown_start_point``,
 ``unknown_branch``, ``branch_has_no_worktree``, ``worktree_missing``,
 ``nothing_to_commit``, ``branch_moved``, plus the id and text codes of
@@ -31,6 +32,8 @@ from ds_events.home import Quest
 from ds_events.log import LogError, Transaction, line_hash
 from projections.artifacts import render_graph_svg
 
+from .artifact_commands import BranchResult, Checkpoint, CheckpointResult, GitGraphResult, PrepareBranch, RenderGitGraph
+
 __all__ = [
     "BRANCH_KINDS",
     "checkpoint",
@@ -47,7 +50,7 @@ _CHECKPOINT_ATTEMPTS = 3
 _GRAPH_FILES = ("artifacts/graphs/git_graph.json", "artifacts/graphs/git_graph.svg")
 
 
-def checkpoint(quest: Quest, message: str, *, allow_empty: bool = False, branch: str | None = None) -> dict[str, Any]:
+def checkpoint(quest: Quest, cmd: Checkpoint) -> CheckpointResult:
     """Commit the active worktree (or ``branch``'s worktree, or ``main`` for the quest
     root), skipping what hygiene excludes. Returns sha, branch, skipped paths.
 
@@ -57,45 +60,34 @@ def checkpoint(quest: Quest, message: str, *, allow_empty: bool = False, branch:
     made, with the trailer ``DS-Log-Head: <seq> <hash>`` naming the log's head at that
     moment, and the event appended.
     """
-    message = check_text(message, "message", max_chars=_MAX_MESSAGE)
-    if not isinstance(allow_empty, bool):
-        raise Invalid("allow_empty must be true or false", code="invalid_field", field="allow_empty")
-    max_bytes = int(quest.home.config()["git"]["max_file_bytes"])
+    message = check_text(cmd.message, "message", max_chars=_MAX_MESSAGE)
+    max_bytes = quest.home.config().git.max_file_bytes
     quest.views.materialise()  # the quest root's files reflect every event so far
     for attempt in range(1, _CHECKPOINT_ATTEMPTS + 1):
         try:
-            return _checkpoint_once(quest, message, allow_empty, branch, max_bytes)
+            return _checkpoint_once(quest, message, cmd.allow_empty, cmd.branch, max_bytes)
         except Conflict as exc:
             if exc.code != "branch_moved" or attempt == _CHECKPOINT_ATTEMPTS:
                 raise
     raise AssertionError("unreachable")
 
 
-def prepare_branch(
-    quest: Quest,
-    *,
-    run_id: str | None = None,
-    idea_id: str | None = None,
-    branch: str | None = None,
-    branch_kind: str = "run",
-    create_worktree: bool = True,
-    start_point: str | None = None,
-) -> dict[str, Any]:
+def prepare_branch(quest: Quest, cmd: PrepareBranch) -> BranchResult:
     """Create a branch named by the scheme (``run/<run_id>``, ``idea/<quest>-<idea_id>``,
     ``analysis/<idea_id>/<run_id>``, ``paper/<id>``) or the given ``branch``, from
     ``start_point`` (default: the active branch), with a worktree under ``.ds/worktrees/``.
     The new worktree becomes the active one: later checkpoints commit it."""
+    branch_kind = cmd.branch_kind
     if branch_kind not in BRANCH_KINDS:
         raise Invalid(f"unknown branch_kind {branch_kind!r}: use {', '.join(BRANCH_KINDS)}", code="invalid_branch_kind")
-    run_id = optional_id(run_id, "run_id")
-    idea_id = optional_id(idea_id, "idea_id")
-    if not isinstance(create_worktree, bool):
-        raise Invalid("create_worktree must be true or false", code="invalid_field", field="create_worktree")
-    name = _branch_name(quest.id, branch_kind, branch, run_id, idea_id)
-    spec = BranchSpec(branch=name, kind=branch_kind, worktree=git_ops.worktree_path(name) if create_worktree else None)
+    run_id = optional_id(cmd.run_id, "run_id")
+    idea_id = optional_id(cmd.idea_id, "idea_id")
+    name = _branch_name(quest.id, branch_kind, cmd.branch, run_id, idea_id)
+    worktree = git_ops.worktree_path(name) if cmd.create_worktree else None
+    spec = BranchSpec(branch=name, kind=branch_kind, worktree=worktree)
     state = quest.state("artifacts")
     repo = quest.repo()
-    start_sha, start_label = git_ops.resolve_start(repo, start_point, state.active_branch)
+    start_sha, start_label = git_ops.resolve_start(repo, cmd.start_point, state.active_branch)
     git_ops.check_free(quest.root, repo, [spec])
     event = BranchPrepared(
         branch=name,
@@ -112,34 +104,31 @@ def prepare_branch(
     with Rollback() as undo:
         git_ops.create_branches(quest.root, repo, [spec], start_sha, undo)
         stored = append_recording(quest, undo, lambda txn: event)
-    return {
-        "branch": name,
-        "branch_kind": branch_kind,
-        "start_sha": start_sha,
-        "start_point": start_label,
-        "worktree": spec.worktree,
-        "worktree_path": str(quest.root / spec.worktree) if spec.worktree else None,
-        "active": spec.worktree is not None,
-        "seq": stored.seq,
-    }
+    return BranchResult(
+        branch=name,
+        branch_kind=branch_kind,
+        start_sha=start_sha,
+        start_point=start_label,
+        worktree=spec.worktree,
+        worktree_path=str(quest.root / spec.worktree) if spec.worktree else None,
+        active=spec.worktree is not None,
+        seq=stored.seq,
+    )
 
 
-def render_git_graph(quest: Quest, *, max_commits: int = 200) -> dict[str, Any]:
+def render_git_graph(quest: Quest, cmd: RenderGitGraph) -> GitGraphResult:
     """Snapshot the branch graph into the log; ``artifacts/graphs/git_graph.{json,svg}``
     are materialised from it. Returns the graph, the SVG text and the file paths."""
-    if not isinstance(max_commits, int) or isinstance(max_commits, bool) or not 1 <= max_commits <= 2000:
+    max_commits = cmd.max_commits
+    if not 1 <= max_commits <= 2000:
         raise Invalid("max_commits must be an integer from 1 to 2000", code="invalid_field", field="max_commits")
     check_materialised(quest.root, _GRAPH_FILES)
     state = quest.state("artifacts")
     graph = git_graph(quest.repo(), state, max_commits=max_commits)
     stored = quest.emit(GitGraphRendered(graph=graph))[0]
-    return {
-        "graph": graph,
-        "svg": render_graph_svg(graph),
-        "json_path": _GRAPH_FILES[0],
-        "svg_path": _GRAPH_FILES[1],
-        "seq": stored.seq,
-    }
+    return GitGraphResult(
+        graph=graph, svg=render_graph_svg(graph), json_path=_GRAPH_FILES[0], svg_path=_GRAPH_FILES[1], seq=stored.seq
+    )
 
 
 def git_graph(repo: pygit2.Repository, state: Any, *, max_commits: int = 200) -> dict[str, Any]:
@@ -254,7 +243,7 @@ def _branch_name(quest_id: str, kind: str, branch: str | None, run_id: str | Non
     return git_ops.validate_branch_name(name, kind)
 
 
-def _checkpoint_once(quest: Quest, message: str, allow_empty: bool, branch: str | None, max_bytes: int) -> dict[str, Any]:
+def _checkpoint_once(quest: Quest, message: str, allow_empty: bool, branch: str | None, max_bytes: int) -> CheckpointResult:
     state = quest.state("artifacts")
     target = branch if branch is not None else state.active_branch
     repo, worktree = _open_target(quest, state, target)
@@ -289,16 +278,16 @@ def _checkpoint_once(quest: Quest, message: str, allow_empty: bool, branch: str 
         stored = append_recording(quest, undo, commit)
     assert isinstance(stored, GitCheckpointed)
     git_ops.write_index(staged)
-    return {
-        "sha": stored.sha,
-        "branch": target,
-        "parent": parent,
-        "worktree": worktree,
-        "files": staged.files,
-        "skipped": staged.skipped,
-        "skipped_total": staged.skipped_total,
-        "seq": stored.seq,
-    }
+    return CheckpointResult(
+        sha=stored.sha,
+        branch=target,
+        parent=parent,
+        worktree=worktree,
+        files=staged.files,
+        skipped=staged.skipped,
+        skipped_total=staged.skipped_total,
+        seq=stored.seq,
+    )
 
 
 def _log_head(quest: Quest, txn: Transaction) -> tuple[int, str]:
@@ -333,9 +322,7 @@ def _payload(event: Event) -> dict[str, Any]:
     return {f: getattr(event, f) for f in event.__struct_fields__ if f not in _ENVELOPE}
 
 
-def _open_target(quest: Quest, state: Any, target: Any) -> tuple[pygit2.Repository, str | None]:
-    if not isinstance(target, str):
-        raise Invalid("branch must be a branch name", code="invalid_field", field="branch")
+def _open_target(quest: Quest, state: Any, target: str) -> tuple[pygit2.Repository, str | None]:
     if target == "main":
         return quest.repo(), None
     info = state.branches.get(target)

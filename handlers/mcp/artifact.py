@@ -8,8 +8,6 @@ and calls one service function. The interaction tools (``interact``,
 
 from __future__ import annotations
 
-from typing import Any
-
 from mcp.server.mcpserver import MCPServer
 
 from ds_events.services import arxiv as arxiv_service
@@ -17,17 +15,29 @@ from ds_events.services import artifacts as service
 from ds_events.services import git as git_service
 from ds_events.services.artifact_commands import (
     AttachBaseline,
+    AttachBaselineResult,
+    BranchResult,
+    CampaignResult,
     Checkpoint,
+    CheckpointResult,
     ConfirmBaseline,
+    ConfirmBaselineResult,
     CreateAnalysisCampaign,
+    GitGraphResult,
+    MainExperimentResult,
+    PaperResult,
     PrepareBranch,
     PublishBaseline,
+    PublishBaselineResult,
     ReadArxiv,
     Record,
     RecordAnalysisSlice,
     RecordMainExperiment,
+    RecordResult,
     RefreshSummary,
     RenderGitGraph,
+    SliceResult,
+    SummaryResult,
 )
 
 from ..connectors.arxiv import ArxivApiFetcher
@@ -45,8 +55,6 @@ into slices with `create_analysis_campaign` and report each with `record_analysi
 Errors are JSON objects with a stable `error` code and the details needed to fix the call;
 when a call fails nothing was written."""
 
-Result = dict[str, Any]
-
 
 def build_server(binding: QuestBinding, *, arxiv_fetcher: arxiv_service.Fetcher | None = None) -> MCPServer[ToolContext]:
     """The `artifact` server for ``binding``; ``arxiv_fetcher`` replaces the arXiv API client."""
@@ -61,7 +69,7 @@ def build_server(binding: QuestBinding, *, arxiv_fetcher: arxiv_service.Fetcher 
 
 def _records(ns: Namespace, arxiv_fetcher: arxiv_service.Fetcher | None) -> None:
     @ns.tool
-    def record(tc: ToolContext, cmd: Record) -> Result:
+    def record(tc: ToolContext, cmd: Record) -> RecordResult:
         """Record a quest artifact; it is stored as artifacts/<kind dir>/<artifact_id>.json.
 
         Use it for every idea, decision, progress note, answer, milestone, run, report,
@@ -77,22 +85,22 @@ def _records(ns: Namespace, arxiv_fetcher: arxiv_service.Fetcher | None) -> None
           record(payload={"kind": "decision", "verdict": "promising", "action": "launch_experiment",
                           "reason": "smoke run beat the baseline"})
         """
-        return service.record(tc.quest, cmd.payload)
+        return service.record(tc.quest, cmd)
 
     @ns.tool
-    def refresh_summary(tc: ToolContext, cmd: RefreshSummary) -> Result:
+    def refresh_summary(tc: ToolContext, cmd: RefreshSummary) -> SummaryResult:
         """Refresh SUMMARY.md (rendered from the quest log) and return its markdown.
 
         Call it after a milestone or before handing over, with a short `reason`.
         Returns: path, markdown, seq.
         Example: refresh_summary(reason="main experiment recorded")
         """
-        return service.refresh_summary(tc.quest, cmd.reason)
+        return service.refresh_summary(tc.quest, cmd)
 
     fetcher = arxiv_fetcher
 
     @ns.tool
-    async def arxiv(tc: ToolContext, cmd: ReadArxiv) -> Result:
+    async def arxiv(tc: ToolContext, cmd: ReadArxiv) -> PaperResult:
         """Read an arXiv paper through the local cache (fetched once, then served offline).
 
         Returns: paper_id, title, authors, published, abstract, sections, cached, and with
@@ -102,12 +110,12 @@ def _records(ns: Namespace, arxiv_fetcher: arxiv_service.Fetcher | None) -> None
         """
         home = (await tc.quest_async()).home
         chosen = fetcher or ArxivApiFetcher(arxiv_service.api_url(home))
-        return await arxiv_service.read_paper(home, cmd.paper_id, cmd.mode, chosen)
+        return await arxiv_service.read_paper(home, cmd, chosen)
 
 
 def _git(ns: Namespace) -> None:
     @ns.tool
-    def checkpoint(tc: ToolContext, cmd: Checkpoint) -> Result:
+    def checkpoint(tc: ToolContext, cmd: Checkpoint) -> CheckpointResult:
         """Commit the active worktree (the last branch you prepared), or the quest root.
 
         Never commits .ds/, virtual environments, caches (__pycache__, node_modules, ...),
@@ -118,10 +126,10 @@ def _git(ns: Namespace) -> None:
         Returns: sha, branch, parent, worktree, files, skipped, skipped_total, seq.
         Example: checkpoint(message="smoke run: training loop works")
         """
-        return git_service.checkpoint(tc.quest, cmd.message, allow_empty=cmd.allow_empty, branch=cmd.branch)
+        return git_service.checkpoint(tc.quest, cmd)
 
     @ns.tool
-    def prepare_branch(tc: ToolContext, cmd: PrepareBranch) -> Result:
+    def prepare_branch(tc: ToolContext, cmd: PrepareBranch) -> BranchResult:
         """Create a branch of the quest repository and (by default) a worktree for it.
 
         Names: run -> run/<run_id>; idea -> idea/<quest>-<idea_id>; analysis ->
@@ -132,49 +140,41 @@ def _git(ns: Namespace) -> None:
         Examples: prepare_branch(run_id="ls-0.1", idea_id="idea-0001")
                   prepare_branch(idea_id="idea-0002", branch_kind="idea", start_point="main")
         """
-        return git_service.prepare_branch(
-            tc.quest,
-            run_id=cmd.run_id,
-            idea_id=cmd.idea_id,
-            branch=cmd.branch,
-            branch_kind=cmd.branch_kind,
-            create_worktree=cmd.create_worktree,
-            start_point=cmd.start_point,
-        )
+        return git_service.prepare_branch(tc.quest, cmd)
 
     @ns.tool
-    def render_git_graph(tc: ToolContext, cmd: RenderGitGraph) -> Result:
+    def render_git_graph(tc: ToolContext, cmd: RenderGitGraph) -> GitGraphResult:
         """Draw the quest's branch graph: JSON (branches, commits, lanes) and SVG.
 
         Also materialised as artifacts/graphs/git_graph.json and .svg.
         Returns: graph, svg, json_path, svg_path, seq.
         Example: render_git_graph()
         """
-        return git_service.render_git_graph(tc.quest, max_commits=cmd.max_commits)
+        return git_service.render_git_graph(tc.quest, cmd)
 
 
 def _baselines(ns: Namespace) -> None:
     @ns.tool
-    def publish_baseline(tc: ToolContext, cmd: PublishBaseline) -> Result:
+    def publish_baseline(tc: ToolContext, cmd: PublishBaseline) -> PublishBaselineResult:
         """Register a baseline in the quest so it can be attached and confirmed.
 
         Returns: baseline_id, variant_ids, path, seq.
         Example: publish_baseline(payload={"baseline_id": "resnet20", "title": "ResNet-20 (He et al.)",
                                            "variants": ["cifar10"]})
         """
-        return service.publish_baseline(tc.quest, cmd.payload)
+        return service.publish_baseline(tc.quest, cmd)
 
     @ns.tool
-    def attach_baseline(tc: ToolContext, cmd: AttachBaseline) -> Result:
+    def attach_baseline(tc: ToolContext, cmd: AttachBaseline) -> AttachBaselineResult:
         """Choose a published baseline (and variant) as the reference for main experiments.
 
         Returns: baseline_id, variant_id, confirmed, seq.
         Example: attach_baseline(baseline_id="resnet20", variant_id="cifar10")
         """
-        return service.attach_baseline(tc.quest, cmd.baseline_id, cmd.variant_id)
+        return service.attach_baseline(tc.quest, cmd)
 
     @ns.tool
-    def confirm_baseline(tc: ToolContext, cmd: ConfirmBaseline) -> Result:
+    def confirm_baseline(tc: ToolContext, cmd: ConfirmBaseline) -> ConfirmBaselineResult:
         """Confirm a baseline's numbers and its metric contract (the yardstick for runs).
 
         The canonical contract is written to <baseline_path>/json/metric_contract.json.
@@ -187,20 +187,10 @@ def _baselines(ns: Namespace) -> None:
           "evaluation_protocol": {"split": "test"}}, metrics_summary={"top1": 0.916},
           primary_metric="top1")
         """
-        return service.confirm_baseline(
-            tc.quest,
-            cmd.baseline_path,
-            cmd.baseline_id,
-            cmd.metric_contract,
-            cmd.metrics_summary,
-            cmd.primary_metric,
-            metric_directions=cmd.metric_directions,
-            summary=cmd.summary,
-            variant_id=cmd.variant_id,
-        )
+        return service.confirm_baseline(tc.quest, cmd)
 
     @ns.tool
-    def record_main_experiment(tc: ToolContext, cmd: RecordMainExperiment) -> Result:
+    def record_main_experiment(tc: ToolContext, cmd: RecordMainExperiment) -> MainExperimentResult:
         """Record a main experiment against the confirmed baseline's metric contract.
 
         Every baseline metric id must be in metrics_summary (extras are fine). On failure
@@ -212,24 +202,12 @@ def _baselines(ns: Namespace) -> None:
         Example: record_main_experiment(run_id="ls-0.1", title="Label smoothing 0.1",
                                         metrics_summary={"top1": 0.921})
         """
-        return service.record_main_experiment(
-            tc.quest,
-            cmd.run_id,
-            cmd.title,
-            cmd.metrics_summary,
-            baseline_id=cmd.baseline_id,
-            metric_directions=cmd.metric_directions,
-            evaluation_protocol=cmd.evaluation_protocol,
-            summary=cmd.summary,
-            idea_id=cmd.idea_id,
-            branch=cmd.branch,
-            details=cmd.details,
-        )
+        return service.record_main_experiment(tc.quest, cmd)
 
 
 def _campaigns(ns: Namespace) -> None:
     @ns.tool
-    def create_analysis_campaign(tc: ToolContext, cmd: CreateAnalysisCampaign) -> Result:
+    def create_analysis_campaign(tc: ToolContext, cmd: CreateAnalysisCampaign) -> CampaignResult:
         """Split follow-up analysis into slices, each a child branch with its own worktree.
 
         Slices branch from the result node: parent_run_id's branch head, else the latest
@@ -241,10 +219,10 @@ def _campaigns(ns: Namespace) -> None:
           campaign_goal="isolate the calibration effect",
           slices=[{"slice_id": "no-aug", "title": "without augmentation"}])
         """
-        return service.create_analysis_campaign(tc.quest, cmd.campaign_title, cmd.campaign_goal, cmd.slices, cmd.parent_run_id)
+        return service.create_analysis_campaign(tc.quest, cmd)
 
     @ns.tool
-    def record_analysis_slice(tc: ToolContext, cmd: RecordAnalysisSlice) -> Result:
+    def record_analysis_slice(tc: ToolContext, cmd: RecordAnalysisSlice) -> SliceResult:
         """Report one analysis slice's outcome (checkpoint its worktree first).
 
         Returns: campaign_id, slice_id, status, branch, head_sha, remaining_slice_ids,
@@ -252,12 +230,4 @@ def _campaigns(ns: Namespace) -> None:
         Example: record_analysis_slice(campaign_id="campaign-001", slice_id="no-aug",
                                        metrics_summary={"top1": 0.90}, summary="LS still helps")
         """
-        return service.record_analysis_slice(
-            tc.quest,
-            cmd.campaign_id,
-            cmd.slice_id,
-            status=cmd.status,
-            metrics_summary=cmd.metrics_summary,
-            summary=cmd.summary,
-            details=cmd.details,
-        )
+        return service.record_analysis_slice(tc.quest, cmd)

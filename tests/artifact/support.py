@@ -53,7 +53,7 @@ def git_ok(repo: Path, *args: str) -> str:
 
 def set_config(home: Home, section: str, **values: Any) -> None:
     """Merge ``values`` into ``section`` of the home's config.yaml."""
-    cfg = home.config()
+    cfg = yaml.safe_load(home.config_path.read_text()) or {}
     cfg.setdefault(section, {}).update(values)
     home.config_path.write_text(yaml.safe_dump(cfg))
 

@@ -24,6 +24,7 @@ from ds_events.events.artifact import GitCheckpointed
 from ds_events.home import Quest
 from ds_events.log import line_hash
 from ds_events.services import git as git_service
+from ds_events.services import artifact_commands as cmd
 
 from .support import git_ok
 
@@ -120,7 +121,7 @@ def stored_line(quest: Quest, seq: int) -> bytes:
 def test_another_process_appends_while_a_checkpoint_of_thousands_of_files_scans_and_writes_its_tree(
     quest: Quest, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    wt = Path(git_service.prepare_branch(quest, run_id="big")["worktree_path"])
+    wt = Path(git_service.prepare_branch(quest, cmd.PrepareBranch(run_id="big")).worktree_path)
     populate(wt, 3000)
     other = OtherAppender(quest)
     went_through: list[bool] = []
@@ -129,15 +130,15 @@ def test_another_process_appends_while_a_checkpoint_of_thousands_of_files_scans_
     during_scan_of(monkeypatch, wt, lambda n: went_through.append(other.append(25, timeout=20)))
     before = quest.log.last_seq
     try:
-        r = git_service.checkpoint(quest, "three thousand files")
+        r = git_service.checkpoint(quest, cmd.Checkpoint(message="three thousand files"))
     finally:
         other.close()
     assert went_through == [True], "another process could not append while the checkpoint scanned its tree"
     others = [e for e in quest.log.read(after_seq=before) if e.actor == "other"]
     assert len(others) == 25
-    assert all(before < e.seq < r["seq"] for e in others)  # interleaved, before the checkpoint's event
-    assert r["files"] >= 3000
-    assert len(git_ok(quest.root, "ls-tree", "-r", "--name-only", "run/big").split()) == r["files"]
+    assert all(before < e.seq < r.seq for e in others)  # interleaved, before the checkpoint's event
+    assert r.files >= 3000
+    assert len(git_ok(quest.root, "ls-tree", "-r", "--name-only", "run/big").split()) == r.files
 
 
 def test_another_process_appends_while_a_campaign_creates_its_worktrees(quest: Quest, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -157,38 +158,38 @@ def test_another_process_appends_while_a_campaign_creates_its_worktrees(quest: Q
     monkeypatch.setattr(os, "mkdir", mkdir)
     before = quest.log.last_seq
     try:
-        r = artifacts.create_analysis_campaign(quest, "T", "G", [f"slice {i}" for i in range(6)])
+        r = artifacts.create_analysis_campaign(quest, cmd.CreateAnalysisCampaign(campaign_title="T", campaign_goal="G", slices=[f"slice {i}" for i in range(6)]))
     finally:
         other.close()
     assert went_through == [True], "another process could not append while the campaign created its worktrees"
     others = [e for e in quest.log.read(after_seq=before) if e.actor == "other"]
-    assert len(others) == 10 and all(e.seq < r["seq"] for e in others)
-    assert len(r["slices"]) == 6 and all(Path(s["worktree_path"], ".git").exists() for s in r["slices"])
+    assert len(others) == 10 and all(e.seq < r.seq for e in others)
+    assert len(r.slices) == 6 and all(Path(s.worktree_path, ".git").exists() for s in r.slices)
 
 
 @pytest.mark.parametrize("where", ["worktree", "quest root"])
 def test_a_checkpoint_commit_names_the_log_head_it_was_made_at(quest: Quest, where: str) -> None:
     if where == "worktree":
-        wt = Path(git_service.prepare_branch(quest, run_id="r1")["worktree_path"])
+        wt = Path(git_service.prepare_branch(quest, cmd.PrepareBranch(run_id="r1")).worktree_path)
     else:
         wt = quest.root
     (wt / "a.py").write_text("a = 1\n")
-    r = git_service.checkpoint(quest, "first\n\nwith a body\n")
+    r = git_service.checkpoint(quest, cmd.Checkpoint(message="first\n\nwith a body\n"))
     (wt / "a.py").write_text("a = 2\n")
-    r2 = git_service.checkpoint(quest, "second")
+    r2 = git_service.checkpoint(quest, cmd.Checkpoint(message="second"))
     for result in (r, r2):
-        event = quest.log.get(result["seq"])
-        assert isinstance(event, GitCheckpointed) and event.sha == result["sha"]
-        seq, chain_hash = trailer(quest, result["sha"])
+        event = quest.log.get(result.seq)
+        assert isinstance(event, GitCheckpointed) and event.sha == result.sha
+        seq, chain_hash = trailer(quest, result.sha)
         # the head when the commit was made is the line just before the checkpoint's event
         assert seq == event.seq - 1
         assert chain_hash == line_hash(stored_line(quest, seq)) == event.prev
-    assert git_ok(quest.root, "log", "-1", "--format=%s", r["sha"]).strip() == "first"
-    assert quest.log.get(r["seq"]).message == "first\n\nwith a body\n"  # the event keeps the caller's message
+    assert git_ok(quest.root, "log", "-1", "--format=%s", r.sha).strip() == "first"
+    assert quest.log.get(r.seq).message == "first\n\nwith a body\n"  # the event keeps the caller's message
 
 
 def test_a_branch_moved_during_the_scan_is_checkpointed_on_top_of_its_new_head(quest: Quest, monkeypatch: pytest.MonkeyPatch) -> None:
-    wt = Path(git_service.prepare_branch(quest, run_id="r1")["worktree_path"])
+    wt = Path(git_service.prepare_branch(quest, cmd.PrepareBranch(run_id="r1")).worktree_path)
     (wt / "a.py").write_text("a = 1\n")
     moved: list[str] = []
 
@@ -198,9 +199,9 @@ def test_a_branch_moved_during_the_scan_is_checkpointed_on_top_of_its_new_head(q
             moved.append(git_ok(wt, "rev-parse", "HEAD").strip())
 
     during_scan_of(monkeypatch, wt, commit_from_outside)
-    r = git_service.checkpoint(quest, "ours")
-    assert r["parent"] == moved[0]  # prepared again on the new head, nothing of the outside commit lost
-    assert git_ok(quest.root, "rev-parse", "run/r1").strip() == r["sha"]
+    r = git_service.checkpoint(quest, cmd.Checkpoint(message="ours"))
+    assert r.parent == moved[0]  # prepared again on the new head, nothing of the outside commit lost
+    assert git_ok(quest.root, "rev-parse", "run/r1").strip() == r.sha
     assert git_ok(quest.root, "log", "--format=%s", "run/r1").split("\n")[:2] == ["ours", "outside"]
     assert len(quest.log.read(types=["git.checkpointed"])) == 1
 
@@ -208,7 +209,7 @@ def test_a_branch_moved_during_the_scan_is_checkpointed_on_top_of_its_new_head(q
 def test_a_branch_that_keeps_moving_is_refused_with_branch_moved_and_nothing_recorded(
     quest: Quest, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    wt = Path(git_service.prepare_branch(quest, run_id="r1")["worktree_path"])
+    wt = Path(git_service.prepare_branch(quest, cmd.PrepareBranch(run_id="r1")).worktree_path)
     (wt / "a.py").write_text("a = 1\n")
     seq = quest.log.last_seq
 
@@ -217,7 +218,7 @@ def test_a_branch_that_keeps_moving_is_refused_with_branch_moved_and_nothing_rec
 
     during_scan_of(monkeypatch, wt, commit_from_outside)
     with pytest.raises(Conflict) as caught:
-        git_service.checkpoint(quest, "ours")
+        git_service.checkpoint(quest, cmd.Checkpoint(message="ours"))
     assert caught.value.code == "branch_moved" and caught.value.message
     assert quest.log.last_seq == seq
     assert git_ok(quest.root, "log", "-1", "--format=%s", "run/r1").strip() == "outside 3"  # ours never landed

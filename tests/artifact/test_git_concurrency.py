@@ -16,6 +16,7 @@ import pytest
 from ds_events.events.artifact import AnalysisCampaignCreated, BranchPrepared
 from ds_events.home import Home, Quest
 from ds_events.services import artifacts
+from ds_events.services import artifact_commands as cmd
 
 from .support import git, git_ok
 
@@ -27,16 +28,17 @@ import json, sys
 from ds_events.errors import ServiceError
 from ds_events.home import Home
 from ds_events.services import artifacts, git
+from ds_events.services import artifact_commands as cmd
 home_root, what, arg = sys.argv[1:4]
 quest = Home(home_root).open_quest("q1", actor="worker")
 print("ready", flush=True)
 sys.stdin.readline()
 try:
     if what == "campaign":
-        r = artifacts.create_analysis_campaign(quest, "T", "G", ["a", "b"])
-        out = {"ok": r["campaign_id"], "branches": [s["branch"] for s in r["slices"]]}
+        r = artifacts.create_analysis_campaign(quest, cmd.CreateAnalysisCampaign(campaign_title="T", campaign_goal="G", slices=["a", "b"]))
+        out = {"ok": r.campaign_id, "branches": [s.branch for s in r.slices]}
     else:
-        out = {"ok": git.prepare_branch(quest, run_id=arg)["branch"]}
+        out = {"ok": git.prepare_branch(quest, cmd.PrepareBranch(run_id=arg)).branch}
 except ServiceError as exc:
     out = {"error": exc.code, "message": exc.message}
 print(json.dumps(out), flush=True)
@@ -110,8 +112,8 @@ def test_processes_preparing_different_branches_at_once_all_succeed(home: Home, 
 def test_a_reservation_left_by_a_killed_process_only_skips_its_campaign_id(quest: Quest) -> None:
     main = git_ok(quest.root, "rev-parse", "main").strip()
     git_ok(quest.root, "update-ref", "refs/ds/reserved/campaign-001", main)  # as a kill -9 would leave it
-    r = artifacts.create_analysis_campaign(quest, "T", "G", ["a"])
-    assert r["campaign_id"] == "campaign-002"
+    r = artifacts.create_analysis_campaign(quest, cmd.CreateAnalysisCampaign(campaign_title="T", campaign_goal="G", slices=["a"]))
+    assert r.campaign_id == "campaign-002"
     assert git_ok(quest.root, "for-each-ref", "--format=%(refname)", "refs/ds/").split() == ["refs/ds/reserved/campaign-001"]
 
 
@@ -123,7 +125,7 @@ def test_when_every_campaign_id_is_held_the_campaign_is_refused_and_creates_noth
     from ds_events.errors import Conflict
 
     with pytest.raises(Conflict) as caught:
-        artifacts.create_analysis_campaign(quest, "T", "G", ["a"])
+        artifacts.create_analysis_campaign(quest, cmd.CreateAnalysisCampaign(campaign_title="T", campaign_goal="G", slices=["a"]))
     assert caught.value.code == "campaign_ids_exhausted" and "refs/ds/reserved" in caught.value.message
     assert quest.log.last_seq == seq
     assert not any(b.startswith("analysis/") for b in git_ok(quest.root, "branch", "--format=%(refname:short)").split())

@@ -11,6 +11,8 @@ from hypothesis import strategies as st
 from ds_events.home import Home
 from ds_events.artifacts import git
 from ds_events.services import artifacts
+from ds_events.services.artifact_commands import ConfirmBaseline, Record
+from ds_events.services.commands import decode_command
 from ds_events.errors import ServiceError
 
 _json = st.recursive(
@@ -32,13 +34,13 @@ def test_any_record_payload_is_written_whole_or_refused_with_a_code(home: Home, 
     with quest:
         seq = quest.log.last_seq
         try:
-            r = artifacts.record(quest, payload)
+            r = artifacts.record(quest, decode_command(Record, {"payload": payload}))
         except ServiceError as exc:
             assert exc.code and exc.message
             assert quest.log.last_seq == seq
             return
         assert quest.log.last_seq == seq + 1
-        assert (quest.root / r["path"]).is_file()
+        assert (quest.root / r.path).is_file()
 
 
 @settings(max_examples=60, deadline=None)
@@ -76,9 +78,13 @@ def test_any_confirm_baseline_input_is_confirmed_or_refused_with_a_code(
     with quest:
         seq = quest.log.last_seq
         try:
-            r = artifacts.confirm_baseline(quest, "b", "base", contract, metrics, primary, metric_directions=directions)
+            args = dict(
+                baseline_path="b", baseline_id="base", metric_contract=contract, metrics_summary=metrics,
+                primary_metric=primary, metric_directions=directions,
+            )  # fmt: skip
+            r = artifacts.confirm_baseline(quest, decode_command(ConfirmBaseline, args))
         except ServiceError as exc:
             assert exc.code and exc.message
             assert quest.log.last_seq == seq
             return
-        assert quest.log.last_seq == seq + 1 and (quest.root / r["contract_path"]).is_file()
+        assert quest.log.last_seq == seq + 1 and (quest.root / r.contract_path).is_file()

@@ -11,11 +11,9 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from ds_events.errors import Invalid
 from ds_events.events.artifact import ArtifactRecorded
 from ds_events.home import Home, Quest
 from ds_events.replay import replay_quest
-from ds_events.services import artifacts
 from projections import fold
 from projections.artifacts import KIND_DIRS, PROJECTION, State
 
@@ -131,9 +129,10 @@ _WRITER = """
 import sys
 from ds_events.home import Home
 from ds_events.services import artifacts
+from ds_events.services.artifact_commands import Record
 quest = Home(sys.argv[1]).open_quest("q1", actor=sys.argv[2])
 for i in range(int(sys.argv[3])):
-    artifacts.record(quest, {"kind": "idea", "title": f"{sys.argv[2]} {i}"})
+    artifacts.record(quest, Record(payload={"kind": "idea", "title": f"{sys.argv[2]} {i}"}))
 quest.close()
 """
 
@@ -155,9 +154,10 @@ def test_two_processes_recording_at_once_never_get_the_same_id(home: Home, quest
     assert len(list((quest.root / "artifacts/ideas").iterdir())) == 30
 
 
-@pytest.mark.parametrize("call", [artifacts.record, artifacts.publish_baseline])
-def test_a_service_called_with_a_payload_that_is_not_an_object_refuses_it(quest: Quest, call) -> None:
+@pytest.mark.parametrize("tool", ["record", "publish_baseline"])
+async def test_a_payload_that_is_not_an_object_is_refused_as_an_invalid_argument(home: Home, quest: Quest, tool: str) -> None:
     seq = quest.log.last_seq
-    with pytest.raises(Invalid) as caught:
-        call(quest, "an idea")
-    assert caught.value.code == "invalid_payload" and quest.log.last_seq == seq
+    async with client_for(home) as c:
+        err = await fails(c, tool, "invalid_argument", payload="an idea")
+    assert err["argument"] == "payload" and err["expected"] == "object"
+    assert quest.log.last_seq == seq

@@ -20,6 +20,7 @@ from ds_events.home import Quest
 from ds_events.log import EventLog
 from ds_events.replay import replay_quest
 from ds_events.services import artifacts, git as git_service
+from ds_events.services import artifact_commands as cmd
 from ds_events.views import Views
 
 from .support import CONTRACT, confirm_args, git_ok
@@ -50,9 +51,8 @@ def refused(quest: Quest, call: Callable[[], Any], outside: Path) -> Invalid:
     return caught.value
 
 
-def confirm(quest: Quest) -> dict[str, Any]:
-    a = confirm_args()
-    return artifacts.confirm_baseline(quest, a.pop("baseline_path"), a.pop("baseline_id"), **a)
+def confirm(quest: Quest) -> cmd.ConfirmBaselineResult:
+    return artifacts.confirm_baseline(quest, cmd.ConfirmBaseline(**confirm_args()))
 
 
 def test_confirm_baseline_is_refused_when_the_contracts_directory_leads_outside(quest: Quest, outside: Path) -> None:
@@ -68,8 +68,12 @@ def test_confirm_baseline_is_refused_when_the_baseline_records_directory_leads_o
 
 def test_a_record_is_refused_when_its_kind_directory_leads_outside(quest: Quest, outside: Path) -> None:
     plant(quest, "artifacts/ideas", outside)
-    refused(quest, lambda: artifacts.record(quest, {"kind": "idea", "title": "x"}), outside)
-    artifacts.record(quest, {"kind": "decision", "verdict": "go", "action": "continue", "reason": "r"})  # others still work
+    refused(quest, lambda: artifacts.record(quest, cmd.Record(payload={"kind": "idea", "title": "x"})), outside)
+    artifacts.record(quest, cmd.Record(payload={"kind": "decision", "verdict": "go", "action": "continue", "reason": "r"}))  # others still work
+
+
+def _campaign(slices: list[Any]) -> cmd.CreateAnalysisCampaign:
+    return cmd.CreateAnalysisCampaign(campaign_title="T", campaign_goal="G", slices=slices)
 
 
 def _run_setup(quest: Quest) -> None:
@@ -77,21 +81,22 @@ def _run_setup(quest: Quest) -> None:
 
 
 def _campaign_setup(quest: Quest) -> None:
-    artifacts.create_analysis_campaign(quest, "T", "G", ["a"])
+    artifacts.create_analysis_campaign(quest, _campaign(["a"]))
 
 
 CASES: list[tuple[str, str, Callable[[Quest], None] | None, Callable[[Quest], Any]]] = [
     ("publish_baseline", "artifacts/baselines", None,
-     lambda q: artifacts.publish_baseline(q, {"baseline_id": "b1", "title": "B"})),
+     lambda q: artifacts.publish_baseline(q, cmd.PublishBaseline(payload={"baseline_id": "b1", "title": "B"}))),
     ("record_main_experiment", "artifacts/runs", _run_setup,
-     lambda q: artifacts.record_main_experiment(q, "run1", "R", {"top1": 0.93, "nll": 0.3}, evaluation_protocol=CONTRACT["evaluation_protocol"])),
+     lambda q: artifacts.record_main_experiment(q, cmd.RecordMainExperiment(
+         run_id="run1", title="R", metrics_summary={"top1": 0.93, "nll": 0.3}, evaluation_protocol=CONTRACT["evaluation_protocol"]))),
     ("create_analysis_campaign", "artifacts/campaigns", None,
-     lambda q: artifacts.create_analysis_campaign(q, "T", "G", ["a", "b"])),
+     lambda q: artifacts.create_analysis_campaign(q, _campaign(["a", "b"]))),
     ("record_analysis_slice", "artifacts/campaigns/campaign-001.json", _campaign_setup,
-     lambda q: artifacts.record_analysis_slice(q, "campaign-001", "s1", metrics_summary={"top1": 0.9})),
-    ("render_git_graph", "artifacts/graphs", None, lambda q: git_service.render_git_graph(q)),
-    ("refresh_summary", "SUMMARY.md", None, lambda q: artifacts.refresh_summary(q)),
-    ("prepare_branch", ".ds/worktrees", None, lambda q: git_service.prepare_branch(q, run_id="r1")),
+     lambda q: artifacts.record_analysis_slice(q, cmd.RecordAnalysisSlice(campaign_id="campaign-001", slice_id="s1", metrics_summary={"top1": 0.9}))),
+    ("render_git_graph", "artifacts/graphs", None, lambda q: git_service.render_git_graph(q, cmd.RenderGitGraph())),
+    ("refresh_summary", "SUMMARY.md", None, lambda q: artifacts.refresh_summary(q, cmd.RefreshSummary())),
+    ("prepare_branch", ".ds/worktrees", None, lambda q: git_service.prepare_branch(q, cmd.PrepareBranch(run_id="r1"))),
 ]  # fmt: skip
 
 
@@ -120,7 +125,7 @@ def test_every_command_that_materialises_is_refused_before_appending_when_its_pa
 
 def test_a_link_planted_after_the_event_is_never_written_through_live_or_on_replay(quest: Quest, outside: Path) -> None:
     r = confirm(quest)
-    contract = quest.root / r["contract_path"]
+    contract = quest.root / r.contract_path
     assert contract.is_file()
     # the agent swaps the contract's directory for a link out, then the quest moves on
     json_dir = contract.parent
@@ -128,7 +133,7 @@ def test_a_link_planted_after_the_event_is_never_written_through_live_or_on_repl
         p.unlink()
     json_dir.rmdir()
     json_dir.symlink_to(outside)
-    artifacts.publish_baseline(quest, {"baseline_id": "resnet20-v2", "title": "a later event"})
+    artifacts.publish_baseline(quest, cmd.PublishBaseline(payload={"baseline_id": "resnet20-v2", "title": "a later event"}))
     assert list(outside.iterdir()) == []
     result = replay_quest(quest.root, quest_id=quest.id)  # does not fail, writes the rest
     assert list(outside.iterdir()) == []
@@ -138,7 +143,7 @@ def test_a_link_planted_after_the_event_is_never_written_through_live_or_on_repl
         views = Views(log, quest.root)
         views.catch_up()
         views.materialise(full=True)
-        assert [line for line in views.refused if line.startswith(r["contract_path"])], views.refused
+        assert [line for line in views.refused if line.startswith(r.contract_path)], views.refused
     finally:
         log.close()
     assert list(outside.iterdir()) == []

@@ -1,0 +1,226 @@
+"""``DS_HOME/config.yaml`` as one typed value, decoded once per version of the file.
+
+:class:`Config` has a sub-struct per section, each field with its default, so a missing
+file, a missing section or a missing key means the default, and ``key: null`` (a section
+whose keys are all commented out) does too. Every value is checked when the file is
+read: a wrong type, a number out of range, an unknown durability policy, or a key we do
+not know is :class:`~ds_events.errors.Invalid` with code ``bad_config``, naming the key
+and the file, before any command acts on it.
+
+Unknown keys are refused, not ignored: a misspelled key (``git.max_file_byte``) that
+was silently dropped would leave the default in force while its author believes the
+setting applies, which is the failure a config file must not have (the commands refuse
+unknown arguments for the same reason). A new setting is added here first.
+
+:class:`ConfigFile` keeps the decoded value and reads the file again only when its
+inode, size or modification time changed, so callers on hot paths (every memory search,
+every bash start) can ask for it freely.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import threading
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import msgspec
+import yaml
+from msgspec import Meta
+
+from .errors import Invalid
+from .log.eventlog import MAX_EVENT_BYTES
+
+__all__ = [
+    "Config",
+    "GitConfig",
+    "LogConfig",
+    "MemoryConfig",
+    "BashExecConfig",
+    "WebhookConfig",
+    "ConnectorsConfig",
+    "ArxivConfig",
+    "ConfigFile",
+    "parse_config",
+    "DEFAULT_ARXIV_API_URL",
+]
+
+DEFAULT_ARXIV_API_URL = "https://export.arxiv.org/api/query"
+
+_Seconds = Annotated[float, Meta(ge=0, le=3600)]
+
+
+class _Section(msgspec.Struct, kw_only=True, frozen=True, forbid_unknown_fields=True):
+    """Base of every section: immutable (one decoded value is shared), unknown keys refused."""
+
+
+class GitConfig(_Section):
+    # Files larger than this are left out of checkpoints (listed as skipped, too_large).
+    max_file_bytes: Annotated[int, Meta(ge=1)] = 50 * 1024 * 1024
+
+
+class LogConfig(_Section):
+    # The longest line an append accepts; a larger event is refused with event_too_large.
+    max_event_bytes: Annotated[int, Meta(ge=1)] = MAX_EVENT_BYTES
+
+
+class MemoryConfig(_Section):
+    shared_across_quests: bool = False  # search other quests' cards too (read-only)
+    config_guard_keys: tuple[str, ...] = ()  # settings a memory card must not pin
+
+
+class BashExecConfig(_Section):
+    kill_grace_seconds: _Seconds = 5.0  # between TERM and KILL
+    progress_interval_seconds: _Seconds = 5.0  # least time between two progress events
+
+
+class WebhookConfig(_Section, omit_defaults=True):
+    # The same bounds as a binding's own settings (services.connectors).
+    max_attempts: Annotated[int, Meta(ge=1, le=10)] = 3
+    backoff_seconds: Annotated[float, Meta(ge=0, le=60)] = 1.0
+    timeout_seconds: Annotated[float, Meta(ge=0.05, le=120)] = 10.0
+    token_env: Annotated[str, Meta(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")] | None = None
+
+
+class ConnectorsConfig(_Section):
+    webhook: WebhookConfig = WebhookConfig()
+
+
+class ArxivConfig(_Section):
+    api_url: Annotated[str, Meta(min_length=1)] = DEFAULT_ARXIV_API_URL
+
+
+class Config(_Section):
+    """The whole file; ``Config()`` is every default."""
+
+    durability: Literal["always", "group", "never"] = "group"
+    git: GitConfig = GitConfig()
+    log: LogConfig = LogConfig()
+    memory: MemoryConfig = MemoryConfig()
+    bash_exec: BashExecConfig = BashExecConfig()
+    connectors: ConnectorsConfig = ConnectorsConfig()
+    arxiv: ArxivConfig = ArxivConfig()
+
+
+def parse_config(text: str, path: Path) -> Config:
+    """The config in ``text`` (the content of ``path``, named in errors), or ``bad_config``."""
+    try:
+        loaded = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or "parse error"
+        raise Invalid(f"{path} is not valid YAML{where} ({problem}): fix or delete it", code="bad_config", file=str(path)) from None
+    if loaded is None:
+        return Config()
+    if not isinstance(loaded, dict):
+        raise Invalid(f"{path} must hold a mapping of sections (durability, git, log, ...)", code="bad_config", file=str(path))
+    try:
+        return msgspec.convert(_without_nulls(loaded), Config)
+    except msgspec.ValidationError as exc:
+        raise _bad_value(str(exc), path) from None
+
+
+class ConfigFile:
+    """``path`` decoded as a :class:`Config`, cached until the file changes."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._lock = threading.Lock()
+        self._cached: tuple[tuple[int, int, int] | None, Config] | None = None
+
+    def load(self) -> Config:
+        try:
+            st = os.stat(self.path)
+            key: tuple[int, int, int] | None = (st.st_ino, st.st_mtime_ns, st.st_size)
+        except FileNotFoundError:
+            key = None
+        cached = self._cached
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        with self._lock:
+            try:
+                text = self.path.read_text(encoding="utf-8")
+            except FileNotFoundError:
+                text = ""
+            config = parse_config(text, self.path)  # a bad file is never cached: it raises every time
+            self._cached = (key, config)
+            return config
+
+
+# -- private helpers ----------------------------------------------------------------------
+
+_AT = re.compile(r" - at `\$\.?(?P<path>[^`]*)`$")
+_UNKNOWN = re.compile(r"^Object contains unknown field `(?P<field>[^`]+)`")
+_EXPECTED = re.compile(r"^Expected `(?P<expected>[^`]+)`(?P<rest>[^,]*)(?:, got `(?P<got>[^`]+)`)?")
+_ENUM = re.compile(r"^Invalid enum value (?P<value>.+)$")
+_TYPE_NAMES = {"int": "an integer", "float": "a number", "str": "a string", "bool": "true or false", "object": "a mapping"}
+
+
+def _bad_value(text: str, path: Path) -> Invalid:
+    """msgspec's message as a ``bad_config`` error that names the key and says what it takes."""
+    at = _AT.search(text)
+    where = at.group("path") if at else ""
+    text = text[: at.start()] if at else text
+    unknown = _UNKNOWN.match(text)
+    if unknown:
+        key = f"{where}.{unknown.group('field')}" if where else unknown.group("field")
+        known = _known_keys(where)
+        return Invalid(
+            f"{path}: unknown key {key!r}" + (f"; {where or 'the file'} takes {', '.join(known)}" if known else ""),
+            code="bad_config",
+            key=key,
+            file=str(path),
+            allowed=known,
+        )
+    enum = _ENUM.match(text)
+    if enum:
+        allowed = list(_literal_values(where))
+        return Invalid(
+            f"{path}: {where} is {enum.group('value')}; use {_either(allowed)}",
+            code="bad_config",
+            key=where,
+            file=str(path),
+            allowed=allowed,
+        )
+    expected = _EXPECTED.match(text)
+    if expected:
+        wanted = " or ".join(_TYPE_NAMES.get(t, t) for t in expected.group("expected").split(" | "))
+        got = expected.group("got")
+        message = f"{path}: {where} must be {wanted}{expected.group('rest')}" + (f", not {_TYPE_NAMES.get(got, got)}" if got else "")
+        return Invalid(message, code="bad_config", key=where, file=str(path))
+    return Invalid(f"{path}: {where or 'the file'}: {text}", code="bad_config", key=where, file=str(path))
+
+
+def _either(values: list[str]) -> str:
+    return " or ".join(filter(None, [", ".join(values[:-1]), values[-1]])) if values else "a known value"
+
+
+def _without_nulls(value: Any) -> Any:
+    """``key: null`` means the default: drop such keys at every level."""
+    if isinstance(value, dict):
+        return {k: _without_nulls(v) for k, v in value.items() if v is not None}
+    return value
+
+
+def _section_type(dotted: str) -> Any:
+    cls: Any = Config
+    for part in filter(None, dotted.split(".")):
+        field = next((f for f in msgspec.structs.fields(cls) if f.encode_name == part), None)
+        if field is None or not (isinstance(field.type, type) and issubclass(field.type, msgspec.Struct)):
+            return None
+        cls = field.type
+    return cls
+
+
+def _known_keys(dotted: str) -> list[str]:
+    cls = _section_type(dotted)
+    return [f.encode_name for f in msgspec.structs.fields(cls)] if cls is not None else []
+
+
+def _literal_values(dotted: str) -> tuple[str, ...]:
+    section, _, name = dotted.rpartition(".")
+    cls = _section_type(section)
+    field = next((f for f in msgspec.structs.fields(cls) if f.encode_name == name), None) if cls is not None else None
+    return getattr(field.type, "__args__", ()) if field is not None else ()
