@@ -73,6 +73,9 @@ class MemoryConfig(_Section):
 class BashExecConfig(_Section):
     kill_grace_seconds: _Seconds = 5.0  # between TERM and KILL
     progress_interval_seconds: _Seconds = 5.0  # least time between two progress events
+    # How long a monitor retries recording the exit when the log cannot take it (a full
+    # disk); past it, it gives up and the session is reconciled as lost.
+    exit_retry_seconds: _Seconds = 60.0
 
 
 class WebhookConfig(_Section, omit_defaults=True):

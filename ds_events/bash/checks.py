@@ -14,7 +14,6 @@ from ds_events.errors import Invalid
 
 __all__ = [
     "resolve_workdir",
-    "config_seconds",
     "check_env",
     "check_seconds",
     "check_count",
@@ -65,15 +64,6 @@ def resolve_workdir(quest: Quest, workdir: str | None) -> tuple[Path, str]:
         f"workdir {shown!r} is outside the quest repository and its worktrees", code="workdir_outside_quest",
         workdir=shown,
     )
-
-
-def config_seconds(config: dict[str, Any], key: str, default: float) -> float:
-    """A number of seconds from ``bash_exec.<key>`` of the home's config (0-3600)."""
-    section = config.get("bash_exec") or {}
-    value = section.get(key, default) if isinstance(section, dict) else None
-    if not isinstance(value, (int, float)) or isinstance(value, bool) or not 0 <= value <= 3600:
-        raise Invalid(f"config bash_exec.{key} must be a number of seconds (0-3600)", code="bad_config")
-    return float(value)
 
 
 def check_env(env: dict[str, Any] | None) -> dict[str, str]:

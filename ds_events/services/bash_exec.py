@@ -33,7 +33,6 @@ from ds_events.bash.checks import (
     check_env,
     check_seconds,
     check_seq,
-    config_seconds,
     resolve_workdir,
 )
 from ds_events.bash.spawn import MonitorHandle, StartSpec, spawn_monitor
@@ -88,11 +87,6 @@ __all__ = [
 
 MAX_COMMAND_CHARS = 100_000
 MAX_WAIT_SECONDS = 1800.0
-DEFAULT_GRACE_SECONDS = 5.0
-DEFAULT_PROGRESS_INTERVAL = 5.0
-# How long a monitor retries recording the exit (a full disk); past it, it gives up and
-# the session is marked lost once the monitor is gone (see :func:`reconcile`).
-DEFAULT_EXIT_RETRY_SECONDS = 60.0
 _POLL_SECONDS = 0.05  # how often a waiter looks for the end event
 _RECONCILE_SECONDS = 1.0  # how often a waiter checks that the monitor still runs
 
@@ -133,7 +127,7 @@ def prepare_start(quest: Quest, cmd: StartSession) -> StartSpec:
         started_by=quest.log.actor,
         quest_root=quest.root.resolve(),
         env_keys=sorted(extra),
-        exit_retry_seconds=config_seconds(config, "exit_retry_seconds", DEFAULT_EXIT_RETRY_SECONDS),
+        exit_retry_seconds=config.bash_exec.exit_retry_seconds,
     )
 
 
