@@ -31,7 +31,7 @@ from ds_events.memory.cards import (
     parse_card_text,
 )
 from ds_events.memory.store import MemoryContext, MemoryStore, check_scope
-from ds_events.memory.text import DUPLICATE_THRESHOLD, config_pollution, is_near_duplicate, similarity, word_set
+from ds_events.memory.text import DUPLICATE_THRESHOLD, config_pollution, is_near_duplicate, similarity_of, word_set, word_sets
 from projections.memory import KINDS, RECORD_TYPES, RESERVED_KEYS, SINGULAR, Card, MemoryState, render_card
 
 __all__ = [
@@ -48,6 +48,7 @@ __all__ = [
 
 MAX_LIMIT = 100
 _MMR_LAMBDA = 0.7  # relevance vs. difference when diverse=True
+_SIMILAR_CANDIDATES = 25  # cards the near-duplicate check compares a new card with (plus fresh ones)
 
 
 def write_card(
@@ -278,13 +279,16 @@ def near_duplicates(
 ) -> list[dict[str, Any]]:  # fmt: skip
     """Active cards of ``kind`` whose similarity to (title, body) reaches the threshold.
 
-    Candidates are the index's best matches plus every card changed since the index's
-    seq (it may lag under the log's lock: see ``MemoryStore.transaction``).
+    Candidates are a bounded set, never every card: the index's best matches on the
+    card's rarest words (:meth:`MemoryIndex.similar`), plus every card changed since the
+    index's seq (it may lag under the log's lock: see ``MemoryStore.transaction``).
     """
     index = store.index
     applied = index.applied_seq
-    snippets = {h.card_id: h.snippet for h in index.search(f"{title}\n{body}", limit=25, kind=kind, records_only=records_only)}
+    hits = index.similar(title, body, limit=_SIMILAR_CANDIDATES, kind=kind, records_only=records_only)
+    snippets = {h.card_id: h.snippet for h in hits}
     fresh = [c for c in store.changed_since(applied) if c not in snippets]
+    mine = word_sets(title, body)
     out = []
     for card_id in [*snippets, *fresh]:
         card = state.cards.get(card_id)
@@ -292,7 +296,7 @@ def near_duplicates(
             continue
         if records_only and not card.record_type:
             continue
-        score = similarity(title, body, card.title, card.body)
+        score = similarity_of(mine, card.title, card.body)
         if is_near_duplicate(score):
             out.append({**card_summary(store, card), "similarity": round(score, 3), "snippet": snippets.get(card_id, "")})
     out.sort(key=lambda c: -c["similarity"])
