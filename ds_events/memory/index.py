@@ -248,6 +248,7 @@ class MemoryIndex:
                 records_only: bool = False) -> list[Hit]:  # fmt: skip
         """Candidates for the near-duplicate check: the active cards (best first, BM25)
         sharing the *rarest* words of (title, body), never more than a bounded number.
+        Hits carry no snippet (making one reads and tokenises the card again).
 
         The words are taken rarest first while their document frequencies add up to at
         most :data:`SIMILAR_POSTINGS`, so the cards ranked are bounded at any store size
@@ -413,7 +414,12 @@ class MemoryIndex:
         if not chosen:
             return []  # no word of the card is in any card
         if postings <= SIMILAR_POSTINGS:  # every match ranked: at most SIMILAR_POSTINGS of them
-            hits = self._query(conn, _or(chosen), where, params, limit)
+            rows = conn.execute(
+                "SELECT c.card_id, c.kind, c.title, c.quest_id, c.record_type, fts.rank FROM fts "
+                f"JOIN cards c ON c.rowid = fts.rowid WHERE fts MATCH ?{where} ORDER BY fts.rank LIMIT ?",
+                [_or(chosen), *params, limit],
+            ).fetchall()
+            hits = [Hit(r[0], r[1], r[2], r[3], r[4], -float(r[5]), "") for r in rows]
         else:  # even the rarest word is common: rank only its newest matches
             hits = self._newest(conn, _or(chosen), where, params, limit, SIMILAR_POSTINGS)
         rarest_title = min((t for t in title_terms if dfs.get(t)), key=lambda t: (dfs[t], t), default=None)

@@ -81,16 +81,18 @@ def similarity(title_a: str, body_a: str, title_b: str, body_b: str) -> float:
 
 def word_sets(title: str, body: str) -> tuple[frozenset[str], frozenset[str]]:
     """(title words, title and body words): one side of :func:`similarity`, computed once
-    when a card is compared with many."""
-    return word_set(title), word_set(title, body)
+    when a card is compared with many. (Words never span the line break that joins title
+    and body in :func:`word_set`, so the union is the same set.)"""
+    head = frozenset(content_words(title))
+    return head, head | frozenset(content_words(body))
 
 
 def similarity_of(a: tuple[frozenset[str], frozenset[str]], title_b: str, body_b: str) -> float:
     """:func:`similarity` of a card given by its :func:`word_sets` and another card."""
-    tb = word_set(title_b)
+    tb, all_b = word_sets(title_b, body_b)
     if a[0] and a[0] == tb:
         return 1.0
-    return jaccard(a[1], word_set(title_b, body_b))
+    return jaccard(a[1], all_b)
 
 
 def is_near_duplicate(score: float) -> bool:

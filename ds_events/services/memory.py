@@ -82,7 +82,10 @@ __all__ = [
 
 MAX_LIMIT = 100
 _MMR_LAMBDA = 0.7  # relevance vs. difference when diverse=True
-_SIMILAR_CANDIDATES = 25  # cards the near-duplicate check compares a new card with (plus fresh ones)
+# Cards the near-duplicate check compares a new card with (plus those the index has not
+# applied yet): the best BM25 matches on its rarest words; a rewrite of the same lesson
+# ranks at the top, and each comparison tokenises the other card.
+_SIMILAR_CANDIDATES = 10
 
 
 def write(mem: MemoryContext, cmd: WriteCard, *, record_type: str = "", extra: dict[str, Any] | None = None) -> WriteResult:
@@ -305,11 +308,11 @@ def near_duplicates(
     index = store.index
     applied = index.applied_seq
     hits = index.similar(title, body, limit=_SIMILAR_CANDIDATES, kind=kind, records_only=records_only)
-    snippets = {h.card_id: h.snippet for h in hits}
-    fresh = [c for c in store.changed_since(applied) if c not in snippets]
+    ranked = [h.card_id for h in hits]
+    fresh = [c for c in store.changed_since(applied) if c not in ranked]
     mine = word_sets(title, body)
     out = []
-    for card_id in [*snippets, *fresh]:
+    for card_id in [*ranked, *fresh]:
         card = state.cards.get(card_id)
         if card is None or not card.active or card.kind != kind or (exclude and card.id in exclude):
             continue
@@ -317,7 +320,7 @@ def near_duplicates(
             continue
         score = similarity_of(mine, card.title, card.body)
         if is_near_duplicate(score):
-            out.append(info(store, card, DuplicateCandidate, similarity=round(score, 3), snippet=snippets.get(card_id, "")))
+            out.append(info(store, card, DuplicateCandidate, similarity=round(score, 3), snippet=_excerpt(card.body)))
     out.sort(key=lambda c: -c.similarity)
     return out
 
@@ -385,6 +388,12 @@ def _mmr(found: list[tuple[float, MemoryStore, Card, str]], limit: int) -> list[
 
 def _jaccard(a: frozenset[str], b: frozenset[str]) -> float:
     return len(a & b) / len(a | b) if a or b else 0.0
+
+
+def _excerpt(body: str, words: int = 16) -> str:
+    """The start of a card's body on one line (what a duplicate candidate shows)."""
+    parts = body.split()
+    return " ".join(parts[:words]) + (" …" if len(parts) > words else "")
 
 
 def _check_limit(limit: int) -> int:

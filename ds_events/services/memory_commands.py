@@ -157,7 +157,7 @@ class SearchHit(CardInfo, omit_defaults=True):
 
 class DuplicateCandidate(CardInfo, omit_defaults=True):
     similarity: float = 0.0
-    snippet: str = ""
+    snippet: str = ""  # the start of the card's body
 
 
 class CardText(CardInfo, omit_defaults=False):
