@@ -265,21 +265,15 @@ class MemoryIndex:
         return self._db.run(lambda conn: self._similar(conn, terms, query_terms(title), limit, kind, records_only))
 
     @contextlib.contextmanager
-    def counting_steps(self) -> Iterator[list[int]]:
-        """Count the SQLite virtual-machine steps (in thousands) run inside the block: a
-        measure of the work a query did that does not depend on the machine's speed.
-        Yields a one-element list holding the count (diagnostics, tests)."""
-        counter = [0]
-
-        def tick() -> int:
-            counter[0] += 1
-            return 0
-
-        self._db.run(lambda conn: conn.set_progress_handler(tick, 1000))
+    def tracing(self) -> Iterator[list[str]]:
+        """Collect the SQL statements (parameters filled in) this handle runs inside the
+        block: what a call asked of SQLite, to count its work (diagnostics, tests)."""
+        statements: list[str] = []
+        self._db.run(lambda conn: conn.set_trace_callback(statements.append))
         try:
-            yield counter
+            yield statements
         finally:
-            self._db.run(lambda conn: conn.set_progress_handler(None, 0))
+            self._db.run(lambda conn: conn.set_trace_callback(None))
 
     def close(self) -> None:
         self._db.close()
