@@ -75,6 +75,7 @@ __all__ = [
     "WriteResult",
     "CardText",
     "SearchResult",
+    "SearchHit",
     "CardsResult",
     "PromoteResult",
     "GuardResult",

@@ -72,7 +72,7 @@ async def test_a_superseded_card_leaves_retrieval_but_stays_on_disk(client, ques
 async def test_config_polluted_titles_are_refused_per_quest_guard(client, quest, mem):
     from ds_events.services.memory import configure_guard
 
-    configure_guard(mem, ConfigureGuard(config_keys=['lr', 'batch_size']))
+    configure_guard(mem, ConfigureGuard(config_keys=['lr', "batch_size"]))
     before = quest.log.last_seq
     polluted = await call(client, "write", kind="knowledge", title="ViT diverges with lr=3e-3 and batch_size: 512", body="x")
     assert polluted["status"] == "config_polluted" and polluted["settings"] == ["lr=3e-3", "batch_size: 512"]
@@ -274,7 +274,7 @@ async def test_shared_across_quests_shows_other_quests_cards_read_only(home: Hom
         from ds_events.services.memory import write
 
         m2 = MemoryContext(other)
-        theirs = write(m2, WriteCard(kind='knowledge', title='Flash attention needs fp16 or bf16', body='fp32 falls back silently'))
+        theirs = write(m2, WriteCard(kind="knowledge", title="Flash attention needs fp16 or bf16", body="fp32 falls back silently"))
         m2.close()
     finally:
         other.close()

@@ -32,11 +32,11 @@ def _ds(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
 
 
 def _populate(mem: MemoryContext) -> dict[str, str]:
-    a = svc.write(mem, WriteCard(kind='papers', title='Vision transformers need data', body='ViT underperforms ResNet below 10M images.', tags=['vit']))
-    b = svc.write(mem, WriteCard(kind='ideas', title='Distil ViT from a CNN teacher', body='DeiT-style token', metadata={'confidence': 0.6}))
-    c = svc.write(mem, WriteCard(kind='ideas', title='Distil a ViT from a CNN teacher network', body='DeiT-style distillation token', supersedes=b.id))
+    a = svc.write(mem, WriteCard(kind="papers", title="Vision transformers need data", body="ViT underperforms ResNet below 10M images.", tags=['vit']))
+    b = svc.write(mem, WriteCard(kind="ideas", title="Distil ViT from a CNN teacher", body="DeiT-style token", metadata={"confidence": 0.6}))
+    c = svc.write(mem, WriteCard(kind="ideas", title="Distil a ViT from a CNN teacher network", body="DeiT-style distillation token", supersedes=b.id))
     svc.promote_to_global(mem, PromoteToGlobal(card_id=a.id))
-    append_record(mem, AppendRecord(record_type='mistake_fix', summary='Forgot to freeze BN stats', detail='Set model.eval() for BN layers', session_id='s1'))
+    append_record(mem, AppendRecord(record_type="mistake_fix", summary="Forgot to freeze BN stats", detail="Set model.eval() for BN layers", session_id="s1"))
     return {"paper": a.id, "old_idea": b.id, "idea": c.id}
 
 
@@ -72,7 +72,7 @@ def test_a_hand_edit_is_detected_imported_and_survives_replay(home: Home, quest:
     assert audit(mem, AuditMemory()).drift == []
     card = svc.read(mem, ReadCard(card_id=ids['paper']))
     assert "JFT-300M" in card.body and card.tags == ["vit", "data"] and not card.hand_edited
-    assert [r.id for r in svc.search(mem, SearchCards(query='JFT-300M')).results] == [ids["paper"]]
+    assert [r.id for r in svc.search(mem, SearchCards(query="JFT-300M")).results] == [ids["paper"]]
     shutil.rmtree(quest.root / "memory")
     assert _ds(capsys, "replay", "q1")[0] == 0
     assert path.read_text() == edited
@@ -92,7 +92,7 @@ def test_hand_made_and_deleted_card_files_are_imported_and_restored(home: Home, 
     assert result.restored == [f"memory/ideas/{ids['idea']}.md"] and gone.read_bytes() == gone_bytes
     (moved,) = result.moved
     assert not new.exists() and (quest.root / moved["to"]).is_file()
-    assert [r.title for r in svc.search(mem, SearchCards(query='seeds variance')).results] == ["Seeds matter at small scale"]
+    assert [r.title for r in svc.search(mem, SearchCards(query="seeds variance")).results] == ["Seeds matter at small scale"]
     assert audit(mem, AuditMemory()).drift == []
 
 
