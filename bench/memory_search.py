@@ -102,11 +102,11 @@ def _run(n: int, root: Path, args: argparse.Namespace) -> None:
     common_queries = [" ".join(rng.sample(common_words, k=rng.randint(1, 3))) for _ in range(args.common_queries)]
     files = sorted((quest.root / "memory").rglob("*.md"))
 
-    svc.search(mem, queries[0])  # warm caches, as a running server would be
+    _search(mem, queries[0])  # warm caches, as a running server would be
     rounds: dict[str, list[float]] = {k: [] for k in ("ours", "token", "substring", "capped", "exact")}
     matched = {"token": 0, "token_n": 0, "substring": 0, "substring_n": 0}
     for r in range(args.rounds):
-        rounds["ours"].append(_p50(queries, lambda q: svc.search(mem, q, limit=K)))
+        rounds["ours"].append(_p50(queries, lambda q: _search(mem, q)))
         tq = _slice(queries, r, args.token_queries)
         rounds["token"].append(_p50(tq, lambda q: _token_scan(token_sets, q)))
         matched["token"] += sum(1 for q in tq if _token_scan(token_sets, q))
@@ -115,9 +115,9 @@ def _run(n: int, root: Path, args: argparse.Namespace) -> None:
         rounds["substring"].append(_p50(sq, lambda q: _substring_scan(files, q)))
         matched["substring"] += sum(1 for q in sq if _substring_scan(files, q))
         matched["substring_n"] += len(sq)
-        rounds["capped"].append(_p50(common_queries, lambda q: svc.search(mem, q, limit=K)))
+        rounds["capped"].append(_p50(common_queries, lambda q: _search(mem, q)))
         with _exact():
-            rounds["exact"].append(_p50(common_queries, lambda q: svc.search(mem, q, limit=K)))
+            rounds["exact"].append(_p50(common_queries, lambda q: _search(mem, q)))
 
     recall = _recall(mem, set(common_words), common_queries, queries)
     mem.close()
@@ -234,20 +234,25 @@ def _recall(mem: MemoryContext, common: set[str], common_queries: list[str], que
         path = "common only" if kinds == {True} else "no common word" if kinds == {False} else "rare + common"
         labelled.append((f"natural mix, {path}", q))
     for label, q in labelled:
-        got = svc.search(mem, q, limit=K)
+        got = _search(mem, q)
         with _exact():
-            want = svc.search(mem, q, limit=K)
+            want = _search(mem, q)
         if not want:
             continue
-        want_ids = {w["id"] for w in want}
-        floor = min(w["score"] for w in want) - 1e-9
-        by_id = sum(1 for g in got if g["id"] in want_ids) / len(want)
-        tied = min(sum(1 for g in got if g["id"] in want_ids or g["score"] >= floor) / len(want), 1.0)
+        want_ids = {w.id for w in want}
+        floor = min(w.score for w in want) - 1e-9
+        by_id = sum(1 for g in got if g.id in want_ids) / len(want)
+        tied = min(sum(1 for g in got if g.id in want_ids or g.score >= floor) / len(want), 1.0)
         groups.setdefault(label, []).append((by_id, tied))
     return {k: (len(v), statistics.fmean(x for x, _ in v), statistics.fmean(y for _, y in v)) for k, v in sorted(groups.items())}
 
 
 # -- timing -------------------------------------------------------------------------
+
+
+def _search(mem: MemoryContext, query: str) -> list[svc.SearchHit]:
+    """Our top ``K`` through the service, as the MCP tool calls it."""
+    return svc.search(mem, svc.SearchCards(query=query, limit=K)).results
 
 
 def _p50(items: list[str], fn: Callable[[str], object]) -> float:

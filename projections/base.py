@@ -35,6 +35,9 @@ class Projection(Generic[S]):
     render_changed: Callable[[S, Iterable[Event]], Files] | None = None
     # Bump when the state's shape changes: snapshots of another version are ignored.
     version: int = 1
+    # Copies what ``apply`` changes in place below the state's top-level containers, for
+    # a state that was handed out before more events are applied (optional).
+    thaw: Callable[[S], S] | None = None
 
 
 def fold(projection: Projection[S], events: Iterable[Event], state: S | None = None) -> S:

@@ -5,18 +5,31 @@ Cards are materialised as Markdown with YAML frontmatter at ``<prefix><kind>/<id
 ``$DS_HOME/memory/``), and a ``MEMORY.md`` digest (records first, then recent cards).
 File names are the card id, so equal or non-ASCII titles never collide.
 
+``MEMORY.md`` costs the same at any store size: the state keeps what the digest shows
+(active counts per kind, active cards in order of their last change, active records per
+type in order of creation), updated event by event, and the digest lists the
+:data:`_RECENT_IN_DIGEST` newest cards and at most :data:`_RECORDS_IN_DIGEST` newest
+records per type (with a count of the older ones), so rendering it never walks every card.
+
+``apply`` never changes a :class:`Card` it has put in the state: it puts a new one in its
+place (``msgspec.structs.replace``, fresh lists and dicts), so a card a caller holds stays
+as it was. It does insert into and delete from the state's containers, including the
+per-type dicts of ``active_records``: :func:`thaw` copies those, for a state that was
+handed out before more events are applied to it.
+
 A card taken in from a hand edit (``memory.card_imported``) is rendered as the exact
 text that was imported until the next change to it, so replay reproduces the edit.
 """
 
 from __future__ import annotations
 
-import heapq
 from collections.abc import Iterable
+from itertools import islice
 from typing import Any
 
 import msgspec
 import yaml
+from msgspec.structs import replace
 
 from ds_events.events import Event
 from ds_events.events.memory import CardImported, CardPromoted, CardSuperseded, CardWritten, GuardConfigured
@@ -33,6 +46,7 @@ __all__ = [
     "PROJECTION",
     "GLOBAL_PROJECTION",
     "make_projection",
+    "thaw",
     "card_path",
     "render_card",
     "render_digest",
@@ -60,6 +74,9 @@ RESERVED_KEYS: frozenset[str] = frozenset(
     }
 )  # fmt: skip
 _RECENT_IN_DIGEST = 20
+# Records listed per type in MEMORY.md (the newest); older ones are counted, and
+# ``read_memory`` lists every one. Keeps the digest, and rendering it, bounded.
+_RECORDS_IN_DIGEST = 50
 
 
 class Card(msgspec.Struct, kw_only=True):
@@ -95,6 +112,10 @@ class MemoryState(msgspec.Struct, kw_only=True):
     cards: dict[str, Card] = {}
     records: dict[str, str] = {}  # record id (mem-NNN) -> card id
     guard_keys: list[str] = []
+    # What MEMORY.md shows, kept up to date by apply so rendering never walks every card.
+    active_counts: dict[str, int] = {}  # kind -> active cards (kinds with none absent)
+    recent: dict[str, int] = {}  # active card id -> its last seq, least recently changed first
+    active_records: dict[str, dict[str, int]] = {}  # record type -> {active card id: created seq}, oldest first
 
 
 def initial() -> MemoryState:
@@ -109,27 +130,32 @@ def apply(state: MemoryState, event: Event) -> MemoryState:
         case CardSuperseded(card_id=card_id, by_card_id=by):
             card = state.cards.get(card_id)
             if card is not None:
-                card.status, card.superseded_by = "superseded", by
-                card.updated_at, card.seq = event.ts, event.seq
+                _put(state, card, replace(card, status="superseded", superseded_by=by, updated_at=event.ts, seq=event.seq))
         case CardPromoted(card_id=card_id, global_card_id=gid, source_quest=source):
             # The same event type is in both logs: the global log holds the copy.
             if gid in state.cards:
-                state.cards[gid].promoted_from = f"{source}:{card_id}"
-                state.cards[gid].seq = event.seq
+                card = state.cards[gid]
+                _put(state, card, replace(card, promoted_from=f"{source}:{card_id}", seq=event.seq))
             elif card_id in state.cards:
-                state.cards[card_id].promoted_to = gid
-                state.cards[card_id].seq = event.seq
+                card = state.cards[card_id]
+                _put(state, card, replace(card, promoted_to=gid, seq=event.seq))
         case CardImported():
             card = state.cards.get(event.card_id)
             if card is not None:
-                card.title, card.body, card.tags = event.title, event.body, list(event.tags)
-                card.metadata = dict(event.metadata)
-                card.content = event.content or None
-                card.updated_at, card.seq = event.ts, event.seq
-                card.revision += 1
+                _put(state, card, replace(
+                    card, title=event.title, body=event.body, tags=list(event.tags), metadata=dict(event.metadata),
+                    content=event.content or None, updated_at=event.ts, seq=event.seq, revision=card.revision + 1,
+                ))  # fmt: skip
         case GuardConfigured(config_keys=keys):
             state.guard_keys = list(keys)
     return state
+
+
+def thaw(state: MemoryState) -> MemoryState:
+    """``state`` with its nested containers copied (the per-type dicts of
+    ``active_records``, which :func:`apply` changes in place), so applying more events
+    to the result leaves ``state`` as it was once its top-level containers are copied too."""
+    return replace(state, active_records={rtype: dict(ids) for rtype, ids in state.active_records.items()})
 
 
 def make_projection(prefix: str, name: str = "memory") -> Projection[MemoryState]:
@@ -165,7 +191,9 @@ def make_projection(prefix: str, name: str = "memory") -> Projection[MemoryState
         apply=apply,
         render=render,
         render_changed=render_changed,
-        version=1,
+        thaw=thaw,
+        # 2: the digest's parts (active_counts, recent, active_records) joined the state.
+        version=2,
     )
 
 
@@ -213,24 +241,20 @@ def render_card(card: Card) -> bytes:
 
 
 def render_digest(state: MemoryState, prefix: str = "memory/") -> bytes:
-    """``MEMORY.md``: counts, every active record (failures and constraints first), recent cards."""
-    counts: dict[str, int] = {}
-    for card in state.cards.values():
-        if card.active:
-            counts[card.kind] = counts.get(card.kind, 0) + 1
+    """``MEMORY.md``: counts, the newest active records per type (failures and
+    constraints first), the recently changed cards. Costs the same at any store size."""
+    counts = state.active_counts
     lines = ["# Memory", "", "Active cards: " + (", ".join(f"{k} {counts[k]}" for k in KINDS if k in counts) or "none"), ""]
-    by_type: dict[str, list[Card]] = {}
-    for card_id in state.records.values():
-        card = state.cards.get(card_id)
-        if card is not None and card.active:
-            by_type.setdefault(card.record_type, []).append(card)
-    if by_type:
+    if any(state.active_records.get(rtype) for rtype in RECORD_TYPES):
         lines += ["## Records", ""]
         for rtype in RECORD_TYPES:
-            for card in sorted(by_type.get(rtype, []), key=lambda c: c.created_seq):
-                lines.append(digest_line(card, prefix))
+            ids = state.active_records.get(rtype) or {}
+            newest = list(islice(reversed(ids), _RECORDS_IN_DIGEST))
+            if len(ids) > len(newest):
+                lines.append(f"- ({len(ids) - len(newest)} older {rtype} records: `read_memory` lists every one)")
+            lines += [digest_line(state.cards[cid], prefix) for cid in reversed(newest)]
         lines.append("")
-    recent = heapq.nlargest(_RECENT_IN_DIGEST, (c for c in state.cards.values() if c.active), key=lambda c: c.seq)
+    recent = [state.cards[cid] for cid in islice(reversed(state.recent), _RECENT_IN_DIGEST)]
     if recent:
         lines += ["## Recent cards", ""]
         lines += [f"- [{c.kind}] {_one_line(c.title)} (`{c.id}`) -> {card_path(c, prefix)}" for c in recent]
@@ -249,29 +273,48 @@ def _one_line(text: str) -> str:
 
 
 def _apply_written(state: MemoryState, event: CardWritten) -> None:
-    card = state.cards.get(event.card_id)
-    if card is None:
-        card = Card(
-            id=event.card_id,
-            kind=event.kind,
-            title=event.title,
-            scope=event.scope,
-            quest_id=event.source_quest or event.quest_id,
-            created_at=event.ts,
-            created_seq=event.seq,
-            revision=0,
-        )
-        state.cards[event.card_id] = card
-    card.title, card.body, card.tags = event.title, event.body, list(event.tags)
-    card.metadata = dict(event.metadata)
-    card.updated_at, card.seq = event.ts, event.seq
-    card.revision += 1
-    card.content = None
-    if event.supersedes:
-        card.supersedes = event.supersedes
+    old = state.cards.get(event.card_id)
+    base = old or Card(
+        id=event.card_id,
+        kind=event.kind,
+        title=event.title,
+        scope=event.scope,
+        quest_id=event.source_quest or event.quest_id,
+        created_at=event.ts,
+        created_seq=event.seq,
+        revision=0,
+    )
+    card = replace(
+        base, title=event.title, body=event.body, tags=list(event.tags), metadata=dict(event.metadata),
+        updated_at=event.ts, seq=event.seq, revision=base.revision + 1, content=None,
+        supersedes=event.supersedes or base.supersedes,
+    )  # fmt: skip
     if event.record_id:
-        card.record_id, card.record_type = event.record_id, event.record_type
+        card = replace(card, record_id=event.record_id, record_type=event.record_type)
         state.records[event.record_id] = event.card_id
+    _put(state, old, card)
+
+
+def _put(state: MemoryState, old: Card | None, new: Card) -> None:
+    """Put ``new`` in the place of ``old`` (None: a new card), keeping the digest's parts
+    in step: counts per kind, the order of last changes, the active records per type."""
+    state.cards[new.id] = new
+    was_active = old is not None and old.active
+    if was_active != new.active:
+        n = state.active_counts.get(new.kind, 0) + (1 if new.active else -1)
+        if n:
+            state.active_counts[new.kind] = n
+        else:
+            state.active_counts.pop(new.kind, None)
+    state.recent.pop(new.id, None)  # re-inserted last: the most recently changed
+    if new.active:
+        state.recent[new.id] = new.seq
+    was_record = old.record_type if old is not None and was_active else ""
+    is_record = new.record_type if new.active else ""
+    if was_record and was_record != is_record:
+        state.active_records.get(was_record, {}).pop(new.id, None)
+    if is_record and is_record != was_record:
+        state.active_records.setdefault(is_record, {})[new.id] = new.created_seq
 
 
 PROJECTION = make_projection("memory/")

@@ -63,23 +63,24 @@ def run_demo(home: Home) -> str:
 def _memory(quest: Quest) -> None:
     from ds_events.memory.store import MemoryContext
     from ds_events.services import memory as memory_service
+    from ds_events.services.memory import SearchCards, WriteCard
 
     mem = MemoryContext(quest, actor="demo")
     try:
-        memory_service.write_card(
-            mem, "knowledge", "ResNet-20 baseline needs weight decay on BN",
-            "Without it we were 1.5 points under the paper.", tags=["baseline"],
-        )  # fmt: skip
-        memory_service.write_card(
-            mem, "papers", "Label smoothing (Szegedy et al.): 0.1 is the usual value",
-            "Hurts teacher calibration in distillation.",
-        )  # fmt: skip
-        dup = memory_service.write_card(
-            mem, "knowledge", "ResNet-20 baseline needs BN weight decay", "We were 1.5 points under the paper without it."
-        )
-        out(f"memory:  a near-duplicate write was refused ({dup['status']}, like {dup['candidates'][0]['id']})")
-        for hit in memory_service.search(mem, "why is our baseline below the paper", limit=2):
-            out(f"         search found {hit['id']}: {hit['title']}")
+        memory_service.write(mem, WriteCard(
+            kind="knowledge", title="ResNet-20 baseline needs weight decay on BN",
+            body="Without it we were 1.5 points under the paper.", tags=["baseline"],
+        ))  # fmt: skip
+        memory_service.write(mem, WriteCard(
+            kind="papers", title="Label smoothing (Szegedy et al.): 0.1 is the usual value",
+            body="Hurts teacher calibration in distillation.",
+        ))  # fmt: skip
+        dup = memory_service.write(mem, WriteCard(
+            kind="knowledge", title="ResNet-20 baseline needs BN weight decay", body="We were 1.5 points under the paper without it."
+        ))  # fmt: skip
+        out(f"memory:  a near-duplicate write was refused ({dup.status}, like {dup.candidates[0].id})")
+        for hit in memory_service.search(mem, SearchCards(query="why is our baseline below the paper", limit=2)).results:
+            out(f"         search found {hit.id}: {hit.title}")
     finally:
         mem.close()
 

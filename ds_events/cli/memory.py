@@ -8,9 +8,18 @@ from collections.abc import Iterator
 import click
 
 from ds_events.home import Home
-from ds_events.services.memory_audit import audit, import_hand_edits
 from ds_events.memory.store import MemoryContext
 from ds_events.services import memory as memory_service
+from ds_events.services.commands import decode_command, to_builtins
+from ds_events.services.memory_audit import audit, import_hand_edits
+from ds_events.services.memory_commands import (
+    AuditMemory,
+    ConfigureGuard,
+    ImportHandEdits,
+    ListRecent,
+    ReadCard,
+    SearchCards,
+)
 from projections.memory import KINDS
 
 from .common import cli, emit_json, json_option, open_quest, out, pass_home
@@ -43,16 +52,18 @@ def search(home: Home, quest_id: str, query: str, scope: str, kind: str | None, 
 
     Example: ds memory search tok-abl "why does training diverge" --scope both
     """
+    cmd = decode_command(SearchCards, {"query": query, "scope": scope, "limit": limit, "kind": kind, "tags": list(tags),
+                                       "diverse": diverse})  # fmt: skip
     with _memory(home, quest_id) as mem:
-        results = memory_service.search(mem, query, scope=scope, limit=limit, kind=kind, tags=list(tags), diverse=diverse)
+        results = memory_service.search(mem, cmd).results
     if as_json:
-        emit_json(results)
+        emit_json(to_builtins(results))
         return
     if not results:
         out("no matching cards")
     for r in results:
-        out(f"{r['score']:8.3f}  {r['id']:<22} [{r['scope']}] {r['title']}")
-        out(f"          {r['snippet']}")
+        out(f"{r.score:8.3f}  {r.id:<22} [{r.scope}] {r.title}")
+        out(f"          {r.snippet}")
 
 
 @group.command("show")
@@ -67,14 +78,15 @@ def show(home: Home, quest_id: str, card: str, scope: str, as_json: bool) -> Non
     Example: ds memory show tok-abl knowledge-1a2b3c4d
     """
     is_path = "/" in card or card.endswith(".md")
+    cmd = decode_command(ReadCard, {"card_id": None if is_path else card, "path": card if is_path else None,
+                                    "scope": "both" if scope == "quest" else scope})  # fmt: skip
     with _memory(home, quest_id) as mem:
-        result = memory_service.read_card(mem, card_id=None if is_path else card, path=card if is_path else None,
-                                          scope="both" if scope == "quest" else scope)  # fmt: skip
+        result = memory_service.read(mem, cmd)
     if as_json:
-        emit_json(result)
+        emit_json(to_builtins(result))
         return
-    out(result["markdown"].rstrip("\n"))
-    if result["hand_edited"]:
+    out(result.markdown.rstrip("\n"))
+    if result.hand_edited:
         out(f"\n(edited by hand: run `ds memory import {quest_id}` to take the edit in)")
 
 
@@ -90,15 +102,16 @@ def list_cards(home: Home, quest_id: str, scope: str, kind: str | None, limit: i
 
     Example: ds memory list tok-abl --kind decisions --limit 5
     """
+    cmd = decode_command(ListRecent, {"scope": scope, "limit": limit, "kind": kind})
     with _memory(home, quest_id) as mem:
-        results = memory_service.list_recent(mem, scope=scope, limit=limit, kind=kind)
+        results = memory_service.list_recent(mem, cmd).results
     if as_json:
-        emit_json(results)
+        emit_json(to_builtins(results))
         return
     if not results:
         out("no cards yet")
     for r in results:
-        out(f"{r['updated_at']}  {r['id']:<22} [{r['scope']}] {r['title']}")
+        out(f"{r.updated_at}  {r.id:<22} [{r.scope}] {r.title}")
 
 
 @group.command("audit")
@@ -111,8 +124,9 @@ def audit_cmd(home: Home, quest_id: str, scope: str, as_json: bool) -> None:
 
     Example: ds memory audit tok-abl --json
     """
+    cmd = decode_command(AuditMemory, {"scope": scope})
     with _memory(home, quest_id) as mem:
-        report = audit(mem, scope)
+        report = to_builtins(audit(mem, cmd))
     if as_json:
         emit_json(report)
         return
@@ -143,8 +157,9 @@ def import_cmd(home: Home, quest_id: str, paths: tuple[str, ...], scope: str, as
 
     Example: ds memory import tok-abl memory/knowledge/knowledge-1a2b3c4d.md
     """
+    cmd = decode_command(ImportHandEdits, {"scope": scope, "paths": list(paths) or None})
     with _memory(home, quest_id) as mem:
-        result = import_hand_edits(mem, scope, list(paths) or None)
+        result = to_builtins(import_hand_edits(mem, cmd))
     if as_json:
         emit_json(result)
         return
@@ -168,12 +183,13 @@ def guard(home: Home, quest_id: str, keys: tuple[str, ...], as_json: bool) -> No
 
     Example: ds memory guard tok-abl --key lr --key batch_size
     """
+    cmd = decode_command(ConfigureGuard, {"config_keys": list(keys)})
     with _memory(home, quest_id) as mem:
-        result = memory_service.configure_guard(mem, list(keys))
+        result = memory_service.configure_guard(mem, cmd)
     if as_json:
-        emit_json(result)
+        emit_json(to_builtins(result))
     else:
-        out(f"guarded config keys: {', '.join(result['config_keys'])} (seq {result['seq']})")
+        out(f"guarded config keys: {', '.join(result.config_keys)} (seq {result.seq})")
 
 
 @contextlib.contextmanager

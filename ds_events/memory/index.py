@@ -6,8 +6,8 @@ with title and tags weighted over the body. A natural-language query is split in
 content words and the words are OR-ed, so a multi-word question never comes back
 empty because one word is missing; BM25 puts cards matching more (and rarer) words first.
 
-The index records the seq (and the event id at that seq) it has applied in the same
-SQLite transaction as the rows, so it is never ahead of or out of step with itself;
+The index records the seq (and the event id at that seq) it has applied, and how many
+active cards it holds, in the same SQLite transaction as the rows, so it is never ahead of or out of step with itself;
 :meth:`MemoryIndex.sync` applies whatever any process appended since, and replaces every
 row when the log changed under it (a repair). Several processes may sync one index
 file: ``BEGIN IMMEDIATE`` serialises them and the seq is re-read inside the transaction.
@@ -20,10 +20,11 @@ truth. Nothing is opened before the first call needs it.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -36,7 +37,7 @@ from ds_events.log import EventLog
 from .sqlite_file import SharedSqlite
 from .text import STOPWORDS, words
 
-__all__ = ["MemoryIndex", "Hit", "fts_query", "query_terms", "is_memory_line"]
+__all__ = ["MemoryIndex", "Hit", "fts_query", "query_terms", "is_memory_line", "SIMILAR_POSTINGS"]
 
 _SCHEMA_VERSION = "1"
 # Column weights for bm25(title, body, tags, hints).
@@ -73,6 +74,10 @@ INSERT INTO fts(fts, rank) VALUES('rank', '{_RANK}');
 """
 _MEMORY_PREFIX = b"memory."
 _FOLD_CHUNK = 20_000  # log lines held in memory and applied per transaction
+# The near-duplicate check ranks at most this many postings (cards x query words): see
+# ``MemoryIndex.similar``. Ranking one costs FTS5 about 1.5 us, so 400 keep it under a
+# millisecond at any store size.
+SIMILAR_POSTINGS = 400
 _SYNC_ATTEMPTS = 5
 
 
@@ -141,6 +146,7 @@ class MemoryIndex:
         self._count: tuple[int, int, int] = (-1, -1, 0)  # (connection, applied seq, active cards)
         self._dfs: dict[str, tuple[int, int]] = {}  # term -> (document frequency, cards then)
         self._dfs_conn = -1
+        self._steps = 0
 
     # -- public API -----------------------------------------------------------------
 
@@ -238,6 +244,37 @@ class MemoryIndex:
         sql = f"SELECT c.card_id FROM cards c WHERE c.active = 1{where} ORDER BY c.seq DESC"
         return self._db.run(lambda conn: [r[0] for r in conn.execute(sql, params)])
 
+    def similar(self, title: str, body: str, *, limit: int = 25, kind: str | None = None,
+                records_only: bool = False) -> list[Hit]:  # fmt: skip
+        """Candidates for the near-duplicate check: the active cards (best first, BM25)
+        sharing the *rarest* words of (title, body), never more than a bounded number.
+        Hits carry no snippet (making one reads and tokenises the card again).
+
+        The words are taken rarest first while their document frequencies add up to at
+        most :data:`SIMILAR_POSTINGS`, so the cards ranked are bounded at any store size
+        (a whole-text OR query ranks every card sharing any common word). A near-duplicate
+        shares at least half of the card's words and almost always its specific ones, and
+        the rarest words are what BM25 weights most. When even the rarest word is common,
+        only the newest :data:`SIMILAR_POSTINGS` cards that contain it are ranked. A card
+        with the same title words is a duplicate by definition; when the rarest title word
+        did not make the cut, the cards having every title word (newest first) are added.
+        """
+        terms = query_terms(f"{title}\n{body}")
+        if not terms:
+            return []
+        return self._db.run(lambda conn: self._similar(conn, terms, query_terms(title), limit, kind, records_only))
+
+    @contextlib.contextmanager
+    def tracing(self) -> Iterator[list[str]]:
+        """Collect the SQL statements (parameters filled in) this handle runs inside the
+        block: what a call asked of SQLite, to count its work (diagnostics, tests)."""
+        statements: list[str] = []
+        self._db.run(lambda conn: conn.set_trace_callback(statements.append))
+        try:
+            yield statements
+        finally:
+            self._db.run(lambda conn: conn.set_trace_callback(None))
+
     def close(self) -> None:
         self._db.close()
 
@@ -269,18 +306,19 @@ class MemoryIndex:
             if lines and applied < lines[0][0] - 1:
                 raise _Behind  # a fresh file was swapped in since we read the seq
             last_line = None
+            active = _active_count(conn)
             for seq, line in lines:
                 if seq <= applied:
                     continue
                 if is_memory_line(line):
-                    self._apply(conn, decode_line(line))
+                    active += self._apply(conn, decode_line(line))
                     count += 1
                 applied, last_line = seq, line
             if last_line is not None or reset:
                 last_id = decode_line(last_line).id if last_line is not None else ""
                 conn.executemany(
                     "INSERT OR REPLACE INTO meta(key, value) VALUES(?, ?)",
-                    [("seq", str(applied)), ("event_id", last_id), ("schema", _SCHEMA_VERSION)],
+                    [("seq", str(applied)), ("event_id", last_id), ("schema", _SCHEMA_VERSION), ("active", str(active))],
                 )
             conn.execute("COMMIT")
         except BaseException:
@@ -289,36 +327,40 @@ class MemoryIndex:
             raise
         return count
 
-    def _apply(self, conn: sqlite3.Connection, event: Any) -> None:
+    def _apply(self, conn: sqlite3.Connection, event: Any) -> int:
+        """Apply one event; returns the change in the number of active cards."""
         match event:
             case CardWritten():
                 hints = _hints(event.metadata, event.record_type)
-                self._upsert(conn, event.card_id, event.kind, event.title, event.body, event.tags, hints, event.seq,
-                             quest_id=event.source_quest or event.quest_id, record_type=event.record_type)
+                return self._upsert(conn, event.card_id, event.kind, event.title, event.body, event.tags, hints, event.seq,
+                                    quest_id=event.source_quest or event.quest_id, record_type=event.record_type)
             case CardImported():
                 row = conn.execute("SELECT active, quest_id, record_type FROM cards WHERE card_id=?", (event.card_id,)).fetchone()
                 if row is not None and row[0]:
                     hints = _hints(event.metadata, row[2])
-                    self._upsert(conn, event.card_id, event.kind, event.title, event.body, event.tags, hints, event.seq,
-                                 quest_id=row[1], record_type=row[2])
+                    return self._upsert(conn, event.card_id, event.kind, event.title, event.body, event.tags, hints,
+                                        event.seq, quest_id=row[1], record_type=row[2])
             case CardSuperseded(card_id=card_id):
-                row = conn.execute("SELECT rowid FROM cards WHERE card_id=?", (card_id,)).fetchone()
+                row = conn.execute("SELECT rowid, active FROM cards WHERE card_id=?", (card_id,)).fetchone()
                 if row is not None:
                     conn.execute("UPDATE cards SET active=0, seq=? WHERE rowid=?", (event.seq, row[0]))
                     conn.execute("DELETE FROM fts WHERE rowid=?", (row[0],))
                     conn.execute("DELETE FROM card_tags WHERE card_rowid=?", (row[0],))
+                    return -1 if row[1] else 0
+        return 0
 
     def _upsert(self, conn: sqlite3.Connection, card_id: str, kind: str, title: str, body: str, tags: list[str],
-                hints: str, seq: int, *, quest_id: str, record_type: str) -> None:  # fmt: skip
+                hints: str, seq: int, *, quest_id: str, record_type: str) -> int:  # fmt: skip
         row = conn.execute("SELECT rowid, active FROM cards WHERE card_id=?", (card_id,)).fetchone()
         if row is None:
             cur = conn.execute(
                 "INSERT INTO cards(card_id, kind, title, quest_id, record_type, active, seq) VALUES(?,?,?,?,?,1,?)",
                 (card_id, kind, title, quest_id, record_type, seq),
             )
-            rowid, active = cur.lastrowid, 1
+            rowid, active, added = cur.lastrowid, 1, 1
         else:
             rowid, active = row
+            added = 0
             conn.execute("UPDATE cards SET kind=?, title=?, seq=? WHERE rowid=?", (kind, title, seq, rowid))
             conn.execute("DELETE FROM fts WHERE rowid=?", (rowid,))
             conn.execute("DELETE FROM card_tags WHERE card_rowid=?", (rowid,))
@@ -327,6 +369,7 @@ class MemoryIndex:
                          (rowid, title, body, " ".join(tags), hints))  # fmt: skip
             conn.executemany("INSERT OR IGNORE INTO card_tags(tag, card_rowid) VALUES(?, ?)",
                              [(t.lower(), rowid) for t in tags])  # fmt: skip
+        return added
 
     # -- querying -------------------------------------------------------------------
 
@@ -350,6 +393,47 @@ class MemoryIndex:
         hits = self._query(conn, _or(rare), where, params, max(limit * 5, 50), with_text=True)
         rescored = sorted(((h.score + _bonus(h, common), i, h) for i, h in enumerate(hits)), key=lambda x: (-x[0], x[1]))
         return [Hit(h.card_id, h.kind, h.title, h.quest_id, h.record_type, score, h.snippet) for score, _, h in rescored[:limit]]
+
+    def _similar(self, conn: sqlite3.Connection, terms: list[str], title_terms: list[str], limit: int,
+                 kind: str | None, records_only: bool) -> list[Hit]:  # fmt: skip
+        where, params = self._filters(kind, None, records_only)
+        n = self._doc_count(conn)
+        dfs = {t: self._df(conn, t, n) for t in terms}
+        chosen, postings = [], 0
+        for t in sorted((t for t in terms if dfs[t]), key=lambda t: (dfs[t], t)):
+            if postings + dfs[t] > SIMILAR_POSTINGS and chosen:
+                break
+            chosen.append(t)
+            postings += dfs[t]
+        if not chosen:
+            return []  # no word of the card is in any card
+        if postings <= SIMILAR_POSTINGS:  # every match ranked: at most SIMILAR_POSTINGS of them
+            rows = conn.execute(
+                "SELECT c.card_id, c.kind, c.title, c.quest_id, c.record_type, fts.rank FROM fts "
+                f"JOIN cards c ON c.rowid = fts.rowid WHERE fts MATCH ?{where} ORDER BY fts.rank LIMIT ?",
+                [_or(chosen), *params, limit],
+            ).fetchall()
+            hits = [Hit(r[0], r[1], r[2], r[3], r[4], -float(r[5]), "") for r in rows]
+        else:  # even the rarest word is common: rank only its newest matches
+            hits = self._newest(conn, _or(chosen), where, params, limit, SIMILAR_POSTINGS)
+        rarest_title = min((t for t in title_terms if dfs.get(t)), key=lambda t: (dfs[t], t), default=None)
+        if rarest_title is not None and rarest_title not in chosen:
+            seen = {h.card_id for h in hits}
+            same = self._newest(conn, _and([t for t in title_terms if dfs.get(t)]), where, params, limit, limit)
+            hits += [h for h in same if h.card_id not in seen]
+        return hits
+
+    def _newest(self, conn: sqlite3.Connection, match: str, where: str, params: list[Any], limit: int,
+                newest: int) -> list[Hit]:  # fmt: skip
+        """The best ``limit`` by BM25 among the ``newest`` most recent matching cards,
+        without snippets (FTS5 walks the matches by descending rowid and stops)."""
+        rows = conn.execute(
+            f"SELECT c.card_id, c.kind, c.title, c.quest_id, c.record_type, {_BM25} FROM fts "
+            f"JOIN cards c ON c.rowid = fts.rowid WHERE fts MATCH ?{where} ORDER BY fts.rowid DESC LIMIT ?",
+            [match, *params, newest],
+        ).fetchall()
+        rows.sort(key=lambda r: r[5])  # stable: ties stay newest first
+        return [Hit(r[0], r[1], r[2], r[3], r[4], -float(r[5]), "") for r in rows[:limit]]
 
     def _query(self, conn: sqlite3.Connection, match: str, where: str, params: list[Any], limit: int, *,
                with_text: bool = False, newest: int | None = None) -> list[Hit]:  # fmt: skip
@@ -394,7 +478,7 @@ class MemoryIndex:
     def _doc_count(self, conn: sqlite3.Connection) -> int:
         seq = _applied_seq(conn)
         if self._count[:2] != (self._db.opens, seq):
-            self._count = (self._db.opens, seq, conn.execute("SELECT count(*) FROM fts").fetchone()[0])
+            self._count = (self._db.opens, seq, _active_count(conn))
         return self._count[2]
 
     def _df(self, conn: sqlite3.Connection, term: str, n: int) -> int:
@@ -451,6 +535,13 @@ def _meta(conn: sqlite3.Connection) -> dict[str, str]:
 def _applied_seq(conn: sqlite3.Connection) -> int:
     row = conn.execute("SELECT value FROM meta WHERE key='seq'").fetchone()
     return int(row[0]) if row else 0
+
+
+def _active_count(conn: sqlite3.Connection) -> int:
+    """Active cards (rows of the full-text table), kept in ``meta`` by every fold; an index
+    written before that key existed is counted once, and the next fold stores it."""
+    row = conn.execute("SELECT value FROM meta WHERE key='active'").fetchone()
+    return int(row[0]) if row else int(conn.execute("SELECT count(*) FROM fts").fetchone()[0])
 
 
 def _setup(conn: sqlite3.Connection) -> None:

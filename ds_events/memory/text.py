@@ -25,6 +25,8 @@ __all__ = [
     "jaccard",
     "is_near_duplicate",
     "similarity",
+    "similarity_of",
+    "word_sets",
     "config_pollution",
 ]
 
@@ -37,6 +39,10 @@ STOPWORDS: frozenset[str] = frozenset(
 )
 _WORD = re.compile(r"\w+", re.UNICODE)
 _SUFFIXES = ("ing", "ed", "es", "s")
+# word -> its content form ("" for a stop word): the near-duplicate check compares a card
+# with up to 25 others per write, and stemming word by word was most of its time.
+_CONTENT: dict[str, str] = {}
+_CONTENT_MAX = 200_000
 
 
 def words(text: str) -> list[str]:
@@ -46,7 +52,16 @@ def words(text: str) -> list[str]:
 
 def content_words(text: str) -> list[str]:
     """Words that carry meaning: stop words and one-letter tokens (but not digits) dropped, light stemming."""
-    return [_stem(w) for w in words(text) if (len(w) > 1 or w.isdigit()) and w not in STOPWORDS]
+    out = []
+    for w in words(text):
+        stem = _CONTENT.get(w)
+        if stem is None:
+            if len(_CONTENT) >= _CONTENT_MAX:
+                _CONTENT.clear()
+            stem = _CONTENT[w] = _stem(w) if (len(w) > 1 or w.isdigit()) and w not in STOPWORDS else ""
+        if stem:
+            out.append(stem)
+    return out
 
 
 def word_set(title: str, body: str = "") -> frozenset[str]:
@@ -61,10 +76,23 @@ def jaccard(a: frozenset[str] | set[str], b: frozenset[str] | set[str]) -> float
 
 def similarity(title_a: str, body_a: str, title_b: str, body_b: str) -> float:
     """The near-duplicate score in [0, 1]: 1.0 for equal content-word titles, else Jaccard."""
-    ta, tb = word_set(title_a), word_set(title_b)
-    if ta and ta == tb:
+    return similarity_of(word_sets(title_a, body_a), title_b, body_b)
+
+
+def word_sets(title: str, body: str) -> tuple[frozenset[str], frozenset[str]]:
+    """(title words, title and body words): one side of :func:`similarity`, computed once
+    when a card is compared with many. (Words never span the line break that joins title
+    and body in :func:`word_set`, so the union is the same set.)"""
+    head = frozenset(content_words(title))
+    return head, head | frozenset(content_words(body))
+
+
+def similarity_of(a: tuple[frozenset[str], frozenset[str]], title_b: str, body_b: str) -> float:
+    """:func:`similarity` of a card given by its :func:`word_sets` and another card."""
+    tb, all_b = word_sets(title_b, body_b)
+    if a[0] and a[0] == tb:
         return 1.0
-    return jaccard(word_set(title_a, body_a), word_set(title_b, body_b))
+    return jaccard(a[1], all_b)
 
 
 def is_near_duplicate(score: float) -> bool:

@@ -1,6 +1,7 @@
-"""Memory commands: write, read, search, list, promote, guard, import hand edits.
+"""Memory commands: write, read, search, list, promote, guard.
 
-Every function takes a :class:`~ds_events.memory.store.MemoryContext`, validates
+Every function takes a :class:`~ds_events.memory.store.MemoryContext` and a typed
+command (:mod:`.memory_commands`), returns a typed result, validates
 against the current views (caught up with every process's appends, under the log's
 append lock where a rule must hold across processes), and only then emits events.
 A refused request raises a :class:`ServiceError` and writes nothing; a write that
@@ -12,9 +13,8 @@ from __future__ import annotations
 
 import hashlib
 import heapq
-from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from ds_events.errors import Conflict, Invalid, NotFound
 from ds_events.events.memory import CardPromoted, CardSuperseded, CardWritten, GuardConfigured
@@ -31,12 +31,32 @@ from ds_events.memory.cards import (
     parse_card_text,
 )
 from ds_events.memory.store import MemoryContext, MemoryStore, check_scope
-from ds_events.memory.text import DUPLICATE_THRESHOLD, config_pollution, is_near_duplicate, similarity, word_set
+from ds_events.memory.text import DUPLICATE_THRESHOLD, config_pollution, is_near_duplicate, similarity_of, word_set, word_sets
 from projections.memory import KINDS, RECORD_TYPES, RESERVED_KEYS, SINGULAR, Card, MemoryState, render_card
 
+from .memory_commands import (
+    CardInfo,
+    CardsResult,
+    CardText,
+    ConfigureGuard,
+    DuplicateCandidate,
+    GuardResult,
+    ListRecent,
+    PromoteResult,
+    PromoteToGlobal,
+    ReadCard,
+    SearchCards,
+    SearchHit,
+    SearchResult,
+    WriteCard,
+    WriteResult,
+)
+
+I = TypeVar("I", bound=CardInfo)
+
 __all__ = [
-    "write_card",
-    "read_card",
+    "write",
+    "read",
     "search",
     "list_recent",
     "promote_to_global",
@@ -44,33 +64,46 @@ __all__ = [
     "guard_keys",
     "resolve_path",
     "near_duplicates",
+    "info",
+    # the commands and results, for callers that import only this module
+    "WriteCard",
+    "ReadCard",
+    "SearchCards",
+    "ListRecent",
+    "PromoteToGlobal",
+    "ConfigureGuard",
+    "WriteResult",
+    "CardText",
+    "SearchResult",
+    "SearchHit",
+    "CardsResult",
+    "PromoteResult",
+    "GuardResult",
 ]
 
 MAX_LIMIT = 100
 _MMR_LAMBDA = 0.7  # relevance vs. difference when diverse=True
+# Cards the near-duplicate check compares a new card with (plus those the index has not
+# applied yet): the best BM25 matches on its rarest words; a rewrite of the same lesson
+# ranks at the top, and each comparison tokenises the other card.
+_SIMILAR_CANDIDATES = 10
 
 
-def write_card(
-    mem: MemoryContext,
-    kind: str,
-    title: str,
-    body: str = "",
-    *,
-    markdown: str | None = None,
-    scope: str = "quest",
-    tags: Sequence[str] | None = None,
-    metadata: dict[str, Any] | None = None,
-    supersedes: str | None = None,
-    force: bool = False,
-    record_type: str = "",
-) -> dict[str, Any]:
-    """Write a new card (or refuse with a status); returns what happened."""
-    kind = check_kind(kind)
-    check_scope(scope, ("quest", "global"))
-    tags = check_tags(tags)
-    metadata = check_metadata(metadata)
-    if markdown is not None:
-        front, parsed_body = parse_card_text(markdown)
+def write(mem: MemoryContext, cmd: WriteCard, *, record_type: str = "", extra: dict[str, Any] | None = None) -> WriteResult:
+    """Write a new card (or refuse with a status); returns what happened.
+
+    ``record_type`` and ``extra`` (metadata the record tools add) are for
+    :mod:`.memory_records`, not part of the public command.
+    """
+    kind = check_kind(cmd.kind)
+    scope = check_scope(cmd.scope, ("quest", "global"))
+    tags = check_tags(cmd.tags)
+    metadata = check_metadata(cmd.metadata)
+    if extra:
+        metadata = {**metadata, **extra}
+    title, body = cmd.title, cmd.body
+    if cmd.markdown is not None:
+        front, parsed_body = parse_card_text(cmd.markdown)
         title = title or str(front.pop("title", "") or "")
         tags = check_tags([*tags, *as_tag_list(front.pop("tags", []))])
         metadata = check_metadata({**{k: v for k, v in front.items() if k not in RESERVED_KEYS}, **metadata})
@@ -82,24 +115,24 @@ def write_card(
     store = mem.store(scope)
     with store.transaction() as txn:
         state = store.state()
-        old = _check_supersedes(store, state, supersedes, kind) if supersedes else None
+        old = _check_supersedes(store, state, cmd.supersedes, kind) if cmd.supersedes else None
         polluted = config_pollution([title, str(metadata.get("summary", ""))], guard_keys(mem))
         if polluted:
-            return {
-                "status": "config_polluted",
-                "settings": polluted,
-                "message": "the title or summary bakes in config settings "
+            return WriteResult(
+                status="config_polluted",
+                settings=polluted,
+                message="the title or summary bakes in config settings "
                 f"({', '.join(polluted)}): state the lesson without them and put concrete values in the body",
-            }
-        if not force:
+            )
+        if not cmd.force:
             candidates = near_duplicates(store, state, kind, title, body, exclude={old.id} if old else set())
             if candidates:
-                return {
-                    "status": "duplicate_candidates",
-                    "candidates": candidates,
-                    "message": f"{len(candidates)} active {kind} card(s) look like the same lesson; nothing was written. "
+                return WriteResult(
+                    status="duplicate_candidates",
+                    candidates=candidates,
+                    message=f"{len(candidates)} active {kind} card(s) look like the same lesson; nothing was written. "
                     "Re-call with supersedes=<id> to replace one, or force=True to keep both.",
-                }
+                )
         card_id = new_card_id(kind, state)
         # The files this write materialises must be writable inside the root (a planted
         # symlinked memory/<kind>/ is refused here, before anything is appended).
@@ -116,82 +149,72 @@ def write_card(
             events.append(CardSuperseded(card_id=old.id, by_card_id=card_id, reason="superseded on write"))
         stored = txn.append(events)
     card = store.state().cards[card_id]
-    return {
-        **card_summary(store, card),
-        "status": "written",
-        "seq": stored[0].seq,
-        "supersedes": old.id if old else None,
-    }
+    summary = card_summary(store, card)
+    summary.pop("status", None)
+    return WriteResult(**summary, status="written", seq=stored[0].seq, supersedes=old.id if old else None)
 
 
-def read_card(mem: MemoryContext, card_id: str | None = None, path: str | None = None, scope: str = "quest") -> dict[str, Any]:
+def read(mem: MemoryContext, cmd: ReadCard) -> CardText:
     """One card: its fields, body and file text (as on disk), and whether it was hand-edited."""
-    check_scope(scope)
-    if (card_id is None) == (path is None):
+    check_scope(cmd.scope)
+    if (cmd.card_id is None) == (cmd.path is None):
         raise Invalid("give exactly one of card_id or path", code="invalid_arguments")
-    store, card = resolve_path(mem, path) if path is not None else mem.find(str(card_id), scope)
+    store, card = resolve_path(mem, cmd.path) if cmd.path is not None else mem.find(str(cmd.card_id), cmd.scope)
     rendered = render_card(card)
     rel = store.rel_path(card)
     on_disk = store.read_file(rel)  # never through a link (path_outside_root)
-    return {
-        **card_summary(store, card),
-        "status": card.status,
-        "body": card.body,
-        "metadata": dict(card.metadata),
-        "markdown": card_file_text(on_disk, rel) if on_disk is not None else rendered.decode(),
-        "hand_edited": on_disk is not None and on_disk != rendered,
-        "file_missing": on_disk is None,
-    }
+    return info(
+        store, card, CardText,
+        body=card.body,
+        metadata=dict(card.metadata),
+        markdown=card_file_text(on_disk, rel) if on_disk is not None else rendered.decode(),
+        hand_edited=on_disk is not None and on_disk != rendered,
+        file_missing=on_disk is None,
+    )  # fmt: skip
 
 
-def search(
-    mem: MemoryContext,
-    query: str,
-    *,
-    scope: str = "quest",
-    limit: int = 10,
-    kind: str | None = None,
-    tags: Sequence[str] | None = None,
-    diverse: bool = False,
-    records_only: bool = False,
-) -> list[dict[str, Any]]:
+def search(mem: MemoryContext, cmd: SearchCards, *, records_only: bool = False) -> SearchResult:
     """Active cards ranked by BM25 over title, body, tags and hints (best first)."""
+    query = cmd.query
     if not isinstance(query, str) or not query.strip():
         raise Invalid("search needs a non-empty query", code="empty_query")
-    limit = _check_limit(limit)
-    kind = check_kind(kind) if kind else None
-    tags = check_tags(tags)
-    fetch = max(limit * 4, 20) if diverse else limit
+    limit = _check_limit(cmd.limit)
+    kind = check_kind(cmd.kind) if cmd.kind else None
+    tags = check_tags(cmd.tags)
+    fetch = max(limit * 4, 20) if cmd.diverse else limit
     found: list[tuple[float, MemoryStore, Card, str]] = []
-    for store in mem.readable(scope):
+    for store in mem.readable(cmd.scope):
         state = store.state()
         for hit in store.synced_index().search(query, limit=fetch, kind=kind, tags=tags, records_only=records_only):
             card = state.cards.get(hit.card_id)
             if card is not None and card.active:
                 found.append((hit.score, store, card, hit.snippet))
     found.sort(key=lambda x: -x[0])
-    chosen = _mmr(found, limit) if diverse else found[:limit]
-    return [{**card_summary(store, card), "score": score, "snippet": snippet} for score, store, card, snippet in chosen]
+    chosen = _mmr(found, limit) if cmd.diverse else found[:limit]
+    results = [info(store, card, SearchHit, score=score, snippet=snippet) for score, store, card, snippet in chosen]
+    return SearchResult(count=len(results), results=results)
 
 
-def list_recent(mem: MemoryContext, scope: str = "quest", limit: int = 10, kind: str | None = None) -> list[dict[str, Any]]:
+def list_recent(mem: MemoryContext, cmd: ListRecent) -> CardsResult:
     """The most recently written or changed active cards, newest first."""
-    limit = _check_limit(limit)
-    kind = check_kind(kind) if kind else None
+    limit = _check_limit(cmd.limit)
+    kind = check_kind(cmd.kind) if cmd.kind else None
     rows: list[tuple[str, int, MemoryStore, Card]] = []
-    for store in mem.readable(scope):
+    for store in mem.readable(cmd.scope):
         cards = (c for c in store.state().cards.values() if c.active and (kind is None or c.kind == kind))
         rows.extend((c.updated_at, c.seq, store, c) for c in heapq.nlargest(limit, cards, key=lambda c: c.seq))
     rows.sort(key=lambda r: (r[0], r[1]), reverse=True)
-    return [card_summary(store, card) for _, _, store, card in rows[:limit]]
+    results = [info(store, card) for _, _, store, card in rows[:limit]]
+    return CardsResult(count=len(results), results=results)
 
 
-def promote_to_global(mem: MemoryContext, card_id: str | None = None, path: str | None = None) -> dict[str, Any]:
+def promote_to_global(mem: MemoryContext, cmd: PromoteToGlobal) -> PromoteResult:
     """Copy an active quest card into global memory; both logs record the promotion.
 
     The global id is derived from (quest, card), so a retry after a crash between the
     two appends finds the copy and only completes the quest's record.
     """
+    card_id, path = cmd.card_id, cmd.path
     if (card_id is None) == (path is None):
         raise Invalid("give exactly one of card_id or path", code="invalid_arguments")
     qstore, gstore = mem.store("quest"), mem.store("global")
@@ -221,16 +244,17 @@ def promote_to_global(mem: MemoryContext, card_id: str | None = None, path: str 
                 ])  # fmt: skip
         stored = qtxn.append(promoted)
     gcard = gstore.state().cards[gid]
-    return {"status": "promoted", "id": card.id, "global_id": gid, "global_path": gstore.display_path(gcard), "seq": stored[0].seq}
+    return PromoteResult(status="promoted", id=card.id, global_id=gid, global_path=gstore.display_path(gcard), seq=stored[0].seq)
 
 
-def configure_guard(mem: MemoryContext, keys: Sequence[str]) -> dict[str, Any]:
+def configure_guard(mem: MemoryContext, cmd: ConfigureGuard) -> GuardResult:
     """Set the quest's config keys whose ``key=value`` settings titles must not bake in."""
+    keys = cmd.config_keys
     if isinstance(keys, str) or not all(isinstance(k, str) and k.strip() and len(k) <= 64 and " " not in k.strip() for k in keys):
         raise Invalid("config keys are non-empty strings without spaces, at most 64 characters", code="invalid_config_keys")
     clean = list(dict.fromkeys(k.strip() for k in keys))
     stored = mem.quest.emit(GuardConfigured(config_keys=clean))
-    return {"status": "configured", "config_keys": clean, "seq": stored[0].seq}
+    return GuardResult(status="configured", config_keys=clean, seq=stored[0].seq)
 
 
 def guard_keys(mem: MemoryContext) -> list[str]:
@@ -275,28 +299,36 @@ def resolve_path(mem: MemoryContext, path: str) -> tuple[MemoryStore, Card]:
 def near_duplicates(
     store: MemoryStore, state: MemoryState, kind: str, title: str, body: str, *, exclude: set[str] | None = None,
     records_only: bool = False,
-) -> list[dict[str, Any]]:  # fmt: skip
+) -> list[DuplicateCandidate]:  # fmt: skip
     """Active cards of ``kind`` whose similarity to (title, body) reaches the threshold.
 
-    Candidates are the index's best matches plus every card changed since the index's
-    seq (it may lag under the log's lock: see ``MemoryStore.transaction``).
+    Candidates are a bounded set, never every card: the index's best matches on the
+    card's rarest words (:meth:`MemoryIndex.similar`), plus every card changed since the
+    index's seq (it may lag under the log's lock: see ``MemoryStore.transaction``).
     """
     index = store.index
     applied = index.applied_seq
-    snippets = {h.card_id: h.snippet for h in index.search(f"{title}\n{body}", limit=25, kind=kind, records_only=records_only)}
-    fresh = [c for c in store.changed_since(applied) if c not in snippets]
+    hits = index.similar(title, body, limit=_SIMILAR_CANDIDATES, kind=kind, records_only=records_only)
+    ranked = [h.card_id for h in hits]
+    fresh = [c for c in store.changed_since(applied) if c not in ranked]
+    mine = word_sets(title, body)
     out = []
-    for card_id in [*snippets, *fresh]:
+    for card_id in [*ranked, *fresh]:
         card = state.cards.get(card_id)
         if card is None or not card.active or card.kind != kind or (exclude and card.id in exclude):
             continue
         if records_only and not card.record_type:
             continue
-        score = similarity(title, body, card.title, card.body)
+        score = similarity_of(mine, card.title, card.body)
         if is_near_duplicate(score):
-            out.append({**card_summary(store, card), "similarity": round(score, 3), "snippet": snippets.get(card_id, "")})
-    out.sort(key=lambda c: -c["similarity"])
+            out.append(info(store, card, DuplicateCandidate, similarity=round(score, 3), snippet=_excerpt(card.body)))
+    out.sort(key=lambda c: -c.similarity)
     return out
+
+
+def info(store: MemoryStore, card: Card, cls: type[I] = CardInfo, **extra: Any) -> I:  # type: ignore[assignment]
+    """The card's :class:`CardInfo` (or a subclass of it, with ``extra`` fields)."""
+    return cls(**card_summary(store, card), **extra)
 
 
 # -- private helpers ---------------------------------------------------------------
@@ -357,6 +389,12 @@ def _mmr(found: list[tuple[float, MemoryStore, Card, str]], limit: int) -> list[
 
 def _jaccard(a: frozenset[str], b: frozenset[str]) -> float:
     return len(a & b) / len(a | b) if a or b else 0.0
+
+
+def _excerpt(body: str, words: int = 16) -> str:
+    """The start of a card's body on one line (what a duplicate candidate shows)."""
+    parts = body.split()
+    return " ".join(parts[:words]) + (" …" if len(parts) > words else "")
 
 
 def _check_limit(limit: int) -> int:

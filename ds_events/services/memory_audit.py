@@ -10,7 +10,6 @@ for a hand-made file) so nothing on disk is silently overwritten or lost.
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
 from typing import Any
 
 from ds_events.errors import Invalid
@@ -29,14 +28,15 @@ from ds_events.memory.text import config_pollution, is_near_duplicate, similarit
 from ds_events.paths import confined, write_atomic
 from projections.memory import KINDS, RESERVED_KEYS, Card, MemoryState, render_card
 
-from .memory import guard_keys
+from .memory import guard_keys, info
+from .memory_commands import AuditMemory, AuditReport, ImportedCard, ImportHandEdits, ImportResult
 
 __all__ = ["audit", "import_hand_edits"]
 
 
-def audit(mem: MemoryContext, scope: str = "quest", *, records_only: bool = False) -> dict[str, Any]:
+def audit(mem: MemoryContext, cmd: AuditMemory, *, records_only: bool = False) -> AuditReport:
     """A read-only health report of the stores of ``scope`` (``quest``, ``global``, ``both``)."""
-    check_scope(scope)
+    scope = check_scope(cmd.scope)
     stores = [mem.store(s) for s in (("quest", "global") if scope == "both" else (scope,))]
     keys = guard_keys(mem)
     report: dict[str, Any] = {"scope": scope, "counts": {}, "duplicate_clusters": [], "config_polluted": [],
@@ -63,10 +63,10 @@ def audit(mem: MemoryContext, scope: str = "quest", *, records_only: bool = Fals
         ]
     report["total_active"] = sum(v["active"] for per in report["counts"].values() for v in per.values())
     report["ok"] = not (report["duplicate_clusters"] or report["config_polluted"] or report["broken_links"] or report["drift"])
-    return report
+    return AuditReport(**report)
 
 
-def import_hand_edits(mem: MemoryContext, scope: str = "quest", paths: Sequence[str] | None = None) -> dict[str, Any]:
+def import_hand_edits(mem: MemoryContext, cmd: ImportHandEdits) -> ImportResult:
     """Take in hand edits: edited cards become ``memory.card_imported``, hand-made files
     new cards (the file then moves to its id-named place), deleted files are written back.
 
@@ -74,10 +74,10 @@ def import_hand_edits(mem: MemoryContext, scope: str = "quest", paths: Sequence[
     and so does a card file that is a symbolic link (or lies behind one): its target is
     never read, so nothing outside the memory directory can be taken in.
     """
-    check_scope(scope, ("quest", "global"))
+    scope, paths = check_scope(cmd.scope, ("quest", "global")), cmd.paths
     store = mem.store(scope)
     wanted = {os.path.normpath(p) for p in paths} if paths else None
-    imported: list[dict[str, Any]] = []
+    imported: list[ImportedCard] = []
     restored: list[str] = []
     moved: list[tuple[str, str]] = []
     with store.transaction() as txn:
@@ -120,8 +120,8 @@ def import_hand_edits(mem: MemoryContext, scope: str = "quest", paths: Sequence[
             continue
     for event in stored:
         card = state.cards[event.card_id]
-        imported.append({**card_summary(store, card), "seq": event.seq, "event": event.type})
-    return {"imported": imported, "restored": restored, "moved": [{"from": a, "to": b} for a, b in moved]}
+        imported.append(info(store, card, ImportedCard, seq=event.seq, event=event.type))
+    return ImportResult(imported=imported, restored=restored, moved=[{"from": a, "to": b} for a, b in moved])
 
 
 # -- private helpers ---------------------------------------------------------------
@@ -138,7 +138,7 @@ def _clusters(store: MemoryStore, state: MemoryState, cards: list[Card], records
     index = store.synced_index()
     best: dict[tuple[str, str], float] = {}
     for card in cards:
-        for hit in index.search(f"{card.title}\n{card.body}", limit=10, kind=card.kind, records_only=records_only):
+        for hit in index.similar(card.title, card.body, limit=10, kind=card.kind, records_only=records_only):
             other = state.cards.get(hit.card_id)
             if other is None or other.id == card.id or not other.active:
                 continue

@@ -1,4 +1,11 @@
-"""The commands of the `memory` namespace (cards and record-style memory)."""
+"""The commands and results of the `memory` namespace (cards and record-style memory).
+
+Every memory service function takes one of these commands and returns one of these
+results; the MCP tools and ``ds memory`` decode the caller's arguments into the command
+once (:func:`~ds_events.services.commands.decode_command`) and encode the result. A
+result field at its default (an absent status, an empty record id) is left out of the
+encoded answer, so a card's summary carries only what applies to it.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +13,7 @@ from typing import Annotated, Any
 
 from msgspec import Meta
 
-from .commands import Command
+from .commands import Command, Result
 
 __all__ = [
     "WriteCard",
@@ -18,6 +25,21 @@ __all__ = [
     "ReadRecords",
     "AppendRecord",
     "AuditRecords",
+    "ConfigureGuard",
+    "ImportHandEdits",
+    "CardInfo",
+    "SearchHit",
+    "DuplicateCandidate",
+    "CardText",
+    "WriteResult",
+    "CardsResult",
+    "SearchResult",
+    "PromoteResult",
+    "GuardResult",
+    "ImportedCard",
+    "ImportResult",
+    "AuditReport",
+    "RecordsResult",
 ]
 
 _KINDS = "papers | ideas | decisions | episodes | knowledge | templates"
@@ -33,7 +55,7 @@ class WriteCard(Command):
     scope: Annotated[str, Meta(description="quest | global (shared by every quest).")] = "quest"
     tags: Annotated[list[str] | None, _TAGS] = None
     metadata: Annotated[dict[str, Any] | None, Meta(description=(
-        "Extra frontmatter, e.g. {\"stage\": \"experiment\", \"confidence\": 0.8, \"evidence_paths\": "
+        "Extra frontmatter (none by default), e.g. {\"stage\": \"experiment\", \"confidence\": 0.8, \"evidence_paths\": "
         "[\"runs/12/log.txt\"], \"retrieval_hints\": [\"warmup\"]}."
     ))] = None
     supersedes: Annotated[str | None, Meta(description="Id of the card this one replaces (it leaves search, stays on disk).")] = None
@@ -92,3 +114,133 @@ class AppendRecord(Command):
 
 class AuditRecords(Command):
     pass
+
+
+class ConfigureGuard(Command):
+    config_keys: Annotated[list[str], Meta(description=(
+        "Config keys whose \"key=value\" settings card titles and summaries must not bake in, e.g. [\"lr\", \"batch_size\"]."
+    ))]
+
+
+class ImportHandEdits(Command):
+    scope: Annotated[str, Meta(description="quest | global.")] = "quest"
+    paths: Annotated[list[str] | None, Meta(description="Only these card files (relative to the store root); all drifted files by default.")] = None
+
+
+# -- results ------------------------------------------------------------------------
+
+
+class CardInfo(Result, omit_defaults=True):
+    """What every answer about a card carries."""
+
+    id: str
+    kind: str
+    title: str
+    scope: str
+    quest_id: str
+    tags: list[str]
+    path: str
+    updated_at: str
+    status: str = "active"  # left out while active
+    record_id: str = ""
+    record_type: str = ""
+    superseded_by: str | None = None
+    promoted_to: str | None = None
+    promoted_from: str | None = None
+    read_only: bool = False
+
+
+class SearchHit(CardInfo, omit_defaults=True):
+    score: float = 0.0
+    snippet: str = ""
+
+
+class DuplicateCandidate(CardInfo, omit_defaults=True):
+    similarity: float = 0.0
+    snippet: str = ""  # the start of the card's body
+
+
+class CardText(CardInfo, omit_defaults=False):
+    """One card in full (its status always said)."""
+
+    body: str = ""
+    metadata: dict[str, Any] = {}
+    markdown: str = ""
+    hand_edited: bool = False  # the file differs from the log: someone edited it
+    file_missing: bool = False
+
+
+class WriteResult(Result, omit_defaults=True):
+    """``written`` (the card's fields, seq), ``duplicate_candidates`` (nothing written) or
+    ``config_polluted`` (nothing written)."""
+
+    status: str
+    id: str = ""
+    kind: str = ""
+    title: str = ""
+    scope: str = ""
+    quest_id: str = ""
+    tags: list[str] = []
+    path: str = ""
+    updated_at: str = ""
+    seq: int = 0
+    supersedes: str | None = None
+    record_id: str = ""
+    record_type: str = ""
+    message: str = ""
+    candidates: list[DuplicateCandidate] = []
+    settings: list[str] = []
+
+
+class CardsResult(Result):
+    count: int
+    results: list[CardInfo]
+
+
+class SearchResult(Result):
+    count: int
+    results: list[SearchHit]
+
+
+class PromoteResult(Result):
+    status: str
+    id: str
+    global_id: str
+    global_path: str
+    seq: int
+
+
+class GuardResult(Result):
+    status: str
+    config_keys: list[str]
+    seq: int
+
+
+class ImportedCard(CardInfo, omit_defaults=True):
+    seq: int = 0
+    event: str = ""
+
+
+class ImportResult(Result):
+    imported: list[ImportedCard]
+    restored: list[str]
+    moved: list[dict[str, str]]  # {"from": file, "to": the card's file}
+
+
+class AuditReport(Result):
+    """The health report; ``ok`` when nothing below needs attention."""
+
+    scope: str
+    counts: dict[str, dict[str, dict[str, int]]]  # scope -> kind (or record type) -> {active, superseded}
+    duplicate_clusters: list[dict[str, Any]]  # {scope, kind, max_similarity, cards: [{id, title}]}
+    config_polluted: list[dict[str, Any]]  # card fields + settings
+    broken_links: list[dict[str, Any]]  # {scope, id, problem, target}
+    drift: list[dict[str, Any]]  # {scope, id, path, problem}
+    total_active: int
+    ok: bool
+
+
+class RecordsResult(Result):
+    text: str
+    count: int
+    groups: dict[str, list[SearchHit]]  # record type -> records, mistakes and constraints first

@@ -14,6 +14,7 @@ from ds_events.errors import Invalid
 from ds_events.memory.store import MemoryContext
 
 from .memory import list_recent, search
+from .memory_commands import ListRecent, SearchCards
 
 __all__ = ["StagePlan", "STAGE_PLANS", "stage_memory_plan", "pull_for_stage"]
 
@@ -61,17 +62,17 @@ def stage_memory_plan(stage: str) -> StagePlan:
 
 
 def pull_for_stage(mem: MemoryContext, stage: str, query: str = "", per_kind: int = 3) -> list[dict[str, Any]]:
-    """Cards for ``stage`` in plan order: ``[{scope, kind, cards: [...]}, ...]``, empty steps dropped."""
+    """Cards for ``stage`` in plan order: ``[{scope, kind, cards: [CardInfo, ...]}, ...]``, empty steps dropped."""
     plan = stage_memory_plan(stage)
     out = []
     seen: set[str] = set()
     for scope, kind in plan.steps():
         if query.strip():
-            cards = search(mem, query, scope=scope, kind=kind, limit=per_kind)
+            cards: list[Any] = search(mem, SearchCards(query=query, scope=scope, kind=kind, limit=per_kind)).results
         else:
-            cards = list_recent(mem, scope=scope, kind=kind, limit=per_kind)
-        cards = [c for c in cards if c["id"] not in seen]
-        seen.update(c["id"] for c in cards)
+            cards = list_recent(mem, ListRecent(scope=scope, kind=kind, limit=per_kind)).results
+        cards = [c for c in cards if c.id not in seen]
+        seen.update(c.id for c in cards)
         if cards:
             out.append({"scope": scope, "kind": kind, "cards": cards})
     return out

@@ -14,7 +14,8 @@ import yaml
 
 from ds_events.memory.store import MemoryContext
 
-from .memory import search, write_card
+from .memory import search, write
+from .memory_commands import SearchCards, WriteCard
 
 __all__ = ["Quality", "load_fixture", "evaluate", "substring_search"]
 
@@ -41,13 +42,13 @@ def evaluate(mem: MemoryContext, fixture: dict[str, Any], k: int = 5) -> tuple[Q
     """Write the fixture's cards (force: they are distinct lessons) and score both searches."""
     key_of: dict[str, str] = {}
     for c in fixture["cards"]:
-        written = write_card(mem, c["kind"], c["title"], c["body"], tags=c.get("tags"), force=True)
-        key_of[written["id"]] = c["key"]
+        written = write(mem, WriteCard(kind=c["kind"], title=c["title"], body=c["body"], tags=c.get("tags"), force=True))
+        key_of[written.id] = c["key"]
     store = mem.store("quest")
     files = {card_id: (store.read_file(store.rel_path(store.state().cards[card_id])) or b"").decode() for card_id in key_of}
     ours, plain = [], []
     for q in fixture["queries"]:
-        ours.append([key_of[r["id"]] for r in search(mem, q["query"], limit=k)])
+        ours.append([key_of[r.id] for r in search(mem, SearchCards(query=q["query"], limit=k)).results])
         plain.append([key_of[i] for i in substring_search(files, q["query"])[:k]])
     return _score(ours, fixture, k), _score(plain, fixture, k)
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from ds_events.services.memory_commands import AuditMemory, ImportHandEdits, ReadCard, WriteCard
 from ds_events.errors import Invalid, ServiceError
 from ds_events.home import Home, Quest
 from ds_events.memory.store import MemoryContext
@@ -27,7 +28,7 @@ def outside(tmp_path: Path) -> Path:
 
 
 def _card_file(quest: Quest, card: dict) -> Path:
-    return quest.root / card["path"]
+    return quest.root / card.path
 
 
 def _link(path: Path, target: Path) -> None:
@@ -36,24 +37,24 @@ def _link(path: Path, target: Path) -> None:
 
 
 def test_reading_a_card_whose_file_is_a_link_out_of_the_home_is_refused(quest: Quest, mem: MemoryContext, outside: Path):
-    card = svc.write_card(mem, "knowledge", "Warmup matters for ViT", "loss diverged without it")
+    card = svc.write(mem, WriteCard(kind="knowledge", title="Warmup matters for ViT", body="loss diverged without it"))
     _link(_card_file(quest, card), outside / "secret.md")
     with pytest.raises(Invalid) as err:
-        svc.read_card(mem, card_id=card["id"])
+        svc.read(mem, ReadCard(card_id=card.id))
     assert err.value.code == "path_outside_root"
     assert SECRET not in str(err.value.to_dict())
 
 
 def test_reading_a_card_through_a_linked_kind_directory_is_refused(quest: Quest, mem: MemoryContext, outside: Path):
-    card = svc.write_card(mem, "knowledge", "Warmup matters for ViT", "loss diverged without it")
+    card = svc.write(mem, WriteCard(kind="knowledge", title="Warmup matters for ViT", body="loss diverged without it"))
     kind_dir = quest.root / "memory" / "knowledge"
-    (outside / f"{card['id']}.md").write_text(f"---\nid: {card['id']}\ntitle: x\n---\n{SECRET}\n")
+    (outside / f"{card.id}.md").write_text(f"---\nid: {card.id}\ntitle: x\n---\n{SECRET}\n")
     for f in kind_dir.iterdir():
         f.unlink()
     kind_dir.rmdir()
     kind_dir.symlink_to(outside)
     with pytest.raises(Invalid) as err:
-        svc.read_card(mem, card_id=card["id"])
+        svc.read(mem, ReadCard(card_id=card.id))
     assert err.value.code == "path_outside_root" and SECRET not in str(err.value.to_dict())
 
 
@@ -63,14 +64,14 @@ def test_a_write_into_a_linked_kind_directory_is_refused_before_anything_is_appe
     (quest.root / "memory" / "ideas").symlink_to(outside, target_is_directory=True)
     before, listing = quest.log.last_seq, sorted(os.listdir(outside))
     with pytest.raises(Invalid) as err:
-        svc.write_card(mem, "ideas", "Distil from a CNN teacher", "DeiT token")
+        svc.write(mem, WriteCard(kind="ideas", title="Distil from a CNN teacher", body="DeiT token"))
     assert err.value.code == "path_outside_root" and "memory/ideas" in err.value.message
     assert quest.log.last_seq == before  # nothing appended
     assert sorted(os.listdir(outside)) == listing  # nothing written outside
     # Other kinds are unaffected, and once the link is gone the write goes through.
-    assert svc.write_card(mem, "papers", "ResNet paper", "Section 4.2")["status"] == "written"
+    assert svc.write(mem, WriteCard(kind="papers", title="ResNet paper", body="Section 4.2")).status == "written"
     (quest.root / "memory" / "ideas").unlink()
-    assert svc.write_card(mem, "ideas", "Distil from a CNN teacher", "DeiT token")["status"] == "written"
+    assert svc.write(mem, WriteCard(kind="ideas", title="Distil from a CNN teacher", body="DeiT token")).status == "written"
 
 
 def test_a_global_write_into_a_linked_kind_directory_is_refused(home: Home, quest: Quest, mem: MemoryContext, outside: Path):
@@ -79,66 +80,66 @@ def test_a_global_write_into_a_linked_kind_directory_is_refused(home: Home, ques
     glog = mem.store("global").log
     before = glog.last_seq
     with pytest.raises(Invalid) as err:
-        svc.write_card(mem, "knowledge", "Seeds matter", "5 seeds", scope="global")
+        svc.write(mem, WriteCard(kind="knowledge", title="Seeds matter", body="5 seeds", scope="global"))
     assert err.value.code == "path_outside_root"
     assert glog.last_seq == before and not list(outside.glob("knowledge-*.md"))
 
 
 def test_a_linked_digest_refuses_the_write_instead_of_appending_a_card_it_cannot_render(quest: Quest, mem: MemoryContext, outside: Path):
-    svc.write_card(mem, "knowledge", "Seeds matter", "5 seeds")
+    svc.write(mem, WriteCard(kind="knowledge", title="Seeds matter", body="5 seeds"))
     _link(quest.root / "MEMORY.md", outside / "secret.md")
     before = quest.log.last_seq
     with pytest.raises(Invalid) as err:
-        svc.write_card(mem, "knowledge", "Label smoothing hurts calibration", "ECE doubled")
+        svc.write(mem, WriteCard(kind="knowledge", title="Label smoothing hurts calibration", body="ECE doubled"))
     assert err.value.code == "path_outside_root" and "MEMORY.md" in err.value.message
     assert quest.log.last_seq == before
     assert SECRET in (outside / "secret.md").read_text()  # untouched
 
 
 def test_a_card_file_that_is_not_utf8_gets_a_structured_error(quest: Quest, mem: MemoryContext):
-    card = svc.write_card(mem, "knowledge", "Warmup matters for ViT", "loss diverged without it")
+    card = svc.write(mem, WriteCard(kind="knowledge", title="Warmup matters for ViT", body="loss diverged without it"))
     _card_file(quest, card).write_bytes(b"---\ntitle: \xff\xfe broken\n---\nbody \xc3\x28\n")
     with pytest.raises(Invalid) as err:
-        svc.read_card(mem, card_id=card["id"])
-    assert err.value.code == "invalid_card_file" and card["path"] in err.value.message
+        svc.read(mem, ReadCard(card_id=card.id))
+    assert err.value.code == "invalid_card_file" and card.path in err.value.message
     before = quest.log.last_seq
     with pytest.raises(Invalid) as err:
-        import_hand_edits(mem)
+        import_hand_edits(mem, ImportHandEdits())
     assert err.value.code == "invalid_card_file" and quest.log.last_seq == before
 
 
 def test_a_hand_made_card_file_that_is_not_utf8_is_refused_on_import(quest: Quest, mem: MemoryContext):
-    svc.write_card(mem, "knowledge", "Seeds matter", "5 seeds")
+    svc.write(mem, WriteCard(kind="knowledge", title="Seeds matter", body="5 seeds"))
     (quest.root / "memory" / "knowledge" / "mine.md").write_bytes(b"# Title \xff\n\nbody\n")
     before = quest.log.last_seq
     with pytest.raises(Invalid) as err:
-        import_hand_edits(mem)
+        import_hand_edits(mem, ImportHandEdits())
     assert err.value.code == "invalid_card_file" and "mine.md" in err.value.message
     assert quest.log.last_seq == before
 
 
 def test_importing_hand_edits_never_takes_in_a_file_behind_a_link(quest: Quest, mem: MemoryContext, outside: Path):
-    card = svc.write_card(mem, "knowledge", "Warmup matters for ViT", "loss diverged without it")
+    card = svc.write(mem, WriteCard(kind="knowledge", title="Warmup matters for ViT", body="loss diverged without it"))
     # A well-formed card text outside the home, linked in place of the card's file.
-    (outside / "forged.md").write_text(f"---\nid: {card['id']}\ntitle: Forged\n---\n{SECRET}\n")
+    (outside / "forged.md").write_text(f"---\nid: {card.id}\ntitle: Forged\n---\n{SECRET}\n")
     _link(_card_file(quest, card), outside / "forged.md")
     # And a hand-made-looking file planted as a link in a kind directory.
     (quest.root / "memory" / "knowledge" / "planted.md").symlink_to(outside / "secret.md")
     before = quest.log.last_seq
     with pytest.raises(Invalid) as err:
-        import_hand_edits(mem)
+        import_hand_edits(mem, ImportHandEdits())
     assert err.value.code == "invalid_card_file" and "symbolic link" in err.value.message
     assert quest.log.last_seq == before
     assert all(SECRET not in line.decode() for _seq, line in quest.log.iter_lines())
     # The audit names both links without reading them.
-    drift = {d["path"]: d["problem"] for d in audit(mem)["drift"]}
-    assert drift == {card["path"]: "link", "memory/knowledge/planted.md": "link"}
+    drift = {d["path"]: d["problem"] for d in audit(mem, AuditMemory()).drift}
+    assert drift == {card.path: "link", "memory/knowledge/planted.md": "link"}
 
 
 def test_superseding_a_card_whose_file_is_a_link_is_refused(quest: Quest, mem: MemoryContext, outside: Path):
-    card = svc.write_card(mem, "knowledge", "Warmup matters for ViT", "loss diverged without it")
+    card = svc.write(mem, WriteCard(kind="knowledge", title="Warmup matters for ViT", body="loss diverged without it"))
     _link(_card_file(quest, card), outside / "secret.md")
     before = quest.log.last_seq
     with pytest.raises(ServiceError) as err:
-        svc.write_card(mem, "knowledge", "Warmup matters for ViT and DeiT", "still diverges", supersedes=card["id"])
+        svc.write(mem, WriteCard(kind="knowledge", title="Warmup matters for ViT and DeiT", body="still diverges", supersedes=card.id))
     assert err.value.code == "path_outside_root" and quest.log.last_seq == before  # not a "hand_edited" conflict

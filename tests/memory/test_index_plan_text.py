@@ -6,6 +6,7 @@ import os
 
 import pytest
 
+from ds_events.services.memory_commands import SearchCards, WriteCard
 from ds_events.home import Home, Quest
 from ds_events.memory.index import fts_query
 from ds_events.services.memory_plan import STAGE_PLANS, pull_for_stage, stage_memory_plan
@@ -17,29 +18,29 @@ from ds_events.services.quests import ANCHORS
 
 
 def test_the_index_catches_up_with_another_handles_appends_before_checking_duplicates(home: Home, quest: Quest, mem: MemoryContext):
-    assert svc.search(mem, "anything at all") == []  # index built and synced at seq 1
+    assert svc.search(mem, SearchCards(query="anything at all")).results == []  # index built and synced at seq 1
     other_quest = home.open_quest("q1", actor="other")  # a second handle: its own log fd, views, index connection
     other = MemoryContext(other_quest)
     try:
-        written = svc.write_card(other, "knowledge", "Cache the tokenizer per vocabulary", "rebuild it when the vocab changes")
-        assert [r["id"] for r in svc.search(mem, "tokenizer vocabulary")] == [written["id"]]
-        dup = svc.write_card(mem, "knowledge", "Cache the tokenizer per vocabulary size", "rebuild it when the vocab changes")
-        assert dup["status"] == "duplicate_candidates"
+        written = svc.write(other, WriteCard(kind="knowledge", title="Cache the tokenizer per vocabulary", body="rebuild it when the vocab changes"))
+        assert [r.id for r in svc.search(mem, SearchCards(query="tokenizer vocabulary")).results] == [written.id]
+        dup = svc.write(mem, WriteCard(kind="knowledge", title="Cache the tokenizer per vocabulary size", body="rebuild it when the vocab changes"))
+        assert dup.status == "duplicate_candidates"
     finally:
         other.close()
         other_quest.close()
 
 
 def test_the_index_records_its_seq_and_is_rebuilt_from_the_log_when_missing(quest: Quest, mem: MemoryContext):
-    a = svc.write_card(mem, "ideas", "Distil from a CNN teacher", "DeiT token")
-    b = svc.write_card(mem, "ideas", "Distil from a bigger CNN teacher", "DeiT token too", supersedes=a["id"])
+    a = svc.write(mem, WriteCard(kind="ideas", title="Distil from a CNN teacher", body="DeiT token"))
+    b = svc.write(mem, WriteCard(kind="ideas", title="Distil from a bigger CNN teacher", body="DeiT token too", supersedes=a.id))
     # A write leaves the index to catch up lazily; the next read does.
     assert mem.store("quest").synced_index().applied_seq == quest.log.last_seq
     mem.close()
     os.unlink(quest.root / ".ds" / INDEX_FILE)
     fresh = MemoryContext(quest)
     try:
-        assert [r["id"] for r in svc.search(fresh, "distil teacher")] == [b["id"]]
+        assert [r.id for r in svc.search(fresh, SearchCards(query="distil teacher")).results] == [b.id]
         assert fresh.store("quest").index.applied_seq == quest.log.last_seq
     finally:
         fresh.close()
@@ -76,14 +77,14 @@ def test_every_stage_has_a_memory_plan_with_quest_and_global_kinds():
 
 
 def test_pull_for_stage_returns_cards_in_plan_order_from_quest_and_global(mem: MemoryContext):
-    ep = svc.write_card(mem, "episodes", "Baseline run OOM at batch 256", "used checkpointing")
-    kn = svc.write_card(mem, "knowledge", "Checkpointing trades compute for memory", "60 percent less memory")
-    gl = svc.write_card(mem, "episodes", "Global: OOM on 24 GB cards with long sequences", "checkpointing", scope="global")
+    ep = svc.write(mem, WriteCard(kind="episodes", title="Baseline run OOM at batch 256", body="used checkpointing"))
+    kn = svc.write(mem, WriteCard(kind="knowledge", title="Checkpointing trades compute for memory", body="60 percent less memory"))
+    gl = svc.write(mem, WriteCard(kind="episodes", title="Global: OOM on 24 GB cards with long sequences", body="checkpointing", scope="global"))
     pulled = pull_for_stage(mem, "baseline")
     assert [(p["scope"], p["kind"]) for p in pulled] == [("quest", "episodes"), ("global", "episodes"), ("quest", "knowledge")]
-    assert [c["id"] for p in pulled for c in p["cards"]] == [ep["id"], gl["id"], kn["id"]]
+    assert [c.id for p in pulled for c in p["cards"]] == [ep.id, gl.id, kn.id]
     searched = pull_for_stage(mem, "baseline", query="memory checkpointing", per_kind=1)
-    assert {c["id"] for p in searched for c in p["cards"]} == {ep["id"], gl["id"], kn["id"]}
+    assert {c.id for p in searched for c in p["cards"]} == {ep.id, gl.id, kn.id}
 
 
 def test_common_words_only_rescore_cards_that_match_rarer_words(quest: Quest, mem: MemoryContext):
@@ -135,9 +136,9 @@ def test_a_query_of_only_common_words_ranks_the_newest_matching_cards_by_bm25(qu
 def test_an_open_memory_context_sees_config_edits(home: Home, quest: Quest, mem: MemoryContext):
     import yaml
 
-    assert svc.write_card(mem, "knowledge", "Use dropout=0.1 for ViT-S", "it helped")["status"] == "written"
+    assert svc.write(mem, WriteCard(kind="knowledge", title="Use dropout=0.1 for ViT-S", body="it helped")).status == "written"
     cfg = yaml.safe_load(home.config_path.read_text())
     cfg["memory"]["config_guard_keys"] = ["dropout"]
     home.config_path.write_text(yaml.safe_dump(cfg))
-    polluted = svc.write_card(mem, "knowledge", "Use dropout=0.2 for ViT-B", "it helped more")
-    assert polluted["status"] == "config_polluted" and polluted["settings"] == ["dropout=0.2"]
+    polluted = svc.write(mem, WriteCard(kind="knowledge", title="Use dropout=0.2 for ViT-B", body="it helped more"))
+    assert polluted.status == "config_polluted" and polluted.settings == ["dropout=0.2"]

@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from ds_events.services.memory_commands import ListRecent, SearchCards, WriteCard
 from ds_events.errors import ServiceError
 from ds_events.home import Home, Quest
 from ds_events.memory.store import INDEX_FILE, MemoryContext
@@ -47,16 +48,16 @@ def _race_worker(home_root: str, quest_id: str, worker: int, results: Any, barri
             for i in range(CARDS_EACH):
                 tag = f"{quest_id}x{worker}x{i}"
                 try:
-                    r = svc.write_card(mem, "episodes", f"Run {tag} finished", _words(tag), force=True)
-                    if r.get("status") != "written":
+                    r = svc.write(mem, WriteCard(kind="episodes", title=f"Run {tag} finished", body=_words(tag), force=True))
+                    if r.status != "written":
                         out["errors"].append(f"write {tag}: {r}")
                     else:
-                        out["ids"][r["id"]] = tag
+                        out["ids"][r.id] = tag
                 except Exception as exc:  # every failure is reported, none hidden
                     out["errors"].append(f"write {tag}: {type(exc).__name__}: {exc}")
             for card_id, tag in out["ids"].items():
                 try:
-                    found = [h["id"] for h in svc.search(mem, f"{tag}w3 {tag}w5", limit=3)]
+                    found = [h.id for h in svc.search(mem, SearchCards(query=f"{tag}w3 {tag}w5", limit=3)).results]
                     if card_id not in found:
                         out["errors"].append(f"search {tag}: {card_id} not in {found}")
                 except Exception as exc:
@@ -101,8 +102,8 @@ def test_processes_opening_and_writing_one_fresh_quests_memory_at_once_lose_noth
             mem = MemoryContext(quest)
             try:
                 for card_id, tag in ids.items():
-                    assert [h["id"] for h in svc.search(mem, f"{tag}w1", limit=1)] == [card_id]
-                assert len(svc.list_recent(mem, limit=100)) == WORKERS * CARDS_EACH
+                    assert [h.id for h in svc.search(mem, SearchCards(query=f"{tag}w1", limit=1)).results] == [card_id]
+                assert len(svc.list_recent(mem, ListRecent(limit=100)).results) == WORKERS * CARDS_EACH
             finally:
                 mem.close()
 
@@ -136,7 +137,7 @@ def test_an_index_another_process_is_creating_is_waited_for_never_deleted(quest:
 
         def search() -> None:
             try:
-                outcome["hits"] = svc.search(mem, "anything")
+                outcome["hits"] = svc.search(mem, SearchCards(query="anything")).results
             except BaseException as exc:
                 outcome["error"] = exc
 
@@ -155,8 +156,8 @@ def test_an_index_another_process_is_creating_is_waited_for_never_deleted(quest:
     assert os.stat(path).st_ino == inode  # the file was never unlinked under its creator
     with sqlite3.connect(path) as conn:
         assert conn.execute("SELECT value FROM meta WHERE key='creator'").fetchone() == ("here",)
-    written = svc.write_card(mem, "knowledge", "Warm up the learning rate for ViT", "loss diverged without warmup")
-    assert [h["id"] for h in svc.search(mem, "warmup diverged")] == [written["id"]]
+    written = svc.write(mem, WriteCard(kind="knowledge", title="Warm up the learning rate for ViT", body="loss diverged without warmup"))
+    assert [h.id for h in svc.search(mem, SearchCards(query="warmup diverged")).results] == [written.id]
 
 
 def _garble(path: Path) -> None:
@@ -169,22 +170,22 @@ def _garble(path: Path) -> None:
 
 
 def test_a_garbled_index_is_replaced_and_refilled_and_every_open_handle_recovers(home: Home, quest: Quest, mem: MemoryContext):
-    ids = [svc.write_card(mem, "episodes", f"Run {i} finished", _words(f"g{i}"))["id"] for i in range(12)]
-    assert len(svc.search(mem, "g3w1 g7w2", limit=5)) == 2
+    ids = [svc.write(mem, WriteCard(kind="episodes", title=f"Run {i} finished", body=_words(f"g{i}"))).id for i in range(12)]
+    assert len(svc.search(mem, SearchCards(query="g3w1 g7w2", limit=5)).results) == 2
     other_quest = home.open_quest("q1", actor="other")  # a second handle, as another process has
     other = MemoryContext(other_quest)
     try:
-        assert len(svc.search(other, "g3w1", limit=5)) == 1
+        assert len(svc.search(other, SearchCards(query="g3w1", limit=5)).results) == 1
         index = mem.store("quest").index
         broken = index.file
         _garble(broken)
         # The handle whose file went bad recovers by itself on its next call...
-        assert [h["id"] for h in svc.search(mem, "g5w4")] == [ids[5]]
+        assert [h.id for h in svc.search(mem, SearchCards(query="g5w4")).results] == [ids[5]]
         assert index.file != broken  # a new generation, built aside
-        more = svc.write_card(mem, "episodes", "Run 12 finished", _words("g12"))["id"]
+        more = svc.write(mem, WriteCard(kind="episodes", title="Run 12 finished", body=_words("g12"))).id
         # ...and so does the other one, which moves to the new file and sees everything.
-        assert [h["id"] for h in svc.search(other, "g12w0")] == [more]
-        assert {h["id"] for h in svc.search(other, " ".join(f"g{i}w2" for i in range(13)), limit=20)} == {*ids, more}
+        assert [h.id for h in svc.search(other, SearchCards(query="g12w0")).results] == [more]
+        assert {h.id for h in svc.search(other, SearchCards(query=" ".join((f"g{i}w2" for i in range(13))), limit=20)).results} == {*ids, more}
         assert other.store("quest").index.file == index.file
     finally:
         other.close()
@@ -192,20 +193,20 @@ def test_a_garbled_index_is_replaced_and_refilled_and_every_open_handle_recovers
     # A newcomer finds the same, and nothing was lost from the log.
     fresh = MemoryContext(quest)
     try:
-        assert {h["id"] for h in svc.search(fresh, " ".join(f"g{i}w6" for i in range(13)), limit=20)} == {*ids, more}
+        assert {h.id for h in svc.search(fresh, SearchCards(query=" ".join((f"g{i}w6" for i in range(13))), limit=20)).results} == {*ids, more}
     finally:
         fresh.close()
 
 
 def test_a_garbled_index_file_is_rebuilt_on_open_without_losing_anything(quest: Quest, mem: MemoryContext):
-    ids = [svc.write_card(mem, "ideas", f"Idea {i}", _words(f"i{i}"))["id"] for i in range(8)]
+    ids = [svc.write(mem, WriteCard(kind="ideas", title=f"Idea {i}", body=_words(f"i{i}"))).id for i in range(8)]
     mem.store("quest").synced_index()
     path = mem.store("quest").index.file
     mem.close()
     _garble(path)
     fresh = MemoryContext(quest)
     try:
-        assert {h["id"] for h in svc.search(fresh, " ".join(f"i{i}w0" for i in range(8)), limit=20)} == set(ids)
+        assert {h.id for h in svc.search(fresh, SearchCards(query=" ".join((f"i{i}w0" for i in range(8))), limit=20)).results} == set(ids)
     finally:
         fresh.close()
 
@@ -224,7 +225,7 @@ def test_a_write_whose_event_landed_is_never_reported_failed_because_of_the_inde
     # Another process holds the index's write lock for as long as it likes. The write
     # needs only to read the (up to date) index for its duplicate check; the index
     # catches up with the new card on the next read, not inside the write.
-    svc.search(mem, "warm the index up")
+    svc.search(mem, SearchCards(query="warm the index up")).results
     path = mem.store("quest").index.file
     holder = subprocess.Popen([sys.executable, "-c", _HOLDER, str(path)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     outcome: dict[str, Any] = {}
@@ -233,7 +234,7 @@ def test_a_write_whose_event_landed_is_never_reported_failed_because_of_the_inde
 
         def write() -> None:
             try:
-                outcome["result"] = svc.write_card(mem, "knowledge", "Cache tokenizers per vocabulary", "rebuild on change")
+                outcome["result"] = svc.write(mem, WriteCard(kind="knowledge", title="Cache tokenizers per vocabulary", body="rebuild on change"))
             except BaseException as exc:
                 outcome["error"] = exc
 
@@ -241,19 +242,19 @@ def test_a_write_whose_event_landed_is_never_reported_failed_because_of_the_inde
         writer.start()
         wait_until(lambda: not writer.is_alive(), timeout=30, what="the write to return while the index is locked")
         assert "error" not in outcome, outcome.get("error")
-        assert outcome["result"]["status"] == "written"
-        assert quest.state("memory").cards[outcome["result"]["id"]].active
+        assert outcome["result"].status == "written"
+        assert quest.state("memory").cards[outcome["result"].id].active
     finally:
         holder.stdin.write("done\n")  # type: ignore[union-attr]
         holder.stdin.flush()  # type: ignore[union-attr]
         holder.wait(30)
-    assert [h["id"] for h in svc.search(mem, "tokenizers vocabulary")] == [outcome["result"]["id"]]
+    assert [h.id for h in svc.search(mem, SearchCards(query="tokenizers vocabulary")).results] == [outcome["result"].id]
 
 
 def test_an_index_that_stays_busy_answers_with_a_structured_error_and_recovers(quest: Quest, mem: MemoryContext, monkeypatch):
     from ds_events.memory import sqlite_file
 
-    svc.write_card(mem, "knowledge", "Seed variance is large", "5 seeds")
+    svc.write(mem, WriteCard(kind="knowledge", title="Seed variance is large", body="5 seeds"))
     path = mem.store("quest").index.file
     holder = subprocess.Popen([sys.executable, "-c", _HOLDER, str(path)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
@@ -262,13 +263,13 @@ def test_an_index_that_stays_busy_answers_with_a_structured_error_and_recovers(q
         monkeypatch.setattr(sqlite_file, "_BUSY_HANDLER_SECONDS", 0.0)
         mem.store("quest").index.close()  # reopen with the short busy handler
         with pytest.raises(ServiceError) as err:
-            svc.search(mem, "seed variance")  # the index must apply the write: needs the lock
+            svc.search(mem, SearchCards(query="seed variance")).results  # the index must apply the write: needs the lock
         assert err.value.code == "index_busy" and "busy" in err.value.message
     finally:
         holder.stdin.write("done\n")  # type: ignore[union-attr]
         holder.stdin.flush()  # type: ignore[union-attr]
         holder.wait(30)
-    assert len(svc.search(mem, "seed variance")) == 1  # the next call simply works
+    assert len(svc.search(mem, SearchCards(query="seed variance")).results) == 1  # the next call simply works
 
 
 _APPENDER = """
@@ -277,10 +278,12 @@ from pathlib import Path
 from ds_events.home import Home
 from ds_events.memory.store import MemoryContext
 from ds_events.services import memory as svc
+from ds_events.services.memory_commands import WriteCard
 quest = Home(Path(sys.argv[1])).open_quest("q1", actor="appender")
 mem = MemoryContext(quest)
 for i in range(int(sys.argv[2])):
-    svc.write_card(mem, "episodes", f"Appender run {i} finished", " ".join(f"ap{i}w{k}" for k in range(8)), force=True)
+    body = " ".join(f"ap{i}w{k}" for k in range(8))
+    svc.write(mem, WriteCard(kind="episodes", title=f"Appender run {i} finished", body=body, force=True))
 mem.close()
 quest.close()
 print("done", flush=True)
@@ -299,9 +302,9 @@ def test_threads_sharing_one_index_while_another_process_appends_neither_deadloc
     def work(t: int) -> None:
         for i in range(each):
             try:
-                r = svc.write_card(mem, "episodes", f"Thread {t} run {i}", _words(f"t{t}x{i}"), force=True)
-                ids.append(r["id"])
-                svc.search(mem, f"t{t}x{i}w2 ap{i}w3", limit=5)
+                r = svc.write(mem, WriteCard(kind="episodes", title=f"Thread {t} run {i}", body=_words(f"t{t}x{i}"), force=True))
+                ids.append(r.id)
+                svc.search(mem, SearchCards(query=f"t{t}x{i}w2 ap{i}w3", limit=5)).results
             except Exception as exc:
                 errors.append(f"{t}/{i}: {type(exc).__name__}: {exc}")
 
@@ -313,15 +316,15 @@ def test_threads_sharing_one_index_while_another_process_appends_neither_deadloc
     appender.wait(30)
     assert errors == []
     assert len(ids) == n_threads * each
-    found = {h["id"] for h in svc.search(mem, " ".join(f"t{t}x{i}w5" for t in range(n_threads) for i in range(each)), limit=100)}
+    found = {h.id for h in svc.search(mem, SearchCards(query=" ".join((f"t{t}x{i}w5" for t in range(n_threads) for i in range(each))), limit=100)).results}
     assert found == set(ids)
-    assert len(svc.list_recent(mem, limit=100)) == n_threads * each + appended
+    assert len(svc.list_recent(mem, ListRecent(limit=100)).results) == n_threads * each + appended
 
 
 def test_the_duplicate_check_sees_cards_the_index_has_not_caught_up_with(quest: Quest, mem: MemoryContext):
     from ds_events.events.memory import CardWritten
 
-    svc.search(mem, "warm the index up")
+    svc.search(mem, SearchCards(query="warm the index up")).results
     store = mem.store("quest")
     # Appended by someone else after this handle last synced the index.
     quest.log.append(CardWritten(card_id="knowledge-0000beef", kind="knowledge", title="Cache the tokenizer per vocabulary",
@@ -329,14 +332,14 @@ def test_the_duplicate_check_sees_cards_the_index_has_not_caught_up_with(quest: 
     assert store.index.applied_seq < quest.log.last_seq
     found = svc.near_duplicates(store, store.state(), "knowledge", "Cache the tokenizer per vocabulary size",
                                 "rebuild it when the vocabulary changes")  # fmt: skip
-    assert [c["id"] for c in found] == ["knowledge-0000beef"]
+    assert [c.id for c in found] == ["knowledge-0000beef"]
 
 
 def test_a_write_never_holds_the_logs_lock_while_the_index_is_busy(quest: Quest, mem: MemoryContext, monkeypatch):
     from ds_events.events.memory import CardWritten
     from ds_events.memory import sqlite_file
 
-    svc.search(mem, "warm the index up")
+    svc.search(mem, SearchCards(query="warm the index up")).results
     quest.log.append(CardWritten(card_id="knowledge-0000beef", kind="knowledge", title="Seeds matter", body="5 seeds",
                                  source_quest="q1"))  # fmt: skip (the index is now behind: the write must fold it in)
     monkeypatch.setattr(sqlite_file, "_BUSY_HANDLER_SECONDS", 0.01)  # report busy quickly, so we can see it
@@ -350,7 +353,7 @@ def test_a_write_never_holds_the_logs_lock_while_the_index_is_busy(quest: Quest,
 
         def write() -> None:
             try:
-                outcome["result"] = svc.write_card(mem, "knowledge", "Warm up the learning rate for ViT", "diverged")
+                outcome["result"] = svc.write(mem, WriteCard(kind="knowledge", title="Warm up the learning rate for ViT", body="diverged"))
             except BaseException as exc:
                 outcome["error"] = exc
 
@@ -375,4 +378,4 @@ def test_a_write_never_holds_the_logs_lock_while_the_index_is_busy(quest: Quest,
         holder.wait(30)
     writer.join(60)
     assert "error" not in outcome, outcome.get("error")
-    assert outcome["result"]["status"] == "written"
+    assert outcome["result"].status == "written"

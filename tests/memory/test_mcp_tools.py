@@ -9,6 +9,7 @@ import mcp
 import pytest
 import yaml
 
+from ds_events.services.memory_commands import ConfigureGuard, WriteCard
 from ds_events.home import Home, Quest
 from ds_events.log import EventLog
 from tests.helpers import tool_error
@@ -71,7 +72,7 @@ async def test_a_superseded_card_leaves_retrieval_but_stays_on_disk(client, ques
 async def test_config_polluted_titles_are_refused_per_quest_guard(client, quest, mem):
     from ds_events.services.memory import configure_guard
 
-    configure_guard(mem, ["lr", "batch_size"])
+    configure_guard(mem, ConfigureGuard(config_keys=['lr', "batch_size"]))
     before = quest.log.last_seq
     polluted = await call(client, "write", kind="knowledge", title="ViT diverges with lr=3e-3 and batch_size: 512", body="x")
     assert polluted["status"] == "config_polluted" and polluted["settings"] == ["lr=3e-3", "batch_size: 512"]
@@ -206,7 +207,7 @@ async def test_audit_reports_counts_clusters_pollution_broken_links_and_drift(cl
     a = await call(client, "write", **WARMUP)
     b = await call(client, "write", **WARMUP_AGAIN, force=True)
     await call(client, "write", kind="decisions", title="Use lr=1e-4 for fine-tuning", body="")
-    configure_guard(mem, ["lr"])
+    configure_guard(mem, ConfigureGuard(config_keys=['lr']))
     quest.emit(CardWritten(card_id="idea-00000000", kind="ideas", title="Orphan", supersedes="idea-deadbeef"))
     (quest.root / a["path"]).write_text((quest.root / a["path"]).read_text() + "\nEdited by hand.\n")
     report = await call(client, "audit")
@@ -270,10 +271,10 @@ async def test_shared_across_quests_shows_other_quests_cards_read_only(home: Hom
     other = home.create_quest("Other", quest_id="q2")
     try:
         from ds_events.memory.store import MemoryContext
-        from ds_events.services.memory import write_card
+        from ds_events.services.memory import write
 
         m2 = MemoryContext(other)
-        theirs = write_card(m2, "knowledge", "Flash attention needs fp16 or bf16", "fp32 falls back silently")
+        theirs = write(m2, WriteCard(kind="knowledge", title="Flash attention needs fp16 or bf16", body="fp32 falls back silently"))
         m2.close()
     finally:
         other.close()
@@ -282,9 +283,9 @@ async def test_shared_across_quests_shows_other_quests_cards_read_only(home: Hom
     cfg["memory"]["shared_across_quests"] = True
     home.config_path.write_text(yaml.safe_dump(cfg))
     found = (await call(client, "search", query="flash attention"))["results"]
-    assert [(r["id"], r["quest_id"], r.get("read_only")) for r in found] == [(theirs["id"], "q2", True)]
-    assert (await call(client, "read", card_id=theirs["id"]))["read_only"] is True
-    err = tool_error(await client.call_tool("promote_to_global", {"card_id": theirs["id"]}))
+    assert [(r["id"], r["quest_id"], r.get("read_only")) for r in found] == [(theirs.id, "q2", True)]
+    assert (await call(client, "read", card_id=theirs.id))["read_only"] is True
+    err = tool_error(await client.call_tool("promote_to_global", {"card_id": theirs.id}))
     assert err["error"] == "not_a_quest_card"
 
 

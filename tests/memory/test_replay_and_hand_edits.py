@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from ds_events.services.memory_commands import AppendRecord, AuditMemory, ImportHandEdits, PromoteToGlobal, ReadCard, SearchCards, WriteCard
 from ds_events.cli import main
 from ds_events.home import Home, Quest
 from ds_events.services.memory_audit import audit, import_hand_edits
@@ -31,12 +32,12 @@ def _ds(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
 
 
 def _populate(mem: MemoryContext) -> dict[str, str]:
-    a = svc.write_card(mem, "papers", "Vision transformers need data", "ViT underperforms ResNet below 10M images.", tags=["vit"])
-    b = svc.write_card(mem, "ideas", "Distil ViT from a CNN teacher", "DeiT-style token", metadata={"confidence": 0.6})
-    c = svc.write_card(mem, "ideas", "Distil a ViT from a CNN teacher network", "DeiT-style distillation token", supersedes=b["id"])
-    svc.promote_to_global(mem, card_id=a["id"])
-    append_record(mem, "mistake_fix", "Forgot to freeze BN stats", "Set model.eval() for BN layers", "s1")
-    return {"paper": a["id"], "old_idea": b["id"], "idea": c["id"]}
+    a = svc.write(mem, WriteCard(kind="papers", title="Vision transformers need data", body="ViT underperforms ResNet below 10M images.", tags=['vit']))
+    b = svc.write(mem, WriteCard(kind="ideas", title="Distil ViT from a CNN teacher", body="DeiT-style token", metadata={"confidence": 0.6}))
+    c = svc.write(mem, WriteCard(kind="ideas", title="Distil a ViT from a CNN teacher network", body="DeiT-style distillation token", supersedes=b.id))
+    svc.promote_to_global(mem, PromoteToGlobal(card_id=a.id))
+    append_record(mem, AppendRecord(record_type="mistake_fix", summary="Forgot to freeze BN stats", detail="Set model.eval() for BN layers", session_id="s1"))
+    return {"paper": a.id, "old_idea": b.id, "idea": c.id}
 
 
 def test_replay_rebuilds_identical_card_files_and_digest(home: Home, quest: Quest, mem: MemoryContext, capsys):
@@ -58,9 +59,9 @@ def test_a_hand_edit_is_detected_imported_and_survives_replay(home: Home, quest:
     edited = path.read_text().replace("below 10M images.", "below 10M images (JFT-300M fixes it).\n\nAdded by hand.")
     edited = edited.replace("tags:\n- vit\n", "tags:\n- vit\n- data\n")
     path.write_text(edited)
-    report = audit(mem)
-    assert report["drift"] == [{"scope": "quest", "id": ids["paper"], "path": f"memory/papers/{ids['paper']}.md", "problem": "modified"}]
-    assert svc.read_card(mem, card_id=ids["paper"])["hand_edited"] is True
+    report = audit(mem, AuditMemory())
+    assert report.drift == [{"scope": "quest", "id": ids["paper"], "path": f"memory/papers/{ids['paper']}.md", "problem": "modified"}]
+    assert svc.read(mem, ReadCard(card_id=ids['paper'])).hand_edited is True
     code, out, _ = _ds(capsys, "memory", "audit", "q1")
     assert code == 0 and "drift: memory/papers/" in out and "modified" in out
     code, out, err = _ds(capsys, "memory", "import", "q1", "--json")
@@ -68,10 +69,10 @@ def test_a_hand_edit_is_detected_imported_and_survives_replay(home: Home, quest:
     result = json.loads(out)
     assert [(r["id"], r["event"]) for r in result["imported"]] == [(ids["paper"], "memory.card_imported")]
     assert path.read_text() == edited  # nothing overwritten
-    assert audit(mem)["drift"] == []
-    card = svc.read_card(mem, card_id=ids["paper"])
-    assert "JFT-300M" in card["body"] and card["tags"] == ["vit", "data"] and not card["hand_edited"]
-    assert [r["id"] for r in svc.search(mem, "JFT-300M")] == [ids["paper"]]
+    assert audit(mem, AuditMemory()).drift == []
+    card = svc.read(mem, ReadCard(card_id=ids['paper']))
+    assert "JFT-300M" in card.body and card.tags == ["vit", "data"] and not card.hand_edited
+    assert [r.id for r in svc.search(mem, SearchCards(query="JFT-300M")).results] == [ids["paper"]]
     shutil.rmtree(quest.root / "memory")
     assert _ds(capsys, "replay", "q1")[0] == 0
     assert path.read_text() == edited
@@ -85,14 +86,14 @@ def test_hand_made_and_deleted_card_files_are_imported_and_restored(home: Home, 
     gone = quest.root / "memory" / "ideas" / f"{ids['idea']}.md"
     gone_bytes = gone.read_bytes()
     gone.unlink()
-    problems = {d["problem"] for d in audit(mem)["drift"]}
+    problems = {d["problem"] for d in audit(mem, AuditMemory()).drift}
     assert problems == {"untracked", "missing"}
-    result = import_hand_edits(mem)
-    assert result["restored"] == [f"memory/ideas/{ids['idea']}.md"] and gone.read_bytes() == gone_bytes
-    (moved,) = result["moved"]
+    result = import_hand_edits(mem, ImportHandEdits())
+    assert result.restored == [f"memory/ideas/{ids['idea']}.md"] and gone.read_bytes() == gone_bytes
+    (moved,) = result.moved
     assert not new.exists() and (quest.root / moved["to"]).is_file()
-    assert [r["title"] for r in svc.search(mem, "seeds variance")] == ["Seeds matter at small scale"]
-    assert audit(mem)["drift"] == []
+    assert [r.title for r in svc.search(mem, SearchCards(query="seeds variance")).results] == ["Seeds matter at small scale"]
+    assert audit(mem, AuditMemory()).drift == []
 
 
 def test_a_bad_hand_edit_is_refused_and_nothing_is_imported(quest: Quest, mem: MemoryContext):
@@ -103,7 +104,7 @@ def test_a_bad_hand_edit_is_refused_and_nothing_is_imported(quest: Quest, mem: M
     from ds_events.errors import Invalid
 
     with pytest.raises(Invalid) as exc:
-        import_hand_edits(mem)
+        import_hand_edits(mem, ImportHandEdits())
     assert exc.value.code == "invalid_card_file" and quest.log.last_seq == before
 
 
