@@ -95,8 +95,9 @@ def test_every_object_parameter_has_a_real_schema(namespace: str, tool: Any) -> 
             assert {"type", "anyOf", "enum", "$ref", "const"} & sub.keys(), f"{where}: no type: {sub}"
             if _is_object(sub):
                 # A free-form object is fine as a parameter (its description says what goes
-                # in); nested inside another value it must say its own shape.
-                top = re.fullmatch(rf"{re.escape(name)}(\.anyOf\[\d+\])?", where) is not None
+                # in) or as the values of a map the schema shapes; nested anywhere else
+                # it must say its own shape.
+                top = re.fullmatch(rf"{re.escape(name)}(\.anyOf\[\d+\])?", where) is not None or where.endswith(".*")
                 shaped = sub.get("properties") or isinstance(sub.get("additionalProperties"), dict)
                 assert shaped or top or sub.get("description"), f"{where}: an object of unknown shape: {sub}"
 
@@ -106,6 +107,8 @@ def test_every_tool_has_an_output_schema(namespace: str, tool: Any) -> None:
     out = tool.output_schema
     assert out, f"{namespace}.{tool.name} has no output schema"
     assert out.get("type") == "object", out
+    # Typed (its fields) or, for a plain dict answer, described (what comes back).
+    assert out.get("properties") or out.get("description", "").strip(), out
 
 
 # -- concurrency: one server, a long checkpoint, other calls meanwhile -------------------
