@@ -54,6 +54,8 @@ TRAVERSALS = [
 ]  # fmt: skip
 IDS = ["main", "run/x", "idea-0001", "knowledge-00000000", "mem-001", "ia-01JAAAAAAAAAAAAAAAAAAAAAAA", "bx-00000000",
        "campaign-001", "s1", "1512.03385", "hep-th/9901001", "resnet20", "../main", "refs/heads/main"]  # fmt: skip
+_WORDS = ["label", "smoothing", "helps", "warmup", "loss", "diverged", "ViT", "baseline", "top-1", "é", "0.1", "run",
+          "the", "calibration", "tokenizer", "cache", "stale", "because"]  # fmt: skip
 # Words a string parameter's description offers as choices ("detach | await | read").
 _CHOICES = re.compile(r"[a-z_]+(?: \| [a-z_]+)+")
 
@@ -61,6 +63,7 @@ _CHOICES = re.compile(r"[a-z_]+(?: \| [a-z_]+)+")
 @dataclass
 class Stats:
     calls: Counter[str] = field(default_factory=Counter)
+    answered: Counter[str] = field(default_factory=Counter)  # calls that succeeded
     errors: Counter[str] = field(default_factory=Counter)
     shapes: Counter[str] = field(default_factory=Counter)
     failures: list[str] = field(default_factory=list)
@@ -68,7 +71,8 @@ class Stats:
     def report(self, seed_value: int) -> str:
         lines = [f"MCP fuzz, seed {seed_value}: {sum(self.calls.values())} calls, "
                  f"{sum(self.errors.values())} refused, {len(self.failures)} unstructured"]  # fmt: skip
-        lines.append("calls per tool: " + ", ".join(f"{k} {v}" for k, v in sorted(self.calls.items())))
+        lines.append("calls per tool (succeeded): " + ", ".join(
+            f"{k} {v} ({self.answered[k]})" for k, v in sorted(self.calls.items())))
         lines.append("argument shapes: " + ", ".join(f"{k} {v}" for k, v in sorted(self.shapes.items())))
         lines.append("errors by code: " + ", ".join(f"{k} {v}" for k, v in self.errors.most_common()))
         return "\n".join(lines)
@@ -132,35 +136,15 @@ def _fuzz(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *, calls: int) -> Non
     pool: list[str] = list(IDS)  # ids seen in answers, reused by later calls
     with start_blocking_portal() as portal, portal.wrap_async_context_manager(open_clients(world.home)) as clients:
         try:
+            for namespace, tool_name, args in _SCENE:  # state worth reaching: ids to reuse
+                result = portal.call(clients[namespace].call_tool, tool_name, args)
+                assert not result.is_error, (tool_name, result.content)
+                _collect_ids(result.structured_content, pool)
 
-            @seed(seed_value)
-            @settings(max_examples=calls, deadline=None, database=None, derandomize=False,
-                      suppress_health_check=list(HealthCheck), print_blob=True)  # fmt: skip
-            @given(st.data())
-            def one_call(data: st.DataObject) -> None:
-                namespace, tool = data.draw(st.sampled_from(TOOLS), label="tool")
-                shape, args = _arguments(data, tool.input_schema, world, pool)
-                if namespace == "bash_exec":
-                    args = _harmless(args)
-                name = f"{namespace}.{tool.name}"
-                stats.calls[name] += 1
-                stats.shapes[shape] += 1
-                try:
-                    result = portal.call(clients[namespace].call_tool, tool.name, args)
-                except Exception as exc:  # noqa: BLE001 - the client refusing our answer is a finding
-                    stats.failures.append(f"{name} {shape} {_short(args)}: raised {type(exc).__name__}: {exc}"[:800])
-                    return
-                reason = unstructured_reason(result)
-                if reason is not None:
-                    stats.failures.append(f"{name} {shape} {_short(args)}: {reason}"[:800])
-                    return
-                payload = error_of(result)
-                if payload is not None:
-                    stats.errors[payload["error"]] += 1
-                else:
-                    _collect_ids(result.structured_content, pool)
-
-            one_call()
+            per_tool = max(1, calls // len(TOOLS))
+            for index, (namespace, tool) in enumerate(TOOLS):  # every tool gets its share
+                _fuzz_tool(portal, clients[namespace], namespace, tool, world, pool, stats,
+                           seed_value=seed_value + index, calls=per_tool)  # fmt: skip
         finally:
             _stop_sessions(portal, clients["bash_exec"])
     print(stats.report(seed_value))
@@ -169,12 +153,68 @@ def _fuzz(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *, calls: int) -> Non
     )
     assert changed(before, world.outside_snapshot()) == [], f"written outside the home (seed {seed_value})"
     assert not world.sentinel.exists()
-    assert verify_every_log(world.home) == {}
+    problems = verify_every_log(world.home)
+    assert problems == {}, json.dumps(problems, indent=1)
     world.quest.close()
     done = subprocess.run([*DS, "verify", "q1"], env=ds_env(world.home), capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr
-    # The fuzz reached past argument decoding into the services, for every tool.
     assert set(stats.calls) == {f"{ns}.{t.name}" for ns, t in TOOLS}
+
+
+def _fuzz_tool(portal: Any, client: Any, namespace: str, tool: Any, world: World, pool: list[str], stats: Stats, *,
+               seed_value: int, calls: int) -> None:
+    """``calls`` fuzzed calls of one tool; what they find goes to ``stats`` (a failure is
+    recorded, not raised: the next calls meet the state the previous ones left)."""
+    name = f"{namespace}.{tool.name}"
+
+    @seed(seed_value)
+    @settings(max_examples=calls, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+    @given(st.data())
+    def one_call(data: st.DataObject) -> None:
+        shape, args = _arguments(data, tool.input_schema, world, pool)
+        if namespace == "bash_exec":
+            args = _harmless(args)
+        stats.calls[name] += 1
+        stats.shapes[shape] += 1
+        try:
+            result = portal.call(client.call_tool, tool.name, args)
+        except Exception as exc:  # noqa: BLE001 - the client refusing our answer is a finding
+            stats.failures.append(f"{name} {shape} {_short(args)}: raised {type(exc).__name__}: {exc}"[:800])
+            return
+        reason = unstructured_reason(result)
+        if reason is not None:
+            stats.failures.append(f"{name} {shape} {_short(args)}: {reason}"[:800])
+            return
+        payload = error_of(result)
+        if payload is not None:
+            stats.errors[payload["error"]] += 1
+        else:
+            stats.answered[name] += 1
+            _collect_ids(result.structured_content, pool)
+
+    one_call()
+
+
+# A few ordinary calls first, so the fuzzed ones meet a quest with cards, a confirmed
+# baseline, a main experiment, a campaign, an interaction and a session.
+_CONTRACT = {"metrics": {"top1": {"description": "top-1 accuracy", "derivation": "correct / n", "source_ref": "paper"}},
+             "evaluation_protocol": {"split": "test"}}  # fmt: skip
+_SCENE: list[tuple[str, str, dict[str, Any]]] = [
+    ("memory", "write", {"kind": "knowledge", "title": "ViT needs warmup", "body": "diverged without", "tags": ["vit"]}),
+    ("memory", "append_memory", {"record_type": "mistake_fix", "summary": "stale tokenizer cache", "detail": "clear it",
+                                 "session_id": "s1"}),
+    ("artifact", "record", {"payload": {"kind": "idea", "title": "label smoothing", "artifact_id": "idea-0001"}}),
+    ("artifact", "publish_baseline", {"payload": {"baseline_id": "resnet20", "title": "ResNet-20", "variants": ["c10"]}}),
+    ("artifact", "confirm_baseline", {"baseline_path": "baselines/resnet20", "baseline_id": "resnet20",
+                                      "metric_contract": _CONTRACT, "metrics_summary": {"top1": 0.9}, "primary_metric": "top1"}),
+    ("artifact", "prepare_branch", {"run_id": "r1", "idea_id": "idea-0001"}),
+    ("artifact", "checkpoint", {"message": "r1", "allow_empty": True}),
+    ("artifact", "record_main_experiment", {"run_id": "r1", "title": "LS", "metrics_summary": {"top1": 0.92}}),
+    ("artifact", "create_analysis_campaign", {"campaign_title": "why", "campaign_goal": "find out", "slices": ["a", "b"]}),
+    ("artifact", "interact", {"message": "pick one", "kind": "decision_request",
+                              "options": [{"id": "a", "label": "A"}, {"id": "b", "label": "B"}]}),
+    ("bash_exec", "bash_exec", {"command": "echo x", "mode": "await", "wait_timeout_seconds": 30}),
+]  # fmt: skip
 
 
 # -- argument generation ---------------------------------------------------------------
@@ -190,7 +230,7 @@ def _arguments(data: st.DataObject, schema: dict[str, Any], world: World, pool: 
     shape = data.draw(st.sampled_from(SHAPES), label="shape")
     if shape == "empty":
         return shape, {}
-    gen = _Gen(data, world, pool)
+    gen = _Gen(data, world, pool, plausible=shape == "valid")
     args = {name: gen.value(props[name], name) for name in required}
     for name in props:
         if name not in args and data.draw(st.booleans()):
@@ -223,8 +263,8 @@ def _arguments(data: st.DataObject, schema: dict[str, Any], world: World, pool: 
 class _Gen:
     """Values for a JSON schema, biased toward what breaks services."""
 
-    def __init__(self, data: st.DataObject, world: World, pool: list[str]) -> None:
-        self.data, self.world, self.pool = data, world, pool
+    def __init__(self, data: st.DataObject, world: World, pool: list[str], *, plausible: bool) -> None:
+        self.data, self.world, self.pool, self.plausible = data, world, pool, plausible
 
     def draw(self, strategy: Any) -> Any:
         return self.data.draw(strategy)
@@ -247,6 +287,8 @@ class _Gen:
             return self.draw(small if wait else st.one_of(st.floats(-1e6, 1e6, allow_nan=False), st.integers(-5, 5)))
         if kind == "boolean":
             return self.draw(st.booleans())
+        if kind == "null":
+            return None
         if kind == "array":
             items = schema.get("items", {})
             size = self.draw(st.integers(schema.get("minItems", 0), min(schema.get("maxItems", 4), 4)))
@@ -256,16 +298,29 @@ class _Gen:
         return self.junk(2)
 
     def string(self, name: str, schema: dict[str, Any]) -> str:
-        choices = _CHOICES.findall(schema.get("description", ""))
+        choices = _CHOICES.findall(re.sub(r" \([^)]*\)", "", schema.get("description", "")))
         words = [w for group in choices for w in group.split(" | ")]
         pick = self.draw(st.integers(0, 9))
+        if self.plausible:  # what a model following the description would send
+            if words and pick < 7:
+                return self.draw(st.sampled_from(words))
+            if pick < 5 and re.search(r"(^|_)(id|branch|path|start_point)$", name):
+                return self.seen()
+            if re.search(r"(^|_)id$", name):
+                return self.draw(st.from_regex(r"[a-z][a-z0-9-]{0,11}", fullmatch=True))
+            return " ".join(self.draw(st.lists(st.sampled_from(_WORDS), min_size=1, max_size=8)))
         if words and pick < 4:
             return self.draw(st.sampled_from(words))
-        if pick < 6 and self.pool:
-            return self.draw(st.sampled_from(self.pool))
+        if pick < 6:
+            return self.seen()
         if pick == 6:
             return self.draw(st.sampled_from(TRAVERSALS + self.world.absolute + UNICODE))
         return self.draw(st.text(min_size=1, max_size=24))
+
+    def seen(self) -> str:
+        """An id an earlier answer named. The pool grows as the fuzz runs, so the draw is
+        an index (the same draws whatever the pool holds: hypothesis requires it)."""
+        return self.pool[self.draw(st.integers(0, 2**16)) % len(self.pool)]
 
     def object(self, schema: dict[str, Any], name: str, depth: int) -> dict[str, Any]:
         props = schema.get("properties", {})
@@ -274,10 +329,14 @@ class _Gen:
             if k not in out and self.draw(st.booleans()):
                 out[k] = self.value(sub, k, depth + 1)
         extra = schema.get("additionalProperties")
-        if depth < 3 and (isinstance(extra, dict) or extra is True or not props) and self.draw(st.booleans()):
+        if depth < 3 and (isinstance(extra, dict) or extra is True or not props) and (self.plausible or self.draw(st.booleans())):
             for _ in range(self.draw(st.integers(1, 3))):
-                key = self.draw(st.one_of(st.text(max_size=10), st.sampled_from(["top1", "nll", "kind", "id"])))
-                out[key] = self.value(extra, key, depth + 1) if isinstance(extra, dict) else self.junk(1)
+                if self.plausible:
+                    key = self.draw(st.sampled_from(["top1", "nll", "split", "seeds"]))
+                    out[key] = self.value(extra, key, depth + 1) if isinstance(extra, dict) else self.draw(st.sampled_from([0.9, 3, "test", "higher"]))
+                else:
+                    key = self.draw(st.one_of(st.text(max_size=10), st.sampled_from(["top1", "nll", "kind", "id"])))
+                    out[key] = self.value(extra, key, depth + 1) if isinstance(extra, dict) else self.junk(1)
         return out
 
     def other_type(self, schema: dict[str, Any]) -> Any:
