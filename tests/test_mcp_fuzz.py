@@ -408,3 +408,21 @@ def _stop_sessions(portal: Any, client: Any) -> None:
 def _short(args: dict[str, Any]) -> str:
     text = json.dumps(args, ensure_ascii=False, default=str)
     return text if len(text) < 300 else text[:300] + f"... ({len(text)} chars)"
+
+
+# -- what the fuzz found, pinned -------------------------------------------------------
+
+
+async def test_a_global_card_written_through_mcp_leaves_a_global_log_that_verifies_with_the_home_key(
+    home: Home, quest: Quest
+) -> None:
+    # The global memory log was opened without the home's key: its head anchor was
+    # unsigned, so verifying it with the key reported "not signed with this home's key".
+    async with open_clients(home) as clients:
+        result = await clients["memory"].call_tool(
+            "write", {"kind": "knowledge", "title": "AdamW needs warmup for ViT", "body": "3/3 runs diverged", "scope": "global"}
+        )
+        assert not result.is_error, result.content
+    global_log = home.global_memory_dir / ".ds" / "events.jsonl"
+    assert global_log.exists()
+    assert verify_every_log(home) == {}
