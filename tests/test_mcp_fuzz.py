@@ -58,6 +58,7 @@ _WORDS = ["label", "smoothing", "helps", "warmup", "loss", "diverged", "ViT", "b
           "the", "calibration", "tokenizer", "cache", "stale", "because"]  # fmt: skip
 # Words a string parameter's description offers as choices ("detach | await | read").
 _CHOICES = re.compile(r"[a-z_]+(?: \| [a-z_]+)+")
+_QUOTED = re.compile(r'"([a-z_]+)"')
 
 
 @dataclass
@@ -109,6 +110,24 @@ class World:
                          str(self.sentinel), str(self.sentinel / "card.md"), "/etc/passwd", "/",
                          str(root / "memory" / "knowledge")]  # fmt: skip
 
+    def log_sizes(self) -> dict[Path, int]:
+        """The size of every event log of the home (the quest's, global memory's)."""
+        return {log: log.stat().st_size for log in self.home.root.rglob("events.jsonl")}
+
+    def appended_by(self, actor: str, *, since: dict[Path, int]) -> list[str]:
+        """Types of the events ``actor`` appended to any log after the sizes ``since``.
+        (Other actors, such as a bash session's monitor recording an exit, append when
+        they like.)"""
+        found = []
+        for log in self.home.root.rglob("events.jsonl"):
+            with open(log, "rb") as f:
+                f.seek(since.get(log, 0))
+                for line in f.read().splitlines():
+                    event = json.loads(line)
+                    if event.get("actor") == actor:
+                        found.append(event.get("type", "?"))
+        return found
+
     def outside_snapshot(self) -> Any:
         return snapshot(self.tmp, skip=lambda p: p == self.home.root)
 
@@ -116,7 +135,7 @@ class World:
 def test_every_tool_answers_fuzzed_arguments_in_our_shape_and_writes_only_in_the_home(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    _fuzz(tmp_path, monkeypatch, calls=300)
+    _fuzz(tmp_path, monkeypatch, calls=5 * len(TOOLS))
 
 
 @pytest.mark.slow
@@ -176,6 +195,7 @@ def _fuzz_tool(portal: Any, client: Any, namespace: str, tool: Any, world: World
             args = _harmless(args)
         stats.calls[name] += 1
         stats.shapes[shape] += 1
+        logs = world.log_sizes()
         try:
             result = portal.call(client.call_tool, tool.name, args)
         except Exception as exc:  # noqa: BLE001 - the client refusing our answer is a finding
@@ -188,6 +208,9 @@ def _fuzz_tool(portal: Any, client: Any, namespace: str, tool: Any, world: World
         payload = error_of(result)
         if payload is not None:
             stats.errors[payload["error"]] += 1
+            written = world.appended_by(f"mcp:{namespace}", since=logs)
+            if written:  # a refusal changes nothing
+                stats.failures.append(f"{name} {shape} {_short(args)}: refused with {payload['error']} but appended {written}")
         else:
             stats.answered[name] += 1
             _collect_ids(result.structured_content, pool)
@@ -300,6 +323,7 @@ class _Gen:
     def string(self, name: str, schema: dict[str, Any]) -> str:
         choices = _CHOICES.findall(re.sub(r" \([^)]*\)", "", schema.get("description", "")))
         words = [w for group in choices for w in group.split(" | ")]
+        words += _QUOTED.findall(schema.get("description", ""))  # "list" for ..., "read" for ...
         pick = self.draw(st.integers(0, 9))
         if self.plausible:  # what a model following the description would send
             if words and pick < 7:
@@ -344,14 +368,23 @@ class _Gen:
         return self.draw(st.sampled_from(wrong or [object.__name__]))
 
     def junk(self, depth: int) -> Any:
-        leaves = st.one_of(st.none(), st.booleans(), st.integers(-(2**65), 2**65), st.floats(allow_nan=False, allow_infinity=False),
-                           st.text(max_size=16), st.sampled_from(TRAVERSALS + UNICODE))  # fmt: skip
-        nested = st.recursive(leaves, lambda inner: st.one_of(st.lists(inner, max_size=4), st.dictionaries(st.text(max_size=8), inner, max_size=4)),
-                              max_leaves=20)  # fmt: skip
-        value = self.draw(nested)
+        value = self.draw(_JUNK)
         for _ in range(depth if self.draw(st.booleans()) else 0):
             value = {"nested": value, "list": [value]}
         return value
+
+
+def _nest(inner: Any) -> Any:
+    return st.one_of(st.lists(inner, max_size=4), st.dictionaries(st.text(max_size=8), inner, max_size=4))
+
+
+# Any JSON value: scalars of every type, traversals and odd unicode, nested a few levels.
+_JUNK = st.recursive(
+    st.one_of(st.none(), st.booleans(), st.integers(-(2**65), 2**65), st.floats(allow_nan=False, allow_infinity=False),
+              st.text(max_size=16), st.sampled_from(TRAVERSALS + UNICODE)),
+    _nest,
+    max_leaves=20,
+)  # fmt: skip
 
 
 def _accepts(schema: dict[str, Any], json_type: str) -> bool:
