@@ -222,7 +222,9 @@ class MemoryContext:
         if scope == "global":
             if self._global is None:
                 gdir = self.home.global_memory_dir
-                log = EventLog(gdir / ".ds" / "events.jsonl", quest_id="global", actor=self.actor, policy=self.quest.log.policy)
+                # Signed with the home's key like every quest log, so its head anchor vouches for it.
+                log = EventLog(gdir / ".ds" / "events.jsonl", quest_id="global", actor=self.actor, policy=self.quest.log.policy,
+                               key=self.home.log_key())
                 views = Views(log, gdir, projections=[GLOBAL_PROJECTION]).load()
                 self._global = MemoryStore(
                     scope="global", name="global", log=log, views=views, root=gdir, prefix="",

@@ -119,7 +119,7 @@ _CONTRACT = {
                 "required": ["description", "source_ref"],
             },
         },
-        "evaluation_protocol": {"type": ["object", "string"]},
+        "evaluation_protocol": {"type": ["object", "string"], "description": "How it is evaluated: an object, or a sentence."},
     },
     "required": ["metrics"],
 }

@@ -29,7 +29,7 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, get_type_hints
+from typing import Any, get_origin, get_type_hints
 
 import anyio.to_thread
 import msgspec
@@ -268,7 +268,7 @@ class ServiceTool(Tool):
             is_async=inspect.iscoroutinefunction(handler),
             command=command,
             handler=handler,
-            result_schema=output_schema(returns) if returns is not None else None,
+            result_schema=output_schema(returns, description=_returns_paragraph(handler.__doc__ or "")),
             serial=serial,
         )
 
@@ -321,6 +321,7 @@ def input_schema(command: type[Command]) -> dict[str, Any]:
     """The command's JSON schema as a tool's input schema, with every default spelled out
     in its parameter's description."""
     schema = _inline(msgspec.json.schema(command))
+    _restore_extra_schemas(command, schema)
     for prop in schema.get("properties", {}).values():
         if "default" in prop:
             said = f"Default: {json.dumps(prop['default'], ensure_ascii=False)}."
@@ -330,10 +331,15 @@ def input_schema(command: type[Command]) -> dict[str, Any]:
     return schema
 
 
-def output_schema(result: Any) -> dict[str, Any] | None:
-    """The JSON schema of a result type (a Struct or a TypedDict), or None for anything else."""
+def output_schema(result: Any, *, description: str = "") -> dict[str, Any] | None:
+    """The JSON schema of a result type: a Struct's or a TypedDict's own; for a plain
+    ``dict`` an object schema described by ``description`` (a tool must declare an output
+    schema, and a client must be told its answer is an object); None for anything else."""
     if isinstance(result, type) and (issubclass(result, msgspec.Struct) or hasattr(result, "__total__")):
         return _inline(msgspec.json.schema(result))
+    if result is dict or get_origin(result) is dict:
+        said = description or "A JSON object; its fields are listed in the tool's description."
+        return {"type": "object", "description": said, "additionalProperties": True}
     return None
 
 
@@ -347,3 +353,25 @@ def _inline(schema: dict[str, Any]) -> dict[str, Any]:
     if defs:
         top["$defs"] = defs
     return top
+
+
+def _restore_extra_schemas(command: type[Command], schema: dict[str, Any]) -> None:
+    """Put back each field's ``Meta(extra_json_schema=...)``: msgspec drops the ``anyOf``
+    of an optional field's extra schema in favour of its own, so ``list[dict] | None``
+    described in detail came out as ``{"type": "object"}`` items of unknown shape."""
+    props = schema.get("properties", {})
+    for f in msgspec.structs.fields(command):
+        for meta in getattr(f.type, "__metadata__", ()):
+            extra = getattr(meta, "extra_json_schema", None)
+            if isinstance(meta, msgspec.Meta) and extra and f.encode_name in props:
+                props[f.encode_name].update(extra)
+
+
+def _returns_paragraph(doc: str) -> str:
+    """The docstring's paragraph that says what comes back ("Returns: ..."), on one line."""
+    for paragraph in inspect.cleandoc(doc).split("\n\n"):
+        at = paragraph.find("Returns")
+        if at >= 0:
+            said = paragraph[at:].split("Example")[0]  # the examples are the description's
+            return " ".join(said.split())
+    return ""
