@@ -324,10 +324,11 @@ def input_schema(command: type[Command]) -> dict[str, Any]:
     _restore_extra_schemas(command, schema)
     for prop in schema.get("properties", {}).values():
         if "default" in prop:
-            said = f"Default: {json.dumps(prop['default'], ensure_ascii=False)}."
+            value = json.dumps(prop["default"], ensure_ascii=False)
             text = prop.get("description", "").rstrip()
-            if "default" not in text.lower():
-                prop["description"] = f"{text} {said}".strip()
+            # Said unless the text already names the default with its value.
+            if not ("default" in text.lower() and value.strip('"') in text):
+                prop["description"] = f"{text} Default: {value}.".strip()
     return schema
 
 
