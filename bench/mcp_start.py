@@ -1,0 +1,169 @@
+"""Start-up of our three MCP servers against a minimal MCP server, in the same run.
+
+What a runner pays before the model can call a tool: spawn ``python -m ds_events mcp
+--namespace N`` over stdio, send ``initialize``, wait for the answer, send
+``notifications/initialized`` and ``tools/list``, wait for the list. The raw baseline
+is a server with one tool written here, on the same ``mcp`` SDK and the same Python,
+measured the same way; so the ratio is what our code adds on top of the SDK itself.
+
+Each round starts every server once, one after the other, in an order that rotates
+from round to round (drift on a shared machine hits every side alike); then, as Codex
+does at the start of a turn, our three at once against three minimal servers at once.
+Every figure is the median of ``--rounds`` rounds (default 10) with its spread; ratios
+are per round. Run from the repository root:
+
+    python3 bench/mcp_start.py [--rounds N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from pathlib import Path
+
+from _rounds import ratios, spread, verdict
+
+REPO = Path(__file__).resolve().parent.parent
+NAMESPACES = ("memory", "artifact", "bash_exec")
+TARGET = 1.25
+
+MINIMAL_SERVER = textwrap.dedent(
+    '''
+    from mcp.server.mcpserver import MCPServer
+
+    server = MCPServer(name="minimal")
+
+
+    @server.tool()
+    def echo(text: str) -> str:
+        """Return text unchanged."""
+        return text
+
+
+    server.run("stdio")
+    '''
+)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=10)
+    rounds = parser.parse_args().rounds
+    with tempfile.TemporaryDirectory(ignore_cleanup_errors=True) as tmp:
+        env = _env(Path(tmp))
+        minimal = Path(tmp) / "minimal_server.py"
+        minimal.write_text(MINIMAL_SERVER)
+        commands = {"minimal": [sys.executable, str(minimal)]}
+        for ns in NAMESPACES:
+            commands[ns] = [sys.executable, "-m", "ds_events", "mcp", "--namespace", ns]
+        for argv in commands.values():  # warm the page cache and check each one answers
+            _ready(argv, env)
+        seconds: dict[str, list[float]] = {name: [] for name in commands}
+        together: dict[str, list[float]] = {"minimal x3": [], "ours x3": []}
+        names = list(commands)
+        for r in range(rounds):
+            order = names[r % len(names):] + names[: r % len(names)]
+            for name in order:
+                seconds[name].append(_ready(commands[name], env))
+            together["minimal x3"].append(_ready_together([commands["minimal"]] * 3, env))
+            together["ours x3"].append(_ready_together([commands[ns] for ns in NAMESPACES], env))
+    print(f"start to tools/list answered, {rounds} rounds (median, spread min-max)")
+    for name, values in seconds.items():
+        label = "minimal MCP server (raw baseline)" if name == "minimal" else f"ds mcp --namespace {name}"
+        print(f"  {label:36s} {spread([v * 1e3 for v in values], '{:.0f}', ' ms')}")
+    for ns in NAMESPACES:
+        per_round = ratios(seconds[ns], seconds["minimal"])
+        print(f"  ratio {ns:10s} / minimal: {spread(per_round, unit='x')}  ({verdict(per_round, TARGET, higher_is_better=False)})")
+    print("three at once (as a runner starts them for a turn):")
+    for name, values in together.items():
+        print(f"  {name:36s} {spread([v * 1e3 for v in values], '{:.0f}', ' ms')}")
+    per_round = ratios(together["ours x3"], together["minimal x3"])
+    print(f"  ratio ours x3 / minimal x3: {spread(per_round, unit='x')}  ({verdict(per_round, TARGET, higher_is_better=False)})")
+
+
+def _env(tmp: Path) -> dict[str, str]:
+    """A home with one quest; the servers run this checkout's code."""
+    home = tmp / "home"
+    created = subprocess.run(
+        [sys.executable, "-m", "ds_events", "--home", str(home), "quest", "new", "--title", "bench", "--id", "bench"],
+        env=_with_path(dict(os.environ)), capture_output=True, text=True,
+    )
+    if created.returncode != 0:
+        raise SystemExit(f"could not create the bench quest: {created.stderr}")
+    env = _with_path(dict(os.environ))
+    env.update(DS_HOME=str(home), DS_QUEST_ID="bench")
+    return env
+
+
+def _with_path(env: dict[str, str]) -> dict[str, str]:
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH", "")) if p)
+    return env
+
+
+def _ready(argv: list[str], env: dict[str, str]) -> float:
+    """Seconds from spawning ``argv`` to its answer to ``tools/list``."""
+    return _ready_together([argv], env)
+
+
+def _ready_together(argvs: list[list[str]], env: dict[str, str]) -> float:
+    """Seconds from spawning every server of ``argvs`` at once until the last one has
+    answered ``tools/list``."""
+    start = time.perf_counter()
+    procs = [
+        subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
+        for argv in argvs
+    ]
+    try:
+        for proc in procs:  # every request is queued at once; each server reads it when ready
+            _send(proc, {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+                "protocolVersion": "2025-06-18", "capabilities": {},
+                "clientInfo": {"name": "bench", "version": "0"}}})
+        for proc in procs:
+            _answer(proc, 1)
+            _send(proc, {"jsonrpc": "2.0", "method": "notifications/initialized"})
+            _send(proc, {"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}})
+        for proc in procs:
+            tools = _answer(proc, 2)["result"]["tools"]
+            if not tools:
+                raise SystemExit(f"{proc.args} listed no tools")
+        return time.perf_counter() - start
+    finally:
+        for proc in procs:
+            assert proc.stdin is not None
+            proc.stdin.close()  # end of input: the server stops
+        for proc in procs:
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
+def _send(proc: subprocess.Popen[bytes], message: dict[str, object]) -> None:
+    assert proc.stdin is not None
+    proc.stdin.write(json.dumps(message).encode() + b"\n")
+    proc.stdin.flush()
+
+
+def _answer(proc: subprocess.Popen[bytes], request_id: int) -> dict[str, object]:
+    """The response to ``request_id`` (notifications and log lines before it are skipped)."""
+    assert proc.stdout is not None
+    while True:
+        line = proc.stdout.readline()
+        if not line:
+            raise SystemExit(f"{proc.args} ended before answering request {request_id}")
+        message = json.loads(line)
+        if message.get("id") == request_id:
+            if "error" in message:
+                raise SystemExit(f"{proc.args} answered request {request_id} with {message['error']}")
+            return message
+
+
+if __name__ == "__main__":
+    main()
