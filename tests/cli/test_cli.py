@@ -47,12 +47,19 @@ def q(home, capsys):
 
 
 def test_every_command_has_help():
+    # list_commands/get_command, not .commands: the top group imports its commands lazily
+    ctx = click.Context(cli)
+
     def walk(group: click.Group, path: list[str]):
-        for name, cmd in group.commands.items():
+        for name in group.list_commands(ctx):
+            cmd = group.get_command(ctx, name)
+            assert cmd is not None, f"ds {' '.join(path + [name])} is listed but does not load"
             yield path + [name], cmd
             if isinstance(cmd, click.Group):
                 yield from walk(cmd, path + [name])
 
+    walked = [" ".join(path) for path, _ in walk(cli, [])]
+    assert {"quest show", "events tail", "mcp", "demo", "bash kill"} <= set(walked)
     for path, cmd in walk(cli, []):
         assert cmd.help and cmd.help.strip(), f"ds {' '.join(path)} has no help"
 
