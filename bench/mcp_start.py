@@ -10,7 +10,9 @@ Each round starts every server once, one after the other, in an order that rotat
 from round to round (drift on a shared machine hits every side alike); then, as Codex
 does at the start of a turn, our three at once against three minimal servers at once.
 Every figure is the median of ``--rounds`` rounds (default 10) with its spread; ratios
-are per round. Run from the repository root:
+are per round. Beside the wall time it prints the CPU time each server used over its
+whole life (start, list, exit; from ``wait4``), which a loaded machine disturbs much
+less. Run from the repository root:
 
     python3 bench/mcp_start.py [--rounds N]
 """
@@ -65,26 +67,36 @@ def main() -> None:
         for argv in commands.values():  # warm the page cache and check each one answers
             _ready(argv, env)
         seconds: dict[str, list[float]] = {name: [] for name in commands}
+        cpu: dict[str, list[float]] = {name: [] for name in commands}
         together: dict[str, list[float]] = {"minimal x3": [], "ours x3": []}
         names = list(commands)
         for r in range(rounds):
             order = names[r % len(names):] + names[: r % len(names)]
             for name in order:
-                seconds[name].append(_ready(commands[name], env))
-            together["minimal x3"].append(_ready_together([commands["minimal"]] * 3, env))
-            together["ours x3"].append(_ready_together([commands[ns] for ns in NAMESPACES], env))
+                wall, used = _ready(commands[name], env)
+                seconds[name].append(wall)
+                cpu[name].append(used)
+            together["minimal x3"].append(_ready_together([commands["minimal"]] * 3, env)[0])
+            together["ours x3"].append(_ready_together([commands[ns] for ns in NAMESPACES], env)[0])
     print(f"start to tools/list answered, {rounds} rounds (median, spread min-max)")
-    for name, values in seconds.items():
-        label = "minimal MCP server (raw baseline)" if name == "minimal" else f"ds mcp --namespace {name}"
-        print(f"  {label:36s} {spread([v * 1e3 for v in values], '{:.0f}', ' ms')}")
-    for ns in NAMESPACES:
-        per_round = ratios(seconds[ns], seconds["minimal"])
-        print(f"  ratio {ns:10s} / minimal: {spread(per_round, unit='x')}  ({verdict(per_round, TARGET, higher_is_better=False)})")
+    _table(seconds, "wall")
+    print("CPU time of each server's whole run (start, list, exit):")
+    _table(cpu, "CPU ")
     print("three at once (as a runner starts them for a turn):")
     for name, values in together.items():
         print(f"  {name:36s} {spread([v * 1e3 for v in values], '{:.0f}', ' ms')}")
     per_round = ratios(together["ours x3"], together["minimal x3"])
     print(f"  ratio ours x3 / minimal x3: {spread(per_round, unit='x')}  ({verdict(per_round, TARGET, higher_is_better=False)})")
+
+
+def _table(values_by_name: dict[str, list[float]], what: str) -> None:
+    for name, values in values_by_name.items():
+        label = "minimal MCP server (raw baseline)" if name == "minimal" else f"ds mcp --namespace {name}"
+        print(f"  {label:36s} {spread([v * 1e3 for v in values], '{:.0f}', ' ms')}")
+    for ns in NAMESPACES:
+        per_round = ratios(values_by_name[ns], values_by_name["minimal"])
+        print(f"  {what} ratio {ns:10s} / minimal: {spread(per_round, unit='x')}"
+              f"  ({verdict(per_round, TARGET, higher_is_better=False)})")
 
 
 def _env(tmp: Path) -> dict[str, str]:
@@ -106,14 +118,15 @@ def _with_path(env: dict[str, str]) -> dict[str, str]:
     return env
 
 
-def _ready(argv: list[str], env: dict[str, str]) -> float:
-    """Seconds from spawning ``argv`` to its answer to ``tools/list``."""
+def _ready(argv: list[str], env: dict[str, str]) -> tuple[float, float]:
+    """Seconds from spawning ``argv`` to its answer to ``tools/list``, and the CPU
+    seconds the server used in all."""
     return _ready_together([argv], env)
 
 
-def _ready_together(argvs: list[list[str]], env: dict[str, str]) -> float:
+def _ready_together(argvs: list[list[str]], env: dict[str, str]) -> tuple[float, float]:
     """Seconds from spawning every server of ``argvs`` at once until the last one has
-    answered ``tools/list``."""
+    answered ``tools/list``, and the CPU seconds they used in all (until they exited)."""
     start = time.perf_counter()
     procs = [
         subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
@@ -132,17 +145,21 @@ def _ready_together(argvs: list[list[str]], env: dict[str, str]) -> float:
             tools = _answer(proc, 2)["result"]["tools"]
             if not tools:
                 raise SystemExit(f"{proc.args} listed no tools")
-        return time.perf_counter() - start
+        wall = time.perf_counter() - start
+    except BaseException:
+        for proc in procs:
+            proc.kill()
+        raise
     finally:
         for proc in procs:
             assert proc.stdin is not None
             proc.stdin.close()  # end of input: the server stops
-        for proc in procs:
-            try:
-                proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+    used = 0.0
+    for proc in procs:
+        _, status, usage = os.wait4(proc.pid, 0)  # reaps it; its CPU time comes with it
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        used += usage.ru_utime + usage.ru_stime
+    return wall, used
 
 
 def _send(proc: subprocess.Popen[bytes], message: dict[str, object]) -> None:
