@@ -5,16 +5,17 @@ interpreter's start, our imports and the command's work on a small quest. The ra
 baseline is the interpreter's start alone (``python3 -c pass``, same Python), so the
 ratio is what a command adds on top of Python itself. Each round runs every command
 once, in an order that rotates from round to round; every figure is the median of
-``--rounds`` rounds (default 10) with its spread, ratios per round. Run from the
-repository root:
+``--rounds`` rounds (default 10) with its spread, ratios per round. Our modules load
+from a bytecode cache, as an installed package's do (see ``_start_env.py``;
+``--no-bytecode-cache`` compiles them at every start instead). Run from the repository
+root:
 
-    python3 bench/cli_start.py [--rounds N] [--events N]
+    python3 bench/cli_start.py [--rounds N] [--events N] [--no-bytecode-cache]
 """
 
 from __future__ import annotations
 
 import argparse
-import os
 import subprocess
 import sys
 import tempfile
@@ -22,8 +23,8 @@ import time
 from pathlib import Path
 
 from _rounds import ratios, spread, verdict
+from _start_env import child_env
 
-REPO = Path(__file__).resolve().parent.parent
 TARGET = 3.0
 
 
@@ -31,10 +32,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=10)
     parser.add_argument("--events", type=int, default=50, help="Messages in the small quest.")
+    parser.add_argument("--no-bytecode-cache", action="store_true", help="Compile our modules at every start.")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(ignore_cleanup_errors=True) as tmp:
-        env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH", "")) if p)
+        env = child_env(Path(tmp), bytecode_cache=not args.no_bytecode_cache)
         env["DS_HOME"] = str(Path(tmp) / "home")
         after = _small_quest(env, args.events)
         ds = [sys.executable, "-m", "ds_events"]
@@ -51,7 +52,8 @@ def main() -> None:
             for name in names[r % len(names):] + names[: r % len(names)]:
                 seconds[name].append(_run(commands[name], env))
     baseline = names[0]
-    print(f"command run to completion, {args.rounds} rounds (median, spread min-max)")
+    cache = "compiled at every start" if args.no_bytecode_cache else "loaded from a bytecode cache"
+    print(f"command run to completion, {args.rounds} rounds (median, spread min-max); our modules {cache}")
     for name, values in seconds.items():
         print(f"  {name:40s} {spread([v * 1e3 for v in values], '{:.0f}', ' ms')}")
     for name in names[1:]:

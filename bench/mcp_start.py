@@ -12,9 +12,11 @@ does at the start of a turn, our three at once against three minimal servers at 
 Every figure is the median of ``--rounds`` rounds (default 10) with its spread; ratios
 are per round. Beside the wall time it prints the CPU time each server used over its
 whole life (start, list, exit; from ``wait4``), which a loaded machine disturbs much
-less. Run from the repository root:
+less. Our modules load from a bytecode cache, as an installed package's do (see
+``_start_env.py``; ``--no-bytecode-cache`` compiles them at every start instead). Run
+from the repository root:
 
-    python3 bench/mcp_start.py [--rounds N]
+    python3 bench/mcp_start.py [--rounds N] [--no-bytecode-cache]
 """
 
 from __future__ import annotations
@@ -30,8 +32,8 @@ import time
 from pathlib import Path
 
 from _rounds import ratios, spread, verdict
+from _start_env import child_env
 
-REPO = Path(__file__).resolve().parent.parent
 NAMESPACES = ("memory", "artifact", "bash_exec")
 TARGET = 1.25
 
@@ -56,9 +58,11 @@ MINIMAL_SERVER = textwrap.dedent(
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=10)
-    rounds = parser.parse_args().rounds
+    parser.add_argument("--no-bytecode-cache", action="store_true", help="Compile our modules at every start.")
+    args = parser.parse_args()
+    rounds = args.rounds
     with tempfile.TemporaryDirectory(ignore_cleanup_errors=True) as tmp:
-        env = _env(Path(tmp))
+        env = _env(Path(tmp), bytecode_cache=not args.no_bytecode_cache)
         minimal = Path(tmp) / "minimal_server.py"
         minimal.write_text(MINIMAL_SERVER)
         commands = {"minimal": [sys.executable, str(minimal)]}
@@ -78,7 +82,8 @@ def main() -> None:
                 cpu[name].append(used)
             together["minimal x3"].append(_ready_together([commands["minimal"]] * 3, env)[0])
             together["ours x3"].append(_ready_together([commands[ns] for ns in NAMESPACES], env)[0])
-    print(f"start to tools/list answered, {rounds} rounds (median, spread min-max)")
+    cache = "compiled at every start" if args.no_bytecode_cache else "loaded from a bytecode cache"
+    print(f"start to tools/list answered, {rounds} rounds (median, spread min-max); our modules {cache}")
     _table(seconds, "wall")
     print("CPU time of each server's whole run (start, list, exit):")
     _table(cpu, "CPU ")
@@ -99,22 +104,16 @@ def _table(values_by_name: dict[str, list[float]], what: str) -> None:
               f"  ({verdict(per_round, TARGET, higher_is_better=False)})")
 
 
-def _env(tmp: Path) -> dict[str, str]:
+def _env(tmp: Path, *, bytecode_cache: bool) -> dict[str, str]:
     """A home with one quest; the servers run this checkout's code."""
-    home = tmp / "home"
+    env = child_env(tmp, bytecode_cache=bytecode_cache)
+    env.update(DS_HOME=str(tmp / "home"), DS_QUEST_ID="bench")
     created = subprocess.run(
-        [sys.executable, "-m", "ds_events", "--home", str(home), "quest", "new", "--title", "bench", "--id", "bench"],
-        env=_with_path(dict(os.environ)), capture_output=True, text=True,
+        [sys.executable, "-m", "ds_events", "quest", "new", "--title", "bench", "--id", "bench"],
+        env=env, capture_output=True, text=True,
     )
     if created.returncode != 0:
         raise SystemExit(f"could not create the bench quest: {created.stderr}")
-    env = _with_path(dict(os.environ))
-    env.update(DS_HOME=str(home), DS_QUEST_ID="bench")
-    return env
-
-
-def _with_path(env: dict[str, str]) -> dict[str, str]:
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH", "")) if p)
     return env
 
 
