@@ -3,8 +3,9 @@
 A person or a script running ``ds events tail`` or ``ds quest show`` pays the
 interpreter's start, our imports and the command's work on a small quest. The raw
 baseline is the interpreter's start alone (``python3 -c pass``, same Python), so the
-ratio is what a command adds on top of Python itself. Each round runs every command
-once, in an order that rotates from round to round; every figure is the median of
+ratio is what a command adds on top of Python itself; beside the wall time it prints
+each process's CPU time (from ``wait4``), which a loaded machine disturbs less. Each
+round runs every command once, in an order that rotates from round to round; every figure is the median of
 ``--rounds`` rounds (default 10) with its spread, ratios per round. Our modules load
 from a bytecode cache, as an installed package's do (see ``_start_env.py``;
 ``--no-bytecode-cache`` compiles them at every start instead). Run from the repository
@@ -16,6 +17,7 @@ root:
 from __future__ import annotations
 
 import argparse
+import os
 import subprocess
 import sys
 import tempfile
@@ -47,18 +49,26 @@ def main() -> None:
         for argv in commands.values():  # warm the page cache and check each one works
             _run(argv, env)
         seconds: dict[str, list[float]] = {name: [] for name in commands}
+        cpu: dict[str, list[float]] = {name: [] for name in commands}
         names = list(commands)
         for r in range(args.rounds):
             for name in names[r % len(names):] + names[: r % len(names)]:
-                seconds[name].append(_run(commands[name], env))
-    baseline = names[0]
+                wall, used = _run(commands[name], env)
+                seconds[name].append(wall)
+                cpu[name].append(used)
     cache = "compiled at every start" if args.no_bytecode_cache else "loaded from a bytecode cache"
     print(f"command run to completion, {args.rounds} rounds (median, spread min-max); our modules {cache}")
-    for name, values in seconds.items():
-        print(f"  {name:40s} {spread([v * 1e3 for v in values], '{:.0f}', ' ms')}")
+    _table(seconds, names, "wall")
+    print("CPU time of each process:")
+    _table(cpu, names, "CPU ")
+
+
+def _table(values_by_name: dict[str, list[float]], names: list[str], what: str) -> None:
+    for name in names:
+        print(f"  {name:40s} {spread([v * 1e3 for v in values_by_name[name]], '{:.0f}', ' ms')}")
     for name in names[1:]:
-        per_round = ratios(seconds[name], seconds[baseline])
-        print(f"  ratio {name:34s} / python3 -c pass: {spread(per_round, unit='x')}"
+        per_round = ratios(values_by_name[name], values_by_name[names[0]])
+        print(f"  {what} ratio {name:34s} / python3 -c pass: {spread(per_round, unit='x')}"
               f"  ({verdict(per_round, TARGET, higher_is_better=False)})")
 
 
@@ -81,13 +91,18 @@ def _small_quest(env: dict[str, str], messages: int) -> int:
     return max(0, int(done.stdout.strip()) - 10)
 
 
-def _run(argv: list[str], env: dict[str, str]) -> float:
+def _run(argv: list[str], env: dict[str, str]) -> tuple[float, float]:
+    """Wall seconds of running ``argv`` to completion, and its CPU seconds."""
     start = time.perf_counter()
-    done = subprocess.run(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    assert proc.stderr is not None
+    err = proc.stderr.read()  # the pipe closes when it exits
+    _, status, usage = os.wait4(proc.pid, 0)  # reaps it; its CPU time comes with it
     elapsed = time.perf_counter() - start
-    if done.returncode != 0:
-        raise SystemExit(f"{' '.join(argv)} failed: {done.stderr.decode(errors='replace')}")
-    return elapsed
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode != 0:
+        raise SystemExit(f"{' '.join(argv)} failed: {err.decode(errors='replace')}")
+    return elapsed, usage.ru_utime + usage.ru_stime
 
 
 if __name__ == "__main__":
