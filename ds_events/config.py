@@ -26,7 +26,6 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import msgspec
-import yaml
 from msgspec import Meta
 
 from .errors import Invalid
@@ -108,6 +107,8 @@ class Config(_Section):
 
 def parse_config(text: str, path: Path) -> Config:
     """The config in ``text`` (the content of ``path``, named in errors), or ``bad_config``."""
+    import yaml  # here, not at the top: most read-only commands never parse the config
+
     try:
         loaded = yaml.safe_load(text)
     except yaml.YAMLError as exc:

@@ -16,19 +16,18 @@ import threading
 import unicodedata
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pygit2
-import yaml
-
-from .artifacts.git import GIT_SIGNATURE, commit_all
 from .config import Config, ConfigFile
 from .events import Event, QuestCreated
-from .log import EventLog, Policy, Transaction
+from .log import MAX_EVENT_BYTES, EventLog, Policy, Transaction
 from .log.anchor import load_key, read_key
 from .errors import Conflict, Invalid, NotFound
 from .paths import write_atomic
 from .views import Views
+
+if TYPE_CHECKING:
+    import pygit2
 
 __all__ = [
     "Home",
@@ -49,6 +48,16 @@ DEFAULT_CONFIG: dict[str, Any] = {
     "bash_exec": {"kill_grace_seconds": 5, "progress_interval_seconds": 5},
 }
 _GITIGNORE = ".ds/\n__pycache__/\n.venv/\nvenv/\n*.pyc\n"
+
+
+def __getattr__(name: str) -> Any:
+    # GIT_SIGNATURE lives with the git helpers, which load pygit2 (a tenth of a second);
+    # most users of this module (every MCP server, read-only commands) never need git.
+    if name == "GIT_SIGNATURE":
+        from .artifacts.git import GIT_SIGNATURE
+
+        return GIT_SIGNATURE
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def default_home() -> Path:
@@ -95,6 +104,8 @@ class Home:
         self.quests_dir.mkdir(parents=True, exist_ok=True)
         self.global_memory_dir.mkdir(parents=True, exist_ok=True)
         if not self.config_path.exists():
+            import yaml  # loaded only where a config is written or read
+
             write_atomic(self.config_path, yaml.safe_dump(DEFAULT_CONFIG, sort_keys=False).encode())
         return not existed
 
@@ -128,6 +139,10 @@ class Home:
             root.mkdir(parents=False)
         except FileExistsError:
             raise Conflict(f"quest {quest_id!r} already exists: choose another --id", code="quest_exists") from None
+        import pygit2  # only creating a quest or working with git needs it
+
+        from .artifacts.git import commit_all
+
         try:
             repo = pygit2.init_repository(str(root), initial_head="main")
             write_atomic(root / ".gitignore", _GITIGNORE.encode())
@@ -166,9 +181,12 @@ class Quest:
         self.home = home
         self.id = quest_id
         self.root = root if root is not None else home.quest_root(quest_id)
-        config = home.config()
-        self._policy: Policy = config.durability
-        self._max_event_bytes = config.log.max_event_bytes
+        # A read-only handle appends nothing, so it needs neither the durability policy
+        # nor the event size limit: it does not parse config.yaml (a bad config does not
+        # stop anyone from reading a quest).
+        config = None if read_only else home.config()
+        self._policy: Policy = "never" if config is None else config.durability
+        self._max_event_bytes = MAX_EVENT_BYTES if config is None else config.log.max_event_bytes
         self._actor = actor
         self._read_only = read_only
         self._reopening = threading.Lock()
@@ -241,6 +259,8 @@ class Quest:
         self.views.materialise(txn.appended)
 
     def repo(self) -> pygit2.Repository:
+        import pygit2
+
         return pygit2.Repository(str(self.root))
 
     def close(self) -> None:

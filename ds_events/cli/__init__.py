@@ -14,18 +14,30 @@ import click
 from ds_events.errors import DiskFull, LogError, ServiceError
 from ds_events.events import EventDecodeError
 
-from . import bash as _bash  # noqa: F401 - each module registers its commands
-from . import interact as _interact  # noqa: F401
-from . import log as _log  # noqa: F401
-from . import mcp as _mcp  # noqa: F401
-from . import memory as _memory  # noqa: F401
-from . import quest as _quest  # noqa: F401
 from .common import CliError, cli
-from .demo import demo
 
-cli.add_command(demo)
+__all__ = ["cli", "main", "CliError", "COMMANDS"]
 
-__all__ = ["cli", "main", "CliError"]
+# Command -> the module that defines it, imported only when the command runs (see
+# LazyGroup): `ds events tail` never imports git, aiohttp or the bash helpers.
+COMMANDS: dict[str, str] = {
+    "init": "ds_events.cli.quest",
+    "quest": "ds_events.cli.quest",
+    "message": "ds_events.cli.quest",
+    "control": "ds_events.cli.quest",
+    "events": "ds_events.cli.log",
+    "verify": "ds_events.cli.log",
+    "repair": "ds_events.cli.log",
+    "replay": "ds_events.cli.log",
+    "reply": "ds_events.cli.interact",
+    "inbox": "ds_events.cli.interact",
+    "binding": "ds_events.cli.interact",
+    "memory": "ds_events.cli.memory",
+    "bash": "ds_events.cli.bash",
+    "mcp": "ds_events.cli.mcp",
+    "demo": "ds_events.cli.demo:demo",
+}
+cli.lazy.update(COMMANDS)
 
 
 def main(argv: list[str] | None = None) -> None:

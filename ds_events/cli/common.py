@@ -1,9 +1,15 @@
 """The ``ds`` command group and what every command shares: the home option, JSON
-output and one-line, actionable errors."""
+output and one-line, actionable errors.
+
+The group is lazy: a command's module (and what it imports: git, aiohttp, the bash
+helpers, ...) is imported only when that command runs or its help is shown, so a
+read-only command pays for its own imports, not for every command's.
+"""
 
 from __future__ import annotations
 
 import functools
+import importlib
 import json
 import sys
 from collections.abc import Callable
@@ -14,7 +20,7 @@ import click
 
 from ds_events.home import Home, Quest
 
-__all__ = ["cli", "CliError", "json_option", "pass_home", "open_quest", "emit_json", "out"]
+__all__ = ["cli", "LazyGroup", "CliError", "json_option", "pass_home", "open_quest", "emit_json", "out"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -25,7 +31,39 @@ class CliError(click.ClickException):
     exit_code = 1
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class LazyGroup(click.Group):
+    """A click group whose commands live in modules imported on first use.
+
+    ``lazy`` maps a command name to the module that defines it: ``"pkg.mod"`` when the
+    module registers the command on this group itself (``@cli.command()``), or
+    ``"pkg.mod:attr"`` to add the module's ``attr``. Listing (``ds --help``) names every
+    command without importing any; resolving one imports its module only.
+    """
+
+    def __init__(self, *args: Any, lazy: dict[str, str] | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.lazy: dict[str, str] = dict(lazy or {})
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*self.commands, *self.lazy})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in self.commands and cmd_name in self.lazy:
+            self.load(cmd_name)
+        return self.commands.get(cmd_name)
+
+    def load(self, name: str) -> click.Command:
+        """Import the module of command ``name`` and return the command."""
+        module_name, _, attr = self.lazy[name].partition(":")
+        module = importlib.import_module(module_name)
+        if attr and name not in self.commands:
+            self.add_command(getattr(module, attr), name)
+        if name not in self.commands:  # a wrong entry in the map: our bug, said plainly
+            raise RuntimeError(f"{module_name} does not define the command {name!r}")
+        return self.commands[name]
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option(
     "--home",
     type=click.Path(file_okay=False, path_type=Path),

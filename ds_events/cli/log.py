@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import os
 import sys
 
@@ -11,8 +10,6 @@ import click
 from ds_events.events import decode_line
 from ds_events.home import Home
 from ds_events.log import EventLog
-from ds_events.replay import replay_quest
-from ds_events.verify import repair_log, verify_log
 
 from .common import CliError, cli, emit_json, json_option, out, pass_home
 
@@ -50,6 +47,8 @@ def events_tail(home: Home, quest_id: str, after: int | None, limit: int | None,
                 if limit == 0:
                     break
         if follow:
+            import asyncio  # only following needs a loop
+
             try:
                 asyncio.run(_follow(log, after, as_json))
             except KeyboardInterrupt:
@@ -110,6 +109,8 @@ def verify(home: Home, quest_id: str, as_json: bool) -> None:
     Exits 1 and lists each problem (line, byte offset, reason, the anchor that caught it).
     Example: ds verify tok-abl
     """
+    from ds_events.verify import verify_log  # only the auditing commands need it
+
     path = _log_path(home, quest_id)
     report = verify_log(path, key=home.log_key(create=False), repo=home.quest_root(quest_id))
     if as_json:
@@ -150,6 +151,8 @@ def repair(home: Home, quest_id: str, yes: bool) -> None:
 
     Example: ds repair tok-abl --yes
     """
+    from ds_events.verify import repair_log, verify_log
+
     path = _log_path(home, quest_id)
     key, repo = home.log_key(), home.quest_root(quest_id)
     report = verify_log(path, key=key, repo=repo)
@@ -187,6 +190,8 @@ def replay(home: Home, quest_id: str, as_json: bool) -> None:
 
     Example: ds replay tok-abl
     """
+    from ds_events.replay import replay_quest  # only replay needs it
+
     path = _log_path(home, quest_id)
     root = home.quest_root(quest_id)
     total = os.path.getsize(path)

@@ -20,12 +20,11 @@ evidence. A read-only handle never recovers, truncates, appends or creates a fil
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import os
 import threading
 from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import msgspec
 
@@ -41,6 +40,9 @@ from .recovery import Torn, find_tail, quarantine, torn_after
 from .scan import scan_lines
 from .anchor import Anchor, HeadAnchor
 from .sync import DISK_FULL_ERRNOS, DurableFile, as_log_error
+
+if TYPE_CHECKING:
+    import asyncio  # at run time only the async methods need it, and they run on a loop
 
 __all__ = ["EventLog", "Transaction", "Policy", "MAX_EVENT_BYTES"]
 
@@ -191,6 +193,8 @@ class EventLog:
         if not events:
             return []
         if self.policy == "always":
+            import asyncio  # loaded already: we run on its loop
+
             loop = asyncio.get_running_loop()
             stored = _or_raise((await loop.run_in_executor(None, self._commit, [events]))[0])
         else:
@@ -271,6 +275,8 @@ class EventLog:
         process wake followers at once; other processes' appends are seen within
         ``poll_interval``.
         """
+        import asyncio  # loaded already: we run on its loop
+
         self._refresh()
         generation = self._generation
         seq, offset = self._index.seek(self._file.fd, after_seq + 1, self._size)

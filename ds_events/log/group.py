@@ -14,12 +14,14 @@ and written while the last one syncs. How far that goes is bounded by the disk:
 
 from __future__ import annotations
 
-import asyncio
 import os
 import threading
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..errors import LogError
+
+if TYPE_CHECKING:
+    import asyncio  # at run time only the coroutines need it, and they run on a loop
 
 __all__ = ["CommitTarget", "ThreadGroupCommit", "AsyncGroupCommit", "ASYNC_GROUP"]
 
@@ -200,6 +202,8 @@ class AsyncGroupCommit:
 
     async def append(self, events: list[Any]) -> list[Any]:
         """Append ``events`` as one batch within a group; returns them as stored."""
+        import asyncio  # loaded already: we run on its loop
+
         loop = asyncio.get_running_loop()
         queue = self._queues.get(loop) or self._queue_for(loop)
         future: asyncio.Future[list[Any]] = loop.create_future()
@@ -226,6 +230,8 @@ class AsyncGroupCommit:
             return self._queues.setdefault(loop, _LoopQueue())
 
     async def _flush(self, queue: _LoopQueue) -> None:
+        import asyncio  # loaded already: we run on its loop
+
         loop = asyncio.get_running_loop()
         target = self._target
         try:

@@ -40,7 +40,6 @@ from ds_events.services.artifact_commands import (
     SummaryResult,
 )
 
-from ..connectors.arxiv import ArxivApiFetcher
 from . import artifact_interact
 from .common import Namespace, QuestBinding, ToolContext
 
@@ -108,6 +107,8 @@ def _records(ns: Namespace, arxiv_fetcher: arxiv_service.Fetcher | None) -> None
         `arxiv_offline`.
         Example: arxiv(paper_id="1512.03385", mode="list")
         """
+        from ..connectors.arxiv import ArxivApiFetcher  # loads aiohttp: only when a paper is fetched
+
         home = (await tc.quest_async()).home
         chosen = fetcher or ArxivApiFetcher(arxiv_service.api_url(home))
         return await arxiv_service.read_paper(home, cmd, chosen)

@@ -9,7 +9,6 @@ from __future__ import annotations
 from ds_events.services import interactions as service
 from ds_events.services.interactions import GetInteraction, Interact, InteractionDetail, InteractResult
 
-from ..connectors import webhook
 from .common import Namespace, ToolContext
 
 __all__ = ["register"]
@@ -38,6 +37,8 @@ def register(ns: Namespace) -> None:
                    options=[{"id": "wider", "label": "Try a wider model"},
                             {"id": "stop", "label": "Write up now"}])
         """
+        from ..connectors import webhook  # loads aiohttp: not before the first message
+
         quest = await tc.quest_async()
         return await service.interact_async(quest, cmd, consumer=tc.actor, deliver=webhook.deliver)
 

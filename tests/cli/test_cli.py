@@ -47,12 +47,19 @@ def q(home, capsys):
 
 
 def test_every_command_has_help():
+    # list_commands/get_command, not .commands: the top group imports its commands lazily
+    ctx = click.Context(cli)
+
     def walk(group: click.Group, path: list[str]):
-        for name, cmd in group.commands.items():
+        for name in group.list_commands(ctx):
+            cmd = group.get_command(ctx, name)
+            assert cmd is not None, f"ds {' '.join(path + [name])} is listed but does not load"
             yield path + [name], cmd
             if isinstance(cmd, click.Group):
                 yield from walk(cmd, path + [name])
 
+    walked = [" ".join(path) for path, _ in walk(cli, [])]
+    assert {"quest show", "events tail", "mcp", "demo", "bash kill"} <= set(walked)
     for path, cmd in walk(cli, []):
         assert cmd.help and cmd.help.strip(), f"ds {' '.join(path)} has no help"
 
@@ -201,9 +208,11 @@ def test_a_log_that_is_not_a_file_is_reported_in_one_line(home, capsys, q):
     fails(capsys, "events", "tail", q)
 
 
-def test_a_corrupt_config_is_reported_in_one_line(home, capsys, q):
+def test_a_corrupt_config_is_reported_in_one_line_by_a_writing_command_and_reading_still_works(home, capsys, q):
     home.config_path.write_text("durability: [unclosed\n")
-    fails(capsys, "quest", "show", q, says="not valid YAML")
+    seq_before = ok(capsys, "quest", "show", q)  # read-only: needs nothing from the config
+    fails(capsys, "message", q, "hello", says="not valid YAML")
+    assert ok(capsys, "quest", "show", q) == seq_before  # the refused message wrote nothing
 
 
 def test_events_tail_follow_sees_appends_from_another_process(home, q):
