@@ -153,13 +153,13 @@ def apply(state: State, event: Event) -> State:
             state.batches += 1
             taken: set[str] = set()
             for mid in ids:
-                item = state.inbound.get(mid)
-                if item is None:
+                queued = state.inbound.get(mid)
+                if queued is None:
                     continue
-                if item.delivered_batch is not None:
+                if queued.delivered_batch is not None:
                     state.duplicate_deliveries += 1
                     continue
-                state.inbound[mid] = replace(item, delivered_batch=batch_id, delivered_seq=event.seq)
+                state.inbound[mid] = replace(queued, delivered_batch=batch_id, delivered_seq=event.seq)
                 taken.add(mid)
             if taken:  # one pass, so a large backlog costs O(pending), not O(pending^2)
                 state.pending = [i for i in state.pending if i not in taken]
