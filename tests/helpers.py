@@ -3,6 +3,7 @@ bounded waiting, seeded random sequences of real events."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import random
@@ -21,7 +22,7 @@ import ds_events.events.memory as evm
 from ds_events.events import Event
 from ds_events.home import Home
 
-__all__ = ["tool_error", "ds_env", "DS", "wait_until", "event_payloads", "random_events", "EVENT_TAGS_MADE"]
+__all__ = ["tool_error", "ds_env", "DS", "wait_until", "wait_until_async", "event_payloads", "random_events", "EVENT_TAGS_MADE"]
 
 
 def tool_error(result: object) -> dict:
@@ -52,6 +53,20 @@ def wait_until(predicate: Callable[[], Any], timeout: float = 15.0, what: str = 
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out waiting for {what}")
         time.sleep(poll)
+
+
+async def wait_until_async(
+    predicate: Callable[[], Any], timeout: float = 15.0, what: str = "condition", poll: float = 0.005
+) -> Any:
+    """:func:`wait_until` for a coroutine: the loop keeps running while it polls."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        await asyncio.sleep(poll)
 
 
 # -- random event sequences ---------------------------------------------------------------

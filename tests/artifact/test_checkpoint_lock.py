@@ -54,7 +54,8 @@ class OtherAppender:
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env,
         )  # fmt: skip
         self.lines: queue.Queue[str] = queue.Queue()
-        threading.Thread(target=self._read, daemon=True).start()
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
         assert self.next_line(30) == "ready"
 
     def _read(self) -> None:
@@ -79,6 +80,9 @@ class OtherAppender:
         assert self.proc.stdin is not None
         self.proc.stdin.close()
         self.proc.wait(60)
+        self._reader.join(30)  # it reads to the end of the pipe, which closes with the process
+        assert self.proc.stdout is not None
+        self.proc.stdout.close()
 
 
 def during_scan_of(monkeypatch: pytest.MonkeyPatch, tree: Path, action: Callable[[int], None]) -> None:

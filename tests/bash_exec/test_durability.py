@@ -35,7 +35,7 @@ with Home().open_quest("q1", actor="racer") as q:
     (gate.parent / f"ready-{os.getpid()}").touch()
     deadline = time.monotonic() + 60
     while not gate.exists() and time.monotonic() < deadline:
-        time.sleep(0.001)
+        time.sleep(0.001)  # polls the gate file, bounded by the deadline
     reconcile(q)
 """
 
@@ -117,6 +117,7 @@ def test_a_monitor_not_told_to_go_kills_the_command_and_records_nothing(quest, t
     assert answer["ok"] and procs.group_alive(answer["pgid"])
     proc.stdin.close()  # the service "died" before recording the start
     assert proc.wait(timeout=30) == 1
+    proc.stdout.close()
     assert group_is_gone(answer["pgid"])  # killed and reaped by the monitor before it exits
     assert bash_events(quest) == []
 
