@@ -121,6 +121,7 @@ def stored_line(quest: Quest, seq: int) -> bytes:
         return f.read().split(b"\n")[seq - 1]
 
 
+@pytest.mark.slow
 def test_another_process_appends_while_a_checkpoint_of_thousands_of_files_scans_and_writes_its_tree(
     quest: Quest, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -122,6 +122,7 @@ def test_a_monitor_not_told_to_go_kills_the_command_and_records_nothing(quest, t
     assert bash_events(quest) == []
 
 
+@pytest.mark.slow
 async def test_replay_rebuilds_the_session_list_byte_for_byte(home, quest, capsys):
     async with client_for(quest) as c:
         await call(c, command="echo '__DS_PROGRESS__ {\"pct\": 100}'", mode="await", wait_timeout_seconds=20)
@@ -152,6 +153,7 @@ async def test_replay_rebuilds_the_session_list_byte_for_byte(home, quest, capsy
     assert "sessions.json" in capsys.readouterr().out
 
 
+@pytest.mark.slow
 async def test_pausing_or_stopping_the_quest_kills_its_running_sessions(quest):
     first = service.start(quest, "sleep 300")
     second = service.start(quest, "sleep 300")
@@ -169,6 +171,7 @@ async def test_pausing_or_stopping_the_quest_kills_its_running_sessions(quest):
     assert service.get_session(quest, third.id).reason == "quest_stop"
 
 
+@pytest.mark.slow
 async def test_a_new_server_marks_sessions_that_died_while_no_server_ran_before_any_call(quest):
     session = service.start(quest, "echo up; sleep 300")
     os.kill(session.monitor_pid, signal.SIGKILL)
