@@ -143,14 +143,15 @@ class Views:
                     states[p.name] = p.thawed(states[p.name])
                     self._handed_out.discard(p.name)
             floor = min((done for _p, done in behind), default=events[-1].seq)
+            folds = [(p.name, p.apply, done) for p, done in behind]  # bound once: this loop is replay's
             fresh = 0
             for event in events:
                 seq = event.seq
                 if seq <= floor:
                     continue
-                for p, done in behind:
+                for name, apply, done in folds:
                     if seq > done:
-                        states[p.name] = p.apply(states[p.name], event)
+                        states[name] = apply(states[name], event)
                 fresh += 1
                 if applied is not None:
                     applied.append(event)
