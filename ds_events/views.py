@@ -5,6 +5,11 @@ other processes appended, writes the files the projections render (atomically, o
 when their bytes change) and saves snapshots (state + seq + the id of the event at
 that seq) so a long log starts fast. A snapshot whose seq or event id no longer
 matches the log (after a repair, say) is ignored and the projection is rebuilt.
+
+A state handed out by :meth:`Views.state` is the caller's to keep: it never changes
+afterwards. The next event is folded into a copy (``Projection.thawed``), made once per
+hand-out, so a replay that hands nothing out still updates one state in place. Several
+threads may share one Views: states, seqs and renders are guarded by a lock.
 """
 
 from __future__ import annotations
