@@ -3,6 +3,8 @@ consistent while other threads append."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import threading
 import typing
 
@@ -16,7 +18,9 @@ from ds_events.log import EventLog
 from ds_events.views import Views
 from projections import quest_projections
 from tests.core.test_fold_property import PROJECTIONS_HANDED_OUT
-from tests.helpers import event_payloads
+from tests.helpers import ds_env, event_payloads
+
+PYTHON = [sys.executable]
 
 
 def test_each_state_overload_names_a_quest_projection_and_returns_its_state_type() -> None:
@@ -107,3 +111,46 @@ def test_threads_reading_state_while_others_append_see_whole_consistent_states(q
     assert problems == []
     final = quest.state("status")
     assert final.user_messages == 120 and sum(final.counts.values()) == final.last_seq
+
+
+_APPENDER = """
+import sys
+from ds_events.events import ConversationMessage
+from ds_events.log import EventLog
+with EventLog(sys.argv[1], quest_id="q1", actor="other", policy="never") as log:
+    for i in range(int(sys.argv[2])):
+        log.append(ConversationMessage(role="user", content=f"other {i}"))
+"""
+
+
+@pytest.mark.slow
+def test_a_transaction_and_a_catch_up_never_deadlock_while_another_process_appends(quest: Quest) -> None:
+    """The lock order: a thread in a transaction holds the log's lock and waits for the
+    views'; a thread catching up must not wait for the log's lock while holding the
+    views' one. It only does when there are lines it has not seen, so another process
+    appends all along."""
+    other = subprocess.Popen([*PYTHON, "-c", _APPENDER, str(quest.log.path), "1500"], env=ds_env(quest.home))
+    stop = threading.Event()
+
+    def transact() -> None:
+        while not stop.is_set():
+            with quest.transaction() as txn:
+                quest.state("status")
+                txn.append(ConversationMessage(role="user", content="mine"))
+
+    def read() -> None:
+        while not stop.is_set():
+            quest.state("status")
+
+    threads = [threading.Thread(target=transact), threading.Thread(target=read), threading.Thread(target=read)]
+    for t in threads:
+        t.start()
+    try:
+        assert other.wait(timeout=120) == 0
+    finally:
+        stop.set()
+        for t in threads:
+            t.join(timeout=60)
+    assert not any(t.is_alive() for t in threads), "a thread is stuck (lock-order deadlock)"
+    status = quest.state("status")
+    assert sum(status.counts.values()) == status.last_seq and status.user_messages >= 1500
