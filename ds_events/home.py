@@ -16,7 +16,13 @@ import threading
 import unicodedata
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal, overload
+
+from projections.artifacts import State as ArtifactsState
+from projections.bash_sessions import State as BashSessionsState
+from projections.interactions import State as InteractionsState
+from projections.memory import MemoryState
+from projections.status import StatusState
 
 from .config import Config, ConfigFile
 from .events import Event, QuestCreated
@@ -227,9 +233,32 @@ class Quest:
             raise NotFound(f"{root} is not a quest (no .ds/events.jsonl)", code="unknown_quest")
         return cls(Home(root.parent.parent), root.name, actor=actor, root=root)
 
+    # One overload per quest projection, so a caller's state is typed by its name.
+    # tests/core/test_views_state.py checks they match quest_projections().
+    @overload
+    def state(self, name: Literal["status"] = "status") -> StatusState: ...
+    @overload
+    def state(self, name: Literal["memory"]) -> MemoryState: ...
+    @overload
+    def state(self, name: Literal["bash_sessions"]) -> BashSessionsState: ...
+    @overload
+    def state(self, name: Literal["artifacts"]) -> ArtifactsState: ...
+    @overload
+    def state(self, name: Literal["interactions"]) -> InteractionsState: ...
+
     def state(self, name: str = "status") -> Any:
+        """The projection ``name`` caught up with the log (every process's events).
+
+        The value is the caller's to keep: it never changes afterwards, whatever this
+        or another thread appends (later events go to a copy); call again for news.
+        Unknown names raise :class:`NotFound` (``unknown_projection``).
+        """
         self.views.catch_up()
-        return self.views.state(name)
+        try:
+            return self.views.state(name)
+        except KeyError:
+            known = ", ".join(p.name for p in self.views.projections)
+            raise NotFound(f"no projection {name!r}: one of {known}", code="unknown_projection") from None
 
     def emit(self, events: Event | list[Event]) -> list[Event]:
         """Append ``events`` atomically, update views, write the files they change."""

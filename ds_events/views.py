@@ -5,15 +5,21 @@ other processes appended, writes the files the projections render (atomically, o
 when their bytes change) and saves snapshots (state + seq + the id of the event at
 that seq) so a long log starts fast. A snapshot whose seq or event id no longer
 matches the log (after a repair, say) is ignored and the projection is rebuilt.
+
+A state handed out by :meth:`Views.state` is the caller's to keep: it never changes
+afterwards. The next event is folded into a copy (``Projection.thawed``), made once per
+hand-out, so a replay that hands nothing out still updates one state in place. Several
+threads may share one Views: states, seqs and renders are guarded by a lock.
 """
 
 from __future__ import annotations
 
 import fcntl
 import os
+import threading
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import msgspec
 
@@ -28,6 +34,8 @@ from .paths import confined, read_confined, write_atomic
 __all__ = ["Views", "write_atomic"]  # write_atomic: re-exported from ds_events.paths
 
 _SNAPSHOT_EVERY = 2000
+_CHUNK = 512  # events decoded outside the lock, then applied under it
+S = TypeVar("S")
 
 
 class _Snapshot(msgspec.Struct):
@@ -54,8 +62,12 @@ class Views:
         self.root = Path(root)
         self.projections = projections if projections is not None else quest_projections()
         self.snapshot_dir = Path(snapshot_dir) if snapshot_dir else Path(log.path).parent / "snapshots"
-        self.states: dict[str, Any] = {}
+        # Guards ``_states``, ``seqs`` and ``_handed_out`` between threads (see catch_up).
+        self._lock = threading.RLock()
+        self._states: dict[str, Any] = {}
         self.seqs: dict[str, int] = {}
+        # Names whose current state object a caller holds: folded into a copy next time.
+        self._handed_out: set[str] = set()
         # What this process last wrote (or found) at each path, with the file's stat
         # signature then: another process may have rewritten the file since.
         self._written: dict[str, tuple[bytes, tuple[int, int, int]]] = {}
@@ -67,17 +79,26 @@ class Views:
         self.refused: list[str] = []
         self.applied = 0
         for p in self.projections:
-            self.states[p.name] = p.initial()
+            self._states[p.name] = p.initial()
             self.seqs[p.name] = 0
 
     # -- state ----------------------------------------------------------------------
 
     def state(self, name: str) -> Any:
-        return self.states[name]
+        """The current state of projection ``name``. It never changes afterwards: the
+        next event is applied to a copy (see :mod:`projections.base`)."""
+        with self._lock:
+            self._handed_out.add(name)
+            return self._states[name]
+
+    def view(self, projection: Projection[S]) -> S:
+        """:meth:`state` typed by the projection value itself."""
+        return self.state(projection.name)  # type: ignore[no-any-return]
 
     @property
     def last_seq(self) -> int:
-        return min(self.seqs.values(), default=0)
+        with self._lock:
+            return min(self.seqs.values(), default=0)
 
     def load(self, *, use_snapshots: bool = True) -> Views:
         """Start from valid snapshots (if asked) and catch up with the log."""
@@ -90,33 +111,59 @@ class Views:
     def catch_up(self, progress: Callable[[int], None] | None = None, *, keep: bool = True) -> list[Event]:
         """Apply events appended since the last call (by any process).
 
-        Returns them (an empty list with ``keep=False``, for replays of long logs);
-        ``self.applied`` says how many were applied either way. ``progress`` receives
-        the byte count of each consumed line.
+        Returns the events this call applied (an empty list with ``keep=False``, for
+        replays of long logs); ``self.applied`` says how many were applied either way.
+        ``progress`` receives the byte count of each consumed line.
+
+        Safe from several threads: lines are read and decoded without ``self._lock``
+        and applied under it, a chunk at a time. Reading takes the log's own lock, and a
+        thread inside ``Quest.transaction`` holds that one while it catches up here
+        (waiting for ``self._lock``): reading under ``self._lock`` would deadlock the two.
+        Another thread may apply some of the same events first; the seqs each
+        projection has reached make sure every event is applied once.
         """
         applied: list[Event] = []
-        count, last = 0, 0
-        start = self.last_seq
-        # Projections whose snapshot is ahead of ``start`` skip the events they have.
-        behind = [(p.name, p.apply, self.seqs[p.name]) for p in self.projections]
-        states = self.states
-        for _seq, line in self.log.iter_lines(after_seq=start):
-            event = decode_line(line)
-            seq = event.seq
-            for name, apply, done in behind:
-                if seq > done:
-                    states[name] = apply(states[name], event)
-            count, last = count + 1, seq
-            if keep:
-                applied.append(event)
+        count = 0
+        chunk: list[Event] = []
+        for _seq, line in self.log.iter_lines(after_seq=self.last_seq):
+            chunk.append(decode_line(line))
             if progress is not None:
                 progress(len(line) + 1)
+            if len(chunk) >= _CHUNK:
+                count += self._apply_chunk(chunk, applied if keep else None)
+                chunk = []
+        if chunk:
+            count += self._apply_chunk(chunk, applied if keep else None)
         self.applied = count
-        if count:
-            for p in self.projections:
-                self.seqs[p.name] = max(self.seqs[p.name], last)
-            self._since_snapshot += count
         return applied
+
+    def _apply_chunk(self, events: list[Event], applied: list[Event] | None) -> int:
+        """Apply each event to the projections that have not seen it; how many were new."""
+        with self._lock:
+            states = self._states
+            # Projections whose snapshot (or another thread) is ahead skip what they have.
+            behind = [(p, self.seqs[p.name]) for p in self.projections if self.seqs[p.name] < events[-1].seq]
+            for p, _done in behind:
+                if p.name in self._handed_out:  # a caller holds this state: fold into a copy
+                    states[p.name] = p.thawed(states[p.name])
+                    self._handed_out.discard(p.name)
+            floor = min((done for _p, done in behind), default=events[-1].seq)
+            folds = [(p.name, p.apply, done) for p, done in behind]  # bound once: this loop is replay's
+            fresh = 0
+            for event in events:
+                seq = event.seq
+                if seq <= floor:
+                    continue
+                for name, apply, done in folds:
+                    if seq > done:
+                        states[name] = apply(states[name], event)
+                fresh += 1
+                if applied is not None:
+                    applied.append(event)
+            for p, _done in behind:
+                self.seqs[p.name] = events[-1].seq
+            self._since_snapshot += fresh
+            return fresh
 
     # -- files ----------------------------------------------------------------------
 
@@ -147,14 +194,15 @@ class Views:
             # Collect first, then write: when two projections render the same path the
             # later one in the registry owns it, and the file is written once.
             files: dict[str, bytes] = {}
-            for p in self.projections:
-                state = self.states[p.name]
-                if full or p.render_changed is None:
-                    if not full and not touched and self._written:
-                        continue
-                    files.update(p.render(state) if p.render is not None else {})
-                else:
-                    files.update(p.render_changed(state, touched))
+            with self._lock:  # no other thread's catch-up applies events mid-render
+                for p in self.projections:
+                    state = self._states[p.name]
+                    if full or p.render_changed is None:
+                        if not full and not touched and self._written:
+                            continue
+                        files.update(p.render(state) if p.render is not None else {})
+                    else:
+                        files.update(p.render_changed(state, touched))
             changed = [rel for rel, data in files.items() if self._write_if_changed(rel, data)]
             if self._since_snapshot >= _SNAPSHOT_EVERY:
                 self.save_snapshots()
@@ -195,15 +243,16 @@ class Views:
 
     def save_snapshots(self) -> None:
         self.snapshot_dir.mkdir(parents=True, exist_ok=True)
-        for p in self.projections:
-            seq = self.seqs[p.name]
-            line = self._line(seq)
+        with self._lock:  # each state with the seq it has reached, from one moment
+            taken = [(p, self.seqs[p.name], msgspec.json.encode(self._states[p.name])) for p in self.projections]
+        for p, seq, state in taken:
+            line = self._line(seq)  # outside self._lock: reading takes the log's lock
             snap = _Snapshot(
                 projection=p.name,
                 version=p.version,
                 seq=seq,
                 event_id=decode_line(line).id if line else "",
-                state=msgspec.Raw(msgspec.json.encode(self.states[p.name])),
+                state=msgspec.Raw(state),
                 line_hash=line_hash(line) if line else "",
             )
             write_atomic(self.snapshot_dir / f"{p.name}.json", msgspec.json.encode(snap))
@@ -221,8 +270,10 @@ class Views:
                     return  # the log changed under the snapshot (repair): rebuild
                 if snap.line_hash and line_hash(line) != snap.line_hash:
                     return  # that line was rewritten since: rebuild (ds verify reports it)
-            self.states[p.name] = msgspec.json.decode(snap.state, type=p.state_type)
-            self.seqs[p.name] = snap.seq
+            with self._lock:
+                self._states[p.name] = msgspec.json.decode(snap.state, type=p.state_type)
+                self._handed_out.discard(p.name)
+                self.seqs[p.name] = snap.seq
         except (FileNotFoundError, msgspec.DecodeError, msgspec.ValidationError):
             return
 

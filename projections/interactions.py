@@ -16,6 +16,7 @@ from collections.abc import Iterable
 from typing import Any
 
 import msgspec
+from msgspec.structs import replace
 
 from ds_events.events import ConversationMessage, Event, QuestCreated
 from ds_events.events.interaction import (
@@ -126,6 +127,8 @@ def initial() -> State:
 
 
 def apply(state: State, event: Event) -> State:
+    # Records already in the state are replaced, never changed in place: a state handed
+    # out earlier shares them (the rule in projections.base).
     state.last_seq = event.seq
     match event:
         case ConversationMessage(role="user", content=content, source=source):
@@ -140,47 +143,52 @@ def apply(state: State, event: Event) -> State:
             _enqueue(state, item)
             record = state.interactions.get(iid)
             if record is not None:
-                record.replies.append(event.id)
-                if record.reply_mode == "blocking":
-                    record.status = "answered"
-                    if iid in state.open_requests:
-                        state.open_requests.remove(iid)
+                answered = record.reply_mode == "blocking"
+                state.interactions[iid] = replace(
+                    record, replies=[*record.replies, event.id], status="answered" if answered else record.status
+                )
+                if answered and iid in state.open_requests:
+                    state.open_requests.remove(iid)
         case MailboxDelivered(batch_id=batch_id, message_ids=ids):
             state.batches += 1
             taken: set[str] = set()
             for mid in ids:
-                item = state.inbound.get(mid)
-                if item is None:
+                queued = state.inbound.get(mid)
+                if queued is None:
                     continue
-                if item.delivered_batch is not None:
+                if queued.delivered_batch is not None:
                     state.duplicate_deliveries += 1
                     continue
-                item.delivered_batch, item.delivered_seq = batch_id, event.seq
+                state.inbound[mid] = replace(queued, delivered_batch=batch_id, delivered_seq=event.seq)
                 taken.add(mid)
             if taken:  # one pass, so a large backlog costs O(pending), not O(pending^2)
                 state.pending = [i for i in state.pending if i not in taken]
         case ConnectorBound():
             if event.primary:  # one primary at a time: the newest wins
-                for b in state.bindings.values():
-                    b.primary = False
+                for bid, b in list(state.bindings.items()):
+                    if b.primary:
+                        state.bindings[bid] = replace(b, primary=False)
             state.bindings[event.binding_id] = Binding(
                 binding_id=event.binding_id, connector=event.connector, target=event.target, label=event.label,
                 primary=event.primary, settings=dict(event.settings), seq=event.seq,
             )
         case ConnectorUnbound(binding_id=bid):
             if bid in state.bindings and bid != LOCAL_BINDING_ID:
-                state.bindings[bid].active = False
-                state.bindings[bid].primary = False
+                state.bindings[bid] = replace(state.bindings[bid], active=False, primary=False)
         case RoutingPolicyChanged(policy=policy):
             state.routing_policy = policy
         case DeliveryAttempted():
             record = state.interactions.get(event.interaction_id)
             if record is not None:
-                status = record.deliveries.setdefault(
-                    event.binding_id, DeliveryStatus(binding_id=event.binding_id, connector=event.connector)
+                status = record.deliveries.get(event.binding_id) or DeliveryStatus(
+                    binding_id=event.binding_id, connector=event.connector
                 )
-                status.attempts = max(status.attempts, event.attempt)
-                status.outcome, status.status_code, status.error = event.outcome, event.status_code, event.error
+                status = replace(
+                    status, attempts=max(status.attempts, event.attempt), outcome=event.outcome,
+                    status_code=event.status_code, error=event.error,
+                )
+                deliveries = {**record.deliveries, event.binding_id: status}
+                state.interactions[event.interaction_id] = replace(record, deliveries=deliveries)
     return state
 
 

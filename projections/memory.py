@@ -34,7 +34,7 @@ from msgspec.structs import replace
 from ds_events.events import Event
 from ds_events.events.memory import CardImported, CardPromoted, CardSuperseded, CardWritten, GuardConfigured
 
-from .base import Files, Projection
+from .base import Files, Projection, shallow_thaw
 
 __all__ = [
     "Card",
@@ -152,10 +152,12 @@ def apply(state: MemoryState, event: Event) -> MemoryState:
 
 
 def thaw(state: MemoryState) -> MemoryState:
-    """``state`` with its nested containers copied (the per-type dicts of
-    ``active_records``, which :func:`apply` changes in place), so applying more events
-    to the result leaves ``state`` as it was once its top-level containers are copied too."""
-    return replace(state, active_records={rtype: dict(ids) for rtype, ids in state.active_records.items()})
+    """A copy of ``state`` that :func:`apply` may update: its top-level containers copied
+    (:func:`shallow_thaw`) and the per-type dicts of ``active_records`` too, which
+    :func:`apply` changes in place."""
+    copy = shallow_thaw(state)
+    copy.active_records = {rtype: dict(ids) for rtype, ids in state.active_records.items()}
+    return copy
 
 
 def make_projection(prefix: str, name: str = "memory") -> Projection[MemoryState]:

@@ -263,6 +263,7 @@ for name in sys.argv[1:]:
 """
 
 
+@pytest.mark.slow
 def test_every_module_imports_first_in_a_fresh_interpreter():
     names = [module_name(p) for p in our_modules() if p.name != "__main__.py"]
     done = subprocess.run([sys.executable, "-c", _IMPORT_FIRST, *names], cwd=REPO, capture_output=True, text=True)

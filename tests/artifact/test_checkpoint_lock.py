@@ -55,7 +55,8 @@ class OtherAppender:
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env,
         )  # fmt: skip
         self.lines: queue.Queue[str] = queue.Queue()
-        threading.Thread(target=self._read, daemon=True).start()
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
         assert self.next_line(30) == "ready"
 
     def _read(self) -> None:
@@ -80,6 +81,9 @@ class OtherAppender:
         assert self.proc.stdin is not None
         self.proc.stdin.close()
         self.proc.wait(60)
+        self._reader.join(30)  # it reads to the end of the pipe, which closes with the process
+        assert self.proc.stdout is not None
+        self.proc.stdout.close()
 
 
 def during_scan_of(monkeypatch: pytest.MonkeyPatch, tree: Path, action: Callable[[int], None]) -> None:
@@ -118,6 +122,7 @@ def stored_line(quest: Quest, seq: int) -> bytes:
         return f.read().split(b"\n")[seq - 1]
 
 
+@pytest.mark.slow
 def test_another_process_appends_while_a_checkpoint_of_thousands_of_files_scans_and_writes_its_tree(
     quest: Quest, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import tracemalloc
 
+import pytest
+
 from ds_events.bash.linelog import format_lines
 
 from .support import call, client_for
@@ -23,6 +25,7 @@ def write_big_log(path, target=TARGET_BYTES) -> int:
     return seq
 
 
+@pytest.mark.slow
 async def test_reading_the_tail_of_a_100_mb_log_keeps_memory_bounded(quest):
     async with client_for(quest) as c:
         done = await call(c, command="echo small", mode="await", wait_timeout_seconds=20)

@@ -34,7 +34,7 @@ with Home().open_quest("q1", actor="racer") as q:
     (gate.parent / f"ready-{os.getpid()}").touch()
     deadline = time.monotonic() + 60
     while not gate.exists() and time.monotonic() < deadline:
-        time.sleep(0.001)
+        time.sleep(0.001)  # polls the gate file, bounded by the deadline
     reconcile(q)
 """
 
@@ -116,10 +116,12 @@ def test_a_monitor_not_told_to_go_kills_the_command_and_records_nothing(quest, t
     assert answer["ok"] and procs.group_alive(answer["pgid"])
     proc.stdin.close()  # the service "died" before recording the start
     assert proc.wait(timeout=30) == 1
+    proc.stdout.close()
     assert group_is_gone(answer["pgid"])  # killed and reaped by the monitor before it exits
     assert bash_events(quest) == []
 
 
+@pytest.mark.slow
 async def test_replay_rebuilds_the_session_list_byte_for_byte(home, quest, capsys):
     async with client_for(quest) as c:
         await call(c, command="echo '__DS_PROGRESS__ {\"pct\": 100}'", mode="await", wait_timeout_seconds=20)
@@ -150,6 +152,7 @@ async def test_replay_rebuilds_the_session_list_byte_for_byte(home, quest, capsy
     assert "sessions.json" in capsys.readouterr().out
 
 
+@pytest.mark.slow
 async def test_pausing_or_stopping_the_quest_kills_its_running_sessions(quest):
     first = start(quest, "sleep 300")
     second = start(quest, "sleep 300")
@@ -167,6 +170,7 @@ async def test_pausing_or_stopping_the_quest_kills_its_running_sessions(quest):
     assert session_of(quest, third.id).reason == "quest_stop"
 
 
+@pytest.mark.slow
 async def test_a_new_server_marks_sessions_that_died_while_no_server_ran_before_any_call(quest):
     session = start(quest, "echo up; sleep 300")
     os.kill(session.monitor_pid, signal.SIGKILL)

@@ -36,3 +36,4 @@ def test_a_process_whose_main_thread_ended_is_alive_though_proc_says_zombie():
     finally:
         os.killpg(child.pid, 9)
         child.wait()
+        child.stdout.close()

@@ -12,6 +12,8 @@ import os
 import signal
 import sys
 
+import pytest
+
 from .support import bash_events, group_is_gone, process_state, session_of, start, waits_on_a_lock, wait_until
 
 
@@ -19,6 +21,7 @@ def _ended(quest, session_id):
     return any(e.type in ("bash.session_exited", "bash.session_lost") for e in bash_events(quest, session_id))
 
 
+@pytest.mark.slow
 def test_a_member_that_dies_while_the_monitor_waits_on_the_log_is_reaped_before_the_end_is_recorded(home, quest):
     # The member ignores TERM (the monitor's first stop) and HUP (sent when the leader,
     # which controls the terminal, exits). The second progress report is due 2 s after
@@ -80,6 +83,7 @@ time.sleep(300)
 """
 
 
+@pytest.mark.slow
 def test_a_zombie_only_its_parent_outside_the_group_may_reap_does_not_hold_the_end_for_ever(quest, tmp_path):
     script = tmp_path / "foreign.py"
     script.write_text(FOREIGN_PARENT)

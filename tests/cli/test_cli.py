@@ -234,6 +234,7 @@ def test_events_tail_follow_sees_appends_from_another_process(home, q):
     finally:
         follower.kill()
         follower.wait()
+        follower.stdout.close()
 
 
 def test_the_console_script_module_exits_non_zero_with_one_line(home):

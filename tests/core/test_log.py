@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import os
 import threading
+from pathlib import Path
 
 import pytest
 
@@ -29,14 +30,14 @@ def test_append_assigns_seq_id_ts_and_chains_prev(log):
     assert (a.seq, b.seq) == (1, 2)
     assert a.id and a.ts.endswith("Z") and a.quest_id == "q" and a.actor == "test"
     assert a.prev == ""
-    first_line = open(log.path, "rb").read().split(b"\n")[0]
+    first_line = Path(log.path).read_bytes().split(b"\n")[0]
     assert b.prev == line_hash(first_line)
 
 
 def test_a_batch_is_appended_atomically_with_consecutive_seqs(log):
     stored = log.append([msg(i) for i in range(5)])
     assert [e.seq for e in stored] == [1, 2, 3, 4, 5]
-    assert open(log.path, "rb").read().count(b"\n") == 5
+    assert Path(log.path).read_bytes().count(b"\n") == 5
 
 
 def test_reappending_an_event_with_a_known_id_returns_the_stored_one(log):
@@ -73,12 +74,12 @@ def test_tail_and_reverse_reads(log):
 
 def test_a_missing_or_wrong_index_is_rebuilt_on_open(log):
     log.append([msg(i) for i in range(INDEX_EVERY * 4)])
-    good = open(log.path + ".idx", "rb").read()
+    good = Path(log.path + ".idx").read_bytes()
     with open(log.path + ".idx", "wb") as f:
         f.write(b"\x07" * len(good))
     with EventLog(log.path) as reopened:
         assert [e.seq for e in reopened.read(after_seq=INDEX_EVERY * 3, limit=2)] == [INDEX_EVERY * 3 + 1, INDEX_EVERY * 3 + 2]
-    assert open(log.path + ".idx", "rb").read() == good
+    assert Path(log.path + ".idx").read_bytes() == good
 
 
 def test_appends_from_another_instance_are_seen_and_chained(log):

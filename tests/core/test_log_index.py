@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 
@@ -49,14 +50,14 @@ def test_appends_write_one_entry_per_index_every_events_and_reads_seek_through_t
 
 def test_load_keeps_the_longest_good_prefix_and_rebuilds_the_rest(path, fd):
     idx = str(path) + ".idx"
-    good = open(idx, "rb").read()
+    good = Path(idx).read_bytes()
     with open(idx, "r+b") as f:  # entries 6.. point at the wrong bytes
         f.seek(6 * 8)
         f.write(b"\x07" * (len(good) - 6 * 8))
     index = SparseIndex(idx)
     index.load(fd, os.fstat(fd).st_size, INDEX_EVERY * 10)
     assert len(index) == 10
-    assert open(idx, "rb").read() == good
+    assert Path(idx).read_bytes() == good
     for slot in range(10):
         seq, offset = index.entry(slot)
         assert SparseIndex.entry_matches(fd, os.fstat(fd).st_size, slot, offset)
@@ -105,9 +106,9 @@ def test_an_entry_beyond_what_a_read_covers_is_skipped_not_dropped(path, fd):
 
 def test_a_wrong_entry_is_dropped_at_first_use_and_an_earlier_one_used(path, fd):
     idx = str(path) + ".idx"
-    data = bytearray(open(idx, "rb").read())
+    data = bytearray(Path(idx).read_bytes())
     data[5 * 8 : 6 * 8] = data[6 * 8 : 7 * 8]  # entry 5 points at entry 6's line
-    open(idx, "wb").write(bytes(data))
+    Path(idx).write_bytes(bytes(data))
     index = SparseIndex(idx)
     index.refresh(fd)
     assert index.seek(fd, 5 * INDEX_EVERY + 3) == index.entry(4)

@@ -12,6 +12,7 @@ import os
 import random
 import shutil
 import struct
+from pathlib import Path
 
 import pygit2
 import pytest
@@ -293,9 +294,9 @@ def test_a_bad_middle_index_entry_is_caught_at_use_and_by_verify(tmp_path):
     path = tmp_path / "events.jsonl"
     make_log(path, 300, batch=50)
     idx = str(path) + ".idx"
-    entries = list(struct.unpack(f"<{os.path.getsize(idx) // 8}Q", open(idx, "rb").read()))
+    entries = list(struct.unpack(f"<{os.path.getsize(idx) // 8}Q", Path(idx).read_bytes()))
     entries[2] = entries[3]  # seq 129's entry points at seq 193's line
-    open(idx, "wb").write(struct.pack(f"<{len(entries)}Q", *entries))
+    Path(idx).write_bytes(struct.pack(f"<{len(entries)}Q", *entries))
     with EventLog(path, quest_id="q", key=KEY) as log:
         assert [e.seq for e in log.read(after_seq=140, limit=3)] == [141, 142, 143]
     report = verify_log(str(path), key=KEY)

@@ -13,6 +13,7 @@ import pytest
 from ds_events.events import ConversationMessage, LogRecovered, LogRepaired, decode_line
 from ds_events.log import EventLog, LogError
 from ds_events.verify import repair_log, verify_log
+from tests.helpers import wait_until_async
 
 
 def msg(i: int) -> ConversationMessage:
@@ -79,7 +80,7 @@ def test_a_writer_killed_mid_line_is_recovered_by_the_next_appender_in_another_p
                     log = os.open({str(path)!r}, os.O_WRONLY | os.O_APPEND)
                     os.write(log, b'{{"type":"conversation.message","seq":11,"id":"half')
                     print("torn", flush=True)
-                    time.sleep(60)
+                    time.sleep(60)  # holds the lock until the SIGKILL below (not a wait)
                     """
                 ),
             ],
@@ -89,6 +90,7 @@ def test_a_writer_killed_mid_line_is_recovered_by_the_next_appender_in_another_p
         assert crasher.stdout is not None and crasher.stdout.readline().strip() == "torn"
         os.kill(crasher.pid, signal.SIGKILL)
         crasher.wait()
+        crasher.stdout.close()
         # Readers never see the half line ...
         assert survivor.last_seq == 10
         # ... and the next append quarantines it, records it, then lands after it.
@@ -207,7 +209,8 @@ def test_a_reader_and_a_follower_notice_a_repair_that_replaced_the_file(path):
         with EventLog(path, quest_id="q", policy="never") as follower:
             agen = follower.follow(after_seq=10, poll_interval=0.01)
             task = asyncio.ensure_future(agen.__anext__())
-            await asyncio.sleep(0.05)  # the follower is idle at the tail
+            # Repair only once the follower is idle at the tail (waiting to be woken).
+            await wait_until_async(lambda: follower._waiters, timeout=10, what="the follower to wait at the tail")
             lines = lines_of(path)
             lines[1], lines[2] = lines[2], lines[1]
             path.write_bytes(b"\n".join(lines) + b"\n")

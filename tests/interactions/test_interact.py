@@ -6,6 +6,7 @@ import json
 import subprocess
 
 import mcp
+import pytest
 
 from ds_events.events.interaction import InteractionSent, MailboxDelivered
 from ds_events.home import Home, Quest
@@ -90,6 +91,7 @@ async def test_a_decision_request_blocks_by_default_and_stays_open_until_a_reply
         assert "_Nothing is waiting for you._" in (quest.root / "interactions" / "open_requests.md").read_text()
 
 
+@pytest.mark.slow
 async def test_a_blocking_interact_returns_the_reply_that_another_process_writes(home: Home, quest: Quest) -> None:
     import asyncio
     import sys

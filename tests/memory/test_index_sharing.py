@@ -151,7 +151,7 @@ def test_an_index_another_process_is_creating_is_waited_for_never_deleted(quest:
         reader.join(60)
     finally:
         creator.kill()
-        creator.wait()
+        creator.communicate(timeout=30)  # waits, and closes its pipes
     assert "error" not in outcome and outcome["hits"] == []
     assert os.stat(path).st_ino == inode  # the file was never unlinked under its creator
     with sqlite3.connect(path) as conn:
@@ -247,7 +247,7 @@ def test_a_write_whose_event_landed_is_never_reported_failed_because_of_the_inde
     finally:
         holder.stdin.write("done\n")  # type: ignore[union-attr]
         holder.stdin.flush()  # type: ignore[union-attr]
-        holder.wait(30)
+        holder.communicate(timeout=30)  # waits, and closes its pipes
     assert [h.id for h in svc.search(mem, SearchCards(query="tokenizers vocabulary")).results] == [outcome["result"].id]
 
 
@@ -268,7 +268,7 @@ def test_an_index_that_stays_busy_answers_with_a_structured_error_and_recovers(q
     finally:
         holder.stdin.write("done\n")  # type: ignore[union-attr]
         holder.stdin.flush()  # type: ignore[union-attr]
-        holder.wait(30)
+        holder.communicate(timeout=30)  # waits, and closes its pipes
     assert len(svc.search(mem, SearchCards(query="seed variance")).results) == 1  # the next call simply works
 
 
@@ -313,7 +313,7 @@ def test_threads_sharing_one_index_while_another_process_appends_neither_deadloc
         t.start()
     wait_until(lambda: not any(t.is_alive() for t in threads), timeout=120, what="the threads to finish")
     assert appender.stdout.readline().strip() == "done"  # type: ignore[union-attr]
-    appender.wait(30)
+    appender.communicate(timeout=30)  # waits, and closes its pipe
     assert errors == []
     assert len(ids) == n_threads * each
     found = {h.id for h in svc.search(mem, SearchCards(query=" ".join((f"t{t}x{i}w5" for t in range(n_threads) for i in range(each))), limit=100)).results}
@@ -375,7 +375,7 @@ def test_a_write_never_holds_the_logs_lock_while_the_index_is_busy(quest: Quest,
     finally:
         holder.stdin.write("done\n")  # type: ignore[union-attr]
         holder.stdin.flush()  # type: ignore[union-attr]
-        holder.wait(30)
+        holder.communicate(timeout=30)  # waits, and closes its pipes
     writer.join(60)
     assert "error" not in outcome, outcome.get("error")
     assert outcome["result"].status == "written"
