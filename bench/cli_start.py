@@ -82,7 +82,7 @@ def _small_quest(env: dict[str, str], messages: int) -> int:
         "from ds_events.services import quests\n"
         f"with Home().open_quest('bench') as q:\n"
         f"    for i in range({messages}):\n"
-        "        quests.post_message(q, f'message {i}')\n"
+        "        quests.post_message(q, quests.PostMessage(text=f'message {i}'))\n"
         "    print(q.log.last_seq)\n"
     )
     done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)

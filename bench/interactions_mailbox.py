@@ -36,7 +36,7 @@ def main(n: int) -> None:
     q1 = home.create_quest("consume", quest_id="consume")
     t0 = time.perf_counter()
     for i in range(n):
-        quests.post_message(q1, f"message {i}", source="bench")
+        quests.post_message(q1, quests.PostMessage(text=f"message {i}"), source="bench")
         _batch, items = interactions.consume_mailbox(q1, consumer="bench")
         assert len(items) == 1
     consume = (time.perf_counter() - t0) / n
@@ -44,7 +44,7 @@ def main(n: int) -> None:
     q2 = home.create_quest("interact", quest_id="interact")
     t0 = time.perf_counter()
     for i in range(n):
-        quests.post_message(q2, f"message {i}", source="bench")
+        quests.post_message(q2, quests.PostMessage(text=f"message {i}"), source="bench")
         r = interactions.interact(q2, interactions.Interact(message=f"step {i} done", recent_message_limit=8))
         assert r.new_message_count == 1
     interact = (time.perf_counter() - t0) / n

@@ -69,7 +69,7 @@ def test_importing_the_cli_loads_no_command_module(home: Home):
 
 
 def test_read_only_commands_load_neither_git_nor_the_network_nor_other_commands(home: Home, quest: Quest):
-    quest_service.post_message(quest, "a message to tail")
+    quest_service.post_message(quest, quest_service.PostMessage(text="a message to tail"))
     code = textwrap.dedent(
         """
         from ds_events.cli import main

@@ -48,14 +48,14 @@ def run_demo(home: Home) -> str:
     with quest:
         out(f"home:    {home.root}")
         out(f"quest:   {quest.id}")
-        quest_service.post_message(quest, "Start with the published ResNet-20 baseline, please.")
-        quest_service.change_anchor(quest, "baseline", reason="scouting done: baseline paper found")
+        quest_service.post_message(quest, quest_service.PostMessage(text="Start with the published ResNet-20 baseline, please."))
+        quest_service.change_anchor(quest, quest_service.ChangeAnchor(anchor="baseline", reason="scouting done: baseline paper found"))
         _memory(quest)
         _artifacts(quest)
         _mailbox(quest)
         _shell(quest)
-        quest_service.control(quest, "pause", reason="user reviews the results")
-        quest_service.control(quest, "resume")
+        quest_service.control(quest, quest_service.Control(action="pause", reason="user reviews the results"))
+        quest_service.control(quest, quest_service.Control(action="resume"))
         _summary(quest)
         return quest.id
 
@@ -117,7 +117,7 @@ def _artifacts(quest: Quest) -> None:
             summary="ResNet-20 reproduced",
         ),
     )
-    quest_service.change_anchor(quest, "experiment", reason="baseline confirmed")
+    quest_service.change_anchor(quest, quest_service.ChangeAnchor(anchor="experiment", reason="baseline confirmed"))
     run = artifact_service.record_main_experiment(
         quest, cmd.RecordMainExperiment(run_id="ls-0.1", title="Label smoothing 0.1", metrics_summary={"top1": 0.921})
     )
@@ -130,7 +130,7 @@ def _artifacts(quest: Quest) -> None:
 def _mailbox(quest: Quest) -> None:
     from ds_events.services import interactions
 
-    quest_service.post_message(quest, "Please report the accuracy delta with a 95% CI.")
+    quest_service.post_message(quest, quest_service.PostMessage(text="Please report the accuracy delta with a 95% CI."))
     progress = interactions.Interact(message="Baseline reproduced at 91.6% top-1.")
     first = interactions.interact(quest, progress, consumer="demo")
     out(f"mailbox: interact() delivered {first.new_message_count} new message(s): {[m.text for m in first.new_messages]}")

@@ -105,7 +105,7 @@ def message(home: Home, quest_id: str, text: str, role: str, as_json: bool) -> N
     Example: ds message tok-abl "Try a smaller vocabulary first"
     """
     with open_quest(home, quest_id) as q:
-        event = quest_service.post_message(q, text, role=role, source="cli")
+        event = quest_service.post_message(q, quest_service.PostMessage(text=text, role=role), source="cli")
     if as_json:
         emit_json({"seq": event.seq, "id": event.id})
     else:
@@ -123,5 +123,5 @@ def control(home: Home, quest_id: str, action: str, reason: str) -> None:
     Example: ds control tok-abl pause --reason "reviewing results"
     """
     with open_quest(home, quest_id) as q:
-        event = quest_service.control(q, action, reason=reason)
+        event = quest_service.control(q, quest_service.Control(action=action, reason=reason))
         out(f"{action}: seq {event.seq}, status now {q.state('status').status}")

@@ -2,21 +2,58 @@
 
 from __future__ import annotations
 
+from typing import Annotated
+
+from msgspec import Meta
+
 from ds_events.events import ConversationMessage, Event, QuestAnchorChanged, QuestCompleted, QuestControl
 from ds_events.home import Quest
 
 from ds_events.errors import Conflict, Invalid
 
-__all__ = ["post_message", "control", "change_anchor", "complete", "ANCHORS", "CONTROL_ACTIONS"]
+from .commands import Command
+
+__all__ = [
+    "PostMessage", "Control", "ChangeAnchor", "Complete",
+    "post_message", "control", "change_anchor", "complete", "ANCHORS", "CONTROL_ACTIONS",
+]  # fmt: skip
 
 ANCHORS = ("scout", "baseline", "idea", "experiment", "analysis-campaign", "write", "finalize", "decision")
 CONTROL_ACTIONS = ("pause", "stop", "resume")
 MAX_MESSAGE_CHARS = 100_000
 
 
-def post_message(quest: Quest, text: str, *, role: str = "user", source: str = "cli") -> Event:
+class PostMessage(Command):
+    """A message to the quest's conversation (the user's, by default)."""
+
+    text: Annotated[str, Meta(description=f"The message, at most {MAX_MESSAGE_CHARS} characters.")]
+    role: Annotated[str, Meta(description="user | assistant | system.")] = "user"
+
+
+class Control(Command):
+    """Pause, stop or resume the quest."""
+
+    action: Annotated[str, Meta(description="pause | stop | resume.")]
+    reason: Annotated[str, Meta(description="Why, recorded with the event.")] = ""
+
+
+class ChangeAnchor(Command):
+    """Move the quest to another stage (anchor)."""
+
+    anchor: Annotated[str, Meta(description="One of " + ", ".join(ANCHORS) + ".")]
+    reason: Annotated[str, Meta(description="Why, recorded with the event.")] = ""
+
+
+class Complete(Command):
+    """Mark the quest completed."""
+
+    summary: Annotated[str, Meta(description="What the quest found.")] = ""
+
+
+def post_message(quest: Quest, cmd: PostMessage, *, source: str = "cli") -> Event:
     """Append a conversation message; returns it as stored (with its seq)."""
-    if not isinstance(text, str) or not text.strip():
+    text, role = cmd.text, cmd.role
+    if not text.strip():
         raise Invalid("a message needs some text", code="empty_message")
     if len(text) > MAX_MESSAGE_CHARS:
         raise Invalid(f"a message is at most {MAX_MESSAGE_CHARS} characters", code="message_too_long")
@@ -25,8 +62,9 @@ def post_message(quest: Quest, text: str, *, role: str = "user", source: str = "
     return quest.emit(ConversationMessage(role=role, content=text, source=source))[0]  # type: ignore[arg-type]
 
 
-def control(quest: Quest, action: str, *, reason: str = "") -> Event:
+def control(quest: Quest, cmd: Control) -> Event:
     """Pause, stop or resume the quest."""
+    action, reason = cmd.action, cmd.reason
     if action not in CONTROL_ACTIONS:
         raise Invalid(f"unknown control action {action!r}: use pause, stop or resume", code="invalid_action")
     status = quest.state("status").status
@@ -41,14 +79,16 @@ def control(quest: Quest, action: str, *, reason: str = "") -> Event:
     return event
 
 
-def change_anchor(quest: Quest, anchor: str, *, reason: str = "") -> Event:
+def change_anchor(quest: Quest, cmd: ChangeAnchor) -> Event:
+    anchor, reason = cmd.anchor, cmd.reason
     if anchor not in ANCHORS:
         raise Invalid(f"unknown anchor {anchor!r}: use one of {', '.join(ANCHORS)}", code="invalid_anchor")
     previous = quest.state("status").anchor
     return quest.emit(QuestAnchorChanged(anchor=anchor, previous=previous, reason=reason))[0]
 
 
-def complete(quest: Quest, *, summary: str = "") -> Event:
+def complete(quest: Quest, cmd: Complete) -> Event:
+    summary = cmd.summary
     if quest.state("status").status == "completed":
         raise Conflict("the quest is already completed", code="quest_completed")
     return quest.emit(QuestCompleted(summary=summary))[0]

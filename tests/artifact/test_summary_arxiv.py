@@ -31,7 +31,7 @@ EMPTY_FEED = '<?xml version="1.0"?><feed xmlns="http://www.w3.org/2005/Atom"></f
 
 
 async def test_refresh_summary_renders_title_status_anchor_and_results_from_the_log(home: Home, quest: Quest) -> None:
-    quest_service.change_anchor(quest, "experiment", reason="baseline done")
+    quest_service.change_anchor(quest, quest_service.ChangeAnchor(anchor="experiment", reason="baseline done"))
     async with client_for(home) as c:
         await ok(c, "confirm_baseline", **confirm_args())
         await ok(c, "record", payload={"kind": "decision", "verdict": "go", "action": "launch_experiment", "reason": "baseline ok"})
@@ -43,7 +43,7 @@ async def test_refresh_summary_renders_title_status_anchor_and_results_from_the_
     assert "refreshed 1 time(s): after the baseline" in md
     assert (quest.root / "SUMMARY.md").read_text() == md
     # a later non-artifact event does not bring back the status projection's simpler summary
-    quest_service.post_message(quest, "thanks")
+    quest_service.post_message(quest, quest_service.PostMessage(text="thanks"))
     assert (quest.root / "SUMMARY.md").read_text().startswith("# Test quest\n\nA quest for tests.\n\n- quest: `q1`")
     (quest.root / "SUMMARY.md").unlink()
     replay_quest(quest.root, quest_id="q1")

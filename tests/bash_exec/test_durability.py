@@ -156,16 +156,16 @@ async def test_replay_rebuilds_the_session_list_byte_for_byte(home, quest, capsy
 async def test_pausing_or_stopping_the_quest_kills_its_running_sessions(quest):
     first = start(quest, "sleep 300")
     second = start(quest, "sleep 300")
-    quest_service.control(quest, "pause", reason="review")
+    quest_service.control(quest, quest_service.Control(action="pause", reason="review"))
     wait_until(lambda: session_of(quest, first.id).status != "running", what="the first session to end")
     wait_until(lambda: session_of(quest, second.id).status != "running", what="the second session to end")
     for s in (first, second):
         ended = session_of(quest, s.id)
         assert (ended.status, ended.reason) == ("terminated", "quest_pause")
         assert group_is_gone(s.pgid)
-    quest_service.control(quest, "resume")
+    quest_service.control(quest, quest_service.Control(action="resume"))
     third = start(quest, "sleep 300")
-    quest_service.control(quest, "stop")
+    quest_service.control(quest, quest_service.Control(action="stop"))
     wait_until(lambda: session_of(quest, third.id).status != "running", what="the third session to end")
     assert session_of(quest, third.id).reason == "quest_stop"
 

@@ -185,10 +185,10 @@ def test_refused_requests_say_why_and_change_nothing(home, capsys, q, argv, says
 
 
 def test_control_after_completion_is_refused(home, capsys, q):
-    from ds_events.services.quests import complete
+    from ds_events.services.quests import Complete, complete
 
     with home.open_quest(q) as quest:
-        complete(quest)
+        complete(quest, Complete())
     fails(capsys, "control", q, "resume", says="completed")
 
 

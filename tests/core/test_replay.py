@@ -31,11 +31,11 @@ def digest_tree(root: Path) -> dict[str, str]:
 
 
 def drive(quest) -> None:
-    svc.post_message(quest, "first")
-    svc.change_anchor(quest, "baseline")
-    svc.control(quest, "pause", reason="lunch")
-    svc.control(quest, "resume")
-    svc.post_message(quest, "done", role="assistant")
+    svc.post_message(quest, svc.PostMessage(text="first"))
+    svc.change_anchor(quest, svc.ChangeAnchor(anchor="baseline"))
+    svc.control(quest, svc.Control(action="pause", reason="lunch"))
+    svc.control(quest, svc.Control(action="resume"))
+    svc.post_message(quest, svc.PostMessage(text="done", role="assistant"))
 
 
 def test_replay_writes_back_deleted_files_byte_for_byte(quest):
@@ -63,7 +63,7 @@ def test_status_projection_follows_the_lifecycle(quest):
     s = quest.state("status")
     assert (s.title, s.status, s.anchor, s.user_messages, s.assistant_messages) == ("Test quest", "active", "baseline", 1, 1)
     assert s.counts == {"quest.created": 1, "conversation.message": 2, "quest.anchor_changed": 1, "quest.control": 2}
-    svc.complete(quest, summary="all done")
+    svc.complete(quest, svc.Complete(summary="all done"))
     assert quest.state("status").status == "completed"
     assert b"status: completed" in (quest.root / "quest.yaml").read_bytes()
 
@@ -71,7 +71,7 @@ def test_status_projection_follows_the_lifecycle(quest):
 def test_a_snapshot_lets_views_start_from_its_seq(quest):
     drive(quest)
     replay_quest(quest.root, quest_id=quest.id)
-    svc.post_message(quest, "after the snapshot")
+    svc.post_message(quest, svc.PostMessage(text="after the snapshot"))
     views = Views(quest.log, quest.root).load()
     assert views.applied == 1  # only the event after the snapshot was folded
     assert views.state("status").user_messages == 2
@@ -137,10 +137,10 @@ def test_live_updates_rewrite_only_the_files_an_event_changes(quest):
     identity = quest.root / "quest.yaml"
     status = quest.root / "status.md"
     before_identity, before_status = identity.read_bytes(), status.read_bytes()
-    svc.post_message(quest, "a message changes counters, not the quest's identity")
+    svc.post_message(quest, svc.PostMessage(text="a message changes counters, not the quest's identity"))
     assert identity.read_bytes() == before_identity
     assert status.read_bytes() != before_status
-    svc.change_anchor(quest, "idea")
+    svc.change_anchor(quest, svc.ChangeAnchor(anchor="idea"))
     assert b"active_anchor: idea" in identity.read_bytes()
     # What the live path wrote is exactly what a full replay renders.
     assert replay_quest(quest.root, quest_id=quest.id).files_written == []
@@ -150,10 +150,10 @@ def test_a_file_another_process_rewrote_is_written_again_when_our_state_differs(
     # Two handles on one quest stand for two processes (each has its own views).
     other = home.open_quest(quest.id)
     try:
-        svc.change_anchor(quest, "idea")
-        svc.change_anchor(other, "write")  # other writes quest.yaml with anchor write
+        svc.change_anchor(quest, svc.ChangeAnchor(anchor="idea"))
+        svc.change_anchor(other, svc.ChangeAnchor(anchor="write"))  # other writes quest.yaml with anchor write
         assert b"active_anchor: write" in (quest.root / "quest.yaml").read_bytes()
-        svc.change_anchor(quest, "idea")  # back to the bytes `quest` wrote before
+        svc.change_anchor(quest, svc.ChangeAnchor(anchor="idea"))  # back to the bytes `quest` wrote before
         assert b"active_anchor: idea" in (quest.root / "quest.yaml").read_bytes()
     finally:
         other.close()

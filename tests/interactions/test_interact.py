@@ -22,8 +22,8 @@ OPTIONS = [{"id": "wider", "label": "Try a wider model"}, {"id": "stop", "label"
 
 async def test_interact_hands_over_pending_user_messages_as_one_batch_then_says_nothing_new(home: Home, quest: Quest) -> None:
     async with artifact_client(home) as client:
-        first = quest_service.post_message(quest, "Try a smaller vocabulary first")
-        second = quest_service.post_message(quest, "And log the perplexity")
+        first = quest_service.post_message(quest, quest_service.PostMessage(text="Try a smaller vocabulary first"))
+        second = quest_service.post_message(quest, quest_service.PostMessage(text="And log the perplexity"))
 
         r = await call(client, "interact", {"message": "Tokenizer sweep started"})
         assert r["status"] == "sent" and r["new_message_count"] == 2
@@ -48,7 +48,7 @@ async def test_repeated_identical_progress_is_suppressed_but_still_reads_the_mai
     async with artifact_client(home) as client:
         sent = await call(client, "interact", {"message": "Epoch 3/10: loss 1.92"})
         before = quest.log.last_seq
-        msg = quest_service.post_message(quest, "Stop after epoch 5")
+        msg = quest_service.post_message(quest, quest_service.PostMessage(text="Stop after epoch 5"))
 
         repeat = await call(client, "interact", {"message": "  epoch 3/10:   LOSS 1.92 "})
         assert repeat["suppressed"] is True and repeat["status"] == "suppressed"
@@ -130,7 +130,7 @@ async def test_a_blocking_wait_that_times_out_leaves_the_request_open(home: Home
 
 async def test_a_threaded_answer_can_refer_to_a_user_message_and_take_replies(home: Home, quest: Quest) -> None:
     async with artifact_client(home) as client:
-        question = quest_service.post_message(quest, "Why did run 3 diverge?")
+        question = quest_service.post_message(quest, quest_service.PostMessage(text="Why did run 3 diverge?"))
         r = await call(client, "interact", {
             "kind": "answer", "message": "The LR warmup was skipped.", "reply_mode": "threaded",
             "reply_to_interaction_id": question.id,
@@ -145,7 +145,7 @@ async def test_a_threaded_answer_can_refer_to_a_user_message_and_take_replies(ho
 
 
 def test_replay_rewrites_the_interaction_files_byte_for_byte(quest: Quest) -> None:
-    quest_service.post_message(quest, "hello")
+    quest_service.post_message(quest, quest_service.PostMessage(text="hello"))
     r = service.interact(quest, Interact(kind="decision_request", message="A or B?", options=OPTIONS))
     service.reply(quest, Reply(interaction_id=r.interaction_id, text="A", option_id="wider"))
     service.interact(quest, Interact(kind="milestone", message="Baseline confirmed"))

@@ -25,7 +25,7 @@ from ds_events.home import Home
 from ds_events.services import quests
 q = Home().open_quest("q1", actor="daemon")
 for i in range(int(sys.argv[1])):
-    quests.post_message(q, f"message {i}", source="daemon")
+    quests.post_message(q, quests.PostMessage(text=f"message {i}"), source="daemon")
 """
 
 CONSUMER = """

@@ -33,7 +33,7 @@ def test_folding_the_whole_log_equals_the_live_state_and_snapshots_round_trip(op
     with home.create_quest("prop", quest_id="prop") as quest:
         for kind, arg in ops:
             if kind == "message":
-                quest_service.post_message(quest, arg)
+                quest_service.post_message(quest, quest_service.PostMessage(text=arg))
             elif kind == "progress":
                 service.interact(quest, Interact(message=arg))
             elif kind == "decision":
