@@ -77,6 +77,7 @@ _RECENT_IN_DIGEST = 20
 # Records listed per type in MEMORY.md (the newest); older ones are counted, and
 # ``read_memory`` lists every one. Keeps the digest, and rendering it, bounded.
 _RECORDS_IN_DIGEST = 50
+_RECENT_SLACK = 1000  # recent may grow this far past twice the cards before compaction
 
 
 class Card(msgspec.Struct, kw_only=True):
@@ -114,7 +115,11 @@ class MemoryState(msgspec.Struct, kw_only=True):
     guard_keys: list[str] = []
     # What MEMORY.md shows, kept up to date by apply so rendering never walks every card.
     active_counts: dict[str, int] = {}  # kind -> active cards (kinds with none absent)
-    recent: dict[str, int] = {}  # active card id -> its last seq, least recently changed first
+    # Card ids in the order they last changed, newest last. An id may stand more than
+    # once (its last place counts) and an inactive card's id stays until the next
+    # compaction: appending is cheap, and a list copies ten times faster than a dict
+    # when a handed-out state is thawed (see :func:`recent_cards`).
+    recent: list[str] = []
     active_records: dict[str, dict[str, int]] = {}  # record type -> {active card id: created seq}, oldest first
 
 
@@ -195,7 +200,8 @@ def make_projection(prefix: str, name: str = "memory") -> Projection[MemoryState
         render_changed=render_changed,
         thaw=thaw,
         # 2: the digest's parts (active_counts, recent, active_records) joined the state.
-        version=2,
+        # 3: recent became a list of ids in order of change.
+        version=3,
     )
 
 
@@ -256,7 +262,7 @@ def render_digest(state: MemoryState, prefix: str = "memory/") -> bytes:
                 lines.append(f"- ({len(ids) - len(newest)} older {rtype} records: `read_memory` lists every one)")
             lines += [digest_line(state.cards[cid], prefix) for cid in reversed(newest)]
         lines.append("")
-    recent = [state.cards[cid] for cid in islice(reversed(state.recent), _RECENT_IN_DIGEST)]
+    recent = recent_cards(state, _RECENT_IN_DIGEST)
     if recent:
         lines += ["## Recent cards", ""]
         lines += [f"- [{c.kind}] {_one_line(c.title)} (`{c.id}`) -> {card_path(c, prefix)}" for c in recent]
@@ -297,6 +303,37 @@ def _apply_written(state: MemoryState, event: CardWritten) -> None:
     _put(state, old, card)
 
 
+def recent_cards(state: MemoryState, limit: int) -> list[Card]:
+    """Up to ``limit`` active cards, the most recently changed first."""
+    found: list[Card] = []
+    seen: set[str] = set()
+    for cid in reversed(state.recent):
+        if len(found) >= limit:
+            break
+        if cid in seen:
+            continue
+        seen.add(cid)
+        card = state.cards.get(cid)
+        if card is not None and card.active:
+            found.append(card)
+    return found
+
+
+def _compact_recent(state: MemoryState) -> None:
+    """Keep each active card's last place only (runs once per about as many changes as
+    there are cards, so a change costs the same on average at any store size)."""
+    keep: list[str] = []
+    seen: set[str] = set()
+    for cid in reversed(state.recent):
+        if cid not in seen:
+            seen.add(cid)
+            card = state.cards.get(cid)
+            if card is not None and card.active:
+                keep.append(cid)
+    keep.reverse()
+    state.recent = keep
+
+
 def _put(state: MemoryState, old: Card | None, new: Card) -> None:
     """Put ``new`` in the place of ``old`` (None: a new card), keeping the digest's parts
     in step: counts per kind, the order of last changes, the active records per type."""
@@ -308,9 +345,10 @@ def _put(state: MemoryState, old: Card | None, new: Card) -> None:
             state.active_counts[new.kind] = n
         else:
             state.active_counts.pop(new.kind, None)
-    state.recent.pop(new.id, None)  # re-inserted last: the most recently changed
-    if new.active:
-        state.recent[new.id] = new.seq
+    if new.active and (not state.recent or state.recent[-1] != new.id):  # (edits in a row: once)
+        state.recent.append(new.id)
+        if len(state.recent) > 2 * len(state.cards) + _RECENT_SLACK:
+            _compact_recent(state)
     was_record = old.record_type if old is not None and was_active else ""
     is_record = new.record_type if new.active else ""
     if was_record and was_record != is_record:

@@ -199,3 +199,41 @@ def test_a_handed_out_memory_state_never_changes_when_more_events_are_applied():
     # and the copy folded on is exactly a fold of the whole log
     assert msgspec.json.encode(work) == msgspec.json.encode(fold(PROJECTION, [*events, *later]))
     assert render_digest(work) == render_digest(fold(PROJECTION, [*events, *later]))
+
+
+def test_the_recent_cards_survive_compaction_in_order_of_their_last_change() -> None:
+    """``recent`` is an append-only list compacted now and then; what the digest shows is
+    the order of last changes of active cards, whatever the compactions did."""
+    import random
+
+    from projections.memory import _RECENT_SLACK, recent_cards
+
+    rng = random.Random(5)
+    events: list[Any] = []
+    changes: list[tuple[str, int]] = []
+    superseded: set[str] = set()
+    for seq in range(1, 3 * _RECENT_SLACK):
+        cid = f"knowledge-{rng.randrange(40):04x}"
+        if rng.random() < 0.005 and any(c == cid for c, _ in changes) and cid not in superseded:
+            by = next(c for c, _ in changes if c != cid)
+            event: Any = CardSuperseded(card_id=cid, by_card_id=by)
+            superseded.add(cid)  # for good: a superseded card stays out of retrieval
+        else:
+            event = CardWritten(card_id=cid, kind="knowledge", title=f"t{seq}", body=f"b{seq}")
+            changes.append((cid, seq))
+        events.append(msgspec.structs.replace(event, seq=seq, ts="2026-01-01T00:00:00.000000Z"))
+    # Fold until just after the first compaction: what the digest shows then comes from
+    # the compacted list, not from the changes appended since.
+    state, compacted = PROJECTION.initial(), False
+    for event in events:
+        before = len(state.recent)
+        state = PROJECTION.apply(state, event)
+        if len(state.recent) < before:
+            compacted = True
+            break
+    assert compacted
+    last_change = {cid: s for cid, s in changes if s <= state.last_seq}  # the last one wins
+    got = [c.id for c in recent_cards(state, 100)]
+    active = {c.id for c in state.cards.values() if c.active}
+    expected = [cid for cid in sorted(last_change, key=lambda c: -last_change[c]) if cid in active]
+    assert got == expected and len(got) >= 20 and superseded
