@@ -128,13 +128,6 @@ def import_hand_edits(mem: MemoryContext, cmd: ImportHandEdits) -> ImportResult:
 
 
 def _clusters(store: MemoryStore, state: MemoryState, cards: list[Card], records_only: bool) -> list[dict[str, Any]]:
-    parent: dict[str, str] = {}
-
-    def find(x: str) -> str:
-        while parent.get(x, x) != x:
-            x = parent[x] = parent.get(parent[x], parent[x])
-        return x
-
     index = store.synced_index()
     best: dict[tuple[str, str], float] = {}
     for card in cards:
@@ -144,22 +137,34 @@ def _clusters(store: MemoryStore, state: MemoryState, cards: list[Card], records
                 continue
             score = similarity(card.title, card.body, other.title, other.body)
             if is_near_duplicate(score):
-                a, b = sorted((card.id, other.id))
-                best[(a, b)] = score
-                parent[find(a)] = find(b)
-    groups: dict[str, list[str]] = {}
-    for a, b in best:
-        for x in (a, b):
-            groups.setdefault(find(x), [])
-            if x not in groups[find(x)]:
-                groups[find(x)].append(x)
-    out = []
-    for members in groups.values():
-        members.sort()
-        pairs = [s for (a, b), s in best.items() if a in members]
-        out.append({"scope": store.scope, "kind": state.cards[members[0]].kind, "max_similarity": round(max(pairs), 3),
-                    "cards": [{"id": m, "title": state.cards[m].title} for m in members]})  # fmt: skip
+                best[tuple(sorted((card.id, other.id)))] = score  # type: ignore[index]
+    out = [
+        {"scope": store.scope, "kind": state.cards[members[0]].kind, "max_similarity": round(top, 3),
+         "cards": [{"id": m, "title": state.cards[m].title} for m in members]}
+        for members, top in cluster_pairs(best)
+    ]  # fmt: skip
     return sorted(out, key=lambda c: c["cards"][0]["id"])
+
+
+def cluster_pairs(pairs: dict[tuple[str, str], float]) -> list[tuple[list[str], float]]:
+    """The connected groups of near-duplicate ``pairs`` (``(a, b) -> score``): each
+    group's sorted members and the highest score of a pair inside it."""
+    parent: dict[str, str] = {}
+
+    def find(x: str) -> str:
+        while parent.get(x, x) != x:
+            parent[x] = parent.get(parent[x], parent[x])  # path halving
+            x = parent[x]
+        return x
+
+    for a, b in pairs:
+        parent[find(a)] = find(b)
+    groups: dict[str, tuple[set[str], list[float]]] = {}
+    for (a, b), score in pairs.items():
+        members, scores = groups.setdefault(find(a), (set(), []))
+        members.update((a, b))
+        scores.append(score)
+    return [(sorted(members), max(scores)) for members, scores in groups.values()]
 
 
 def _broken_links(mem: MemoryContext, store: MemoryStore, state: MemoryState, cards: list[Card]) -> list[dict[str, Any]]:
