@@ -15,7 +15,8 @@ keys, missing required keys and nested junk in object parameters; ids returned b
 calls are reused, so later calls reach deep into the services (read the card just
 written, kill the session just started). bash_exec only ever runs harmless commands.
 
-The seed is printed; ``DS_FUZZ_SEED=<seed>`` replays a run, ``DS_FUZZ_CALLS=<n>`` sizes
+The seed is printed; it is fixed unless ``DS_FUZZ_SEED=random`` asks for a fresh one
+(run that to explore), ``DS_FUZZ_SEED=<seed>`` replays a run, ``DS_FUZZ_CALLS=<n>`` sizes
 the slow one. Run with ``-s`` to see the figures (calls per tool, errors by code).
 """
 
@@ -59,6 +60,8 @@ _WORDS = ["label", "smoothing", "helps", "warmup", "loss", "diverged", "ViT", "b
 # Words a string parameter's description offers as choices ("detach | await | read").
 _CHOICES = re.compile(r"[a-z_]+(?: \| [a-z_]+)+")
 _QUOTED = re.compile(r'"([a-z_]+)"')
+
+_DEFAULT_SEED = 2892655975  # found the audit cluster bug (see tests/memory/test_audit_clusters.py)
 
 
 @dataclass
@@ -147,7 +150,10 @@ def test_thousands_of_fuzzed_calls_answer_in_our_shape_and_write_only_in_the_hom
 
 
 def _fuzz(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *, calls: int) -> None:
-    seed_value = int(os.environ.get("DS_FUZZ_SEED") or random.SystemRandom().randrange(2**32))
+    # A fixed seed by default, so CI is red only when the code changed; DS_FUZZ_SEED=random
+    # explores (a new seed each run, printed for replaying what it finds).
+    wanted = os.environ.get("DS_FUZZ_SEED") or str(_DEFAULT_SEED)
+    seed_value = random.SystemRandom().randrange(2**32) if wanted == "random" else int(wanted)
     print(f"\nMCP fuzz seed: {seed_value} (replay with DS_FUZZ_SEED={seed_value})")
     world = World(tmp_path, monkeypatch, seed_value)
     before = world.outside_snapshot()
