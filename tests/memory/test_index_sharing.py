@@ -4,6 +4,7 @@ reported failed because of the index."""
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import os
 import sqlite3
@@ -12,6 +13,7 @@ import sys
 import threading
 import traceback
 from pathlib import Path
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -211,6 +213,19 @@ def test_a_garbled_index_file_is_rebuilt_on_open_without_losing_anything(quest: 
         fresh.close()
 
 
+@contextlib.contextmanager
+def _index_locked_by_another_process(path: Path) -> Iterator[None]:
+    """Another process holds the index's write lock (BEGIN IMMEDIATE) until the block ends."""
+    holder = subprocess.Popen([sys.executable, "-c", _HOLDER, str(path)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "holding"  # type: ignore[union-attr]
+        yield
+    finally:
+        holder.stdin.write("done\n")  # type: ignore[union-attr]
+        holder.stdin.flush()  # type: ignore[union-attr]
+        holder.communicate(timeout=30)  # waits, and closes its pipes
+
+
 _HOLDER = """
 import sqlite3, sys
 conn = sqlite3.connect(sys.argv[1], isolation_level=None)
@@ -227,10 +242,8 @@ def test_a_write_whose_event_landed_is_never_reported_failed_because_of_the_inde
     # catches up with the new card on the next read, not inside the write.
     svc.search(mem, SearchCards(query="warm the index up")).results
     path = mem.store("quest").index.file
-    holder = subprocess.Popen([sys.executable, "-c", _HOLDER, str(path)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     outcome: dict[str, Any] = {}
-    try:
-        assert holder.stdout.readline().strip() == "holding"  # type: ignore[union-attr]
+    with _index_locked_by_another_process(path):
 
         def write() -> None:
             try:
@@ -244,10 +257,6 @@ def test_a_write_whose_event_landed_is_never_reported_failed_because_of_the_inde
         assert "error" not in outcome, outcome.get("error")
         assert outcome["result"].status == "written"
         assert quest.state("memory").cards[outcome["result"].id].active
-    finally:
-        holder.stdin.write("done\n")  # type: ignore[union-attr]
-        holder.stdin.flush()  # type: ignore[union-attr]
-        holder.communicate(timeout=30)  # waits, and closes its pipes
     assert [h.id for h in svc.search(mem, SearchCards(query="tokenizers vocabulary")).results] == [outcome["result"].id]
 
 
@@ -256,19 +265,13 @@ def test_an_index_that_stays_busy_answers_with_a_structured_error_and_recovers(q
 
     svc.write(mem, WriteCard(kind="knowledge", title="Seed variance is large", body="5 seeds"))
     path = mem.store("quest").index.file
-    holder = subprocess.Popen([sys.executable, "-c", _HOLDER, str(path)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-    try:
-        assert holder.stdout.readline().strip() == "holding"  # type: ignore[union-attr]
+    with _index_locked_by_another_process(path):
         monkeypatch.setattr(sqlite_file, "BUSY_DEADLINE", 0.0)  # give up at the first busy answer
         monkeypatch.setattr(sqlite_file, "_BUSY_HANDLER_SECONDS", 0.0)
         mem.store("quest").index.close()  # reopen with the short busy handler
         with pytest.raises(ServiceError) as err:
             svc.search(mem, SearchCards(query="seed variance")).results  # the index must apply the write: needs the lock
         assert err.value.code == "index_busy" and "busy" in err.value.message
-    finally:
-        holder.stdin.write("done\n")  # type: ignore[union-attr]
-        holder.stdin.flush()  # type: ignore[union-attr]
-        holder.communicate(timeout=30)  # waits, and closes its pipes
     assert len(svc.search(mem, SearchCards(query="seed variance")).results) == 1  # the next call simply works
 
 
@@ -346,10 +349,8 @@ def test_a_write_never_holds_the_logs_lock_while_the_index_is_busy(quest: Quest,
     index = mem.store("quest").index
     index.close()
     path = index.file
-    holder = subprocess.Popen([sys.executable, "-c", _HOLDER, str(path)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     outcome: dict[str, Any] = {}
-    try:
-        assert holder.stdout.readline().strip() == "holding"  # type: ignore[union-attr]
+    with _index_locked_by_another_process(path):
 
         def write() -> None:
             try:
@@ -372,10 +373,6 @@ def test_a_write_never_holds_the_logs_lock_while_the_index_is_busy(quest: Quest,
         finally:
             t.join(30)
             home_quest.close()
-    finally:
-        holder.stdin.write("done\n")  # type: ignore[union-attr]
-        holder.stdin.flush()  # type: ignore[union-attr]
-        holder.communicate(timeout=30)  # waits, and closes its pipes
     writer.join(60)
     assert "error" not in outcome, outcome.get("error")
     assert outcome["result"].status == "written"
