@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 import statistics
 import sys
 import time
@@ -33,3 +34,14 @@ def median_seconds(fn: Callable[[], object], repeats: int) -> float:
 def verdict(ratio: float, target: float, higher_is_better: bool = True) -> str:
     met = ratio >= target if higher_is_better else ratio <= target
     return f"target {'>=' if higher_is_better else '<='} {target}x: {'met' if met else 'NOT met'}"
+
+
+def vocabulary(rng: random.Random, n: int) -> list[str]:
+    """``n`` distinct pronounceable made-up words in a seeded random order (for cards)."""
+    consonants, vowels = "bcdfghklmnprstvz", "aeiou"
+    found: set[str] = set()
+    while len(found) < n:
+        found.add("".join(rng.choice(consonants) + rng.choice(vowels) for _ in range(rng.randint(2, 4))))
+    # Sorted first: a set's order follows the per-process string hash seed, which made
+    # each run rank a different word as the most common (and a reused home mismatch).
+    return sorted(sorted(found), key=lambda w: rng.random())

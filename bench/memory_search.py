@@ -59,6 +59,7 @@ from ds_events.memory.store import MemoryContext  # noqa: E402
 from ds_events.memory.text import words  # noqa: E402
 from ds_events.services import memory as svc  # noqa: E402
 from projections.memory import KINDS, SINGULAR  # noqa: E402
+from _util import vocabulary  # noqa: E402
 
 K = 10
 
@@ -84,7 +85,7 @@ def main() -> None:
 
 def _run(n: int, root: Path, args: argparse.Namespace) -> None:
     rng = random.Random(7)
-    vocab = _vocabulary(rng, 20_000)
+    vocab = vocabulary(rng, 20_000)
     # Zipf-like: a few common words, a long tail. Cumulative once: choices() would
     # otherwise sum all 20,000 weights on every call (the same draws either way).
     cum_weights = list(itertools.accumulate(1 / (i + 1) for i in range(len(vocab))))
@@ -183,16 +184,6 @@ def _common_words(token_sets: list[tuple[str, frozenset[str]]]) -> list[str]:
             df[t] = df.get(t, 0) + 1
     cut = index_module._COMMON_SHARE * len(token_sets)
     return sorted(t for t, d in df.items() if d > cut)
-
-
-def _vocabulary(rng: random.Random, n: int) -> list[str]:
-    consonants, vowels = "bcdfghklmnprstvz", "aeiou"
-    found: set[str] = set()
-    while len(found) < n:
-        found.add("".join(rng.choice(consonants) + rng.choice(vowels) for _ in range(rng.randint(2, 4))))
-    # Sorted first: a set's order follows the per-process string hash seed, which made
-    # each run rank a different word as the most common (and a reused home mismatch).
-    return sorted(sorted(found), key=lambda w: rng.random())
 
 
 # -- the baselines ------------------------------------------------------------------

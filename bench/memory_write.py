@@ -43,6 +43,7 @@ from ds_events.memory.store import MemoryContext  # noqa: E402
 from ds_events.paths import write_atomic  # noqa: E402
 from ds_events.services import memory as svc  # noqa: E402
 from projections.memory import KINDS, SINGULAR  # noqa: E402
+from _util import vocabulary  # noqa: E402
 
 _BATCH = 2000
 
@@ -55,7 +56,7 @@ def main() -> None:
     args = ap.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
     rng = random.Random(11)
-    vocab = _vocabulary(rng, 20_000)
+    vocab = vocabulary(rng, 20_000)
     cum = list(itertools.accumulate(1 / (i + 1) for i in range(len(vocab))))
     with tempfile.TemporaryDirectory(prefix="ds-bench-memw-") as tmp:
         root = Path(tmp)
@@ -127,14 +128,6 @@ def _card(rng: random.Random, vocab: list[str], cum: list[float]) -> tuple[str, 
     title = " ".join(rng.choices(vocab, cum_weights=cum, k=6))
     body = " ".join(rng.choices(vocab, cum_weights=cum, k=40))
     return title, body, [rng.choice(vocab[:50])]
-
-
-def _vocabulary(rng: random.Random, n: int) -> list[str]:
-    consonants, vowels = "bcdfghklmnprstvz", "aeiou"
-    found: set[str] = set()
-    while len(found) < n:
-        found.add("".join(rng.choice(consonants) + rng.choice(vowels) for _ in range(rng.randint(2, 4))))
-    return sorted(sorted(found), key=lambda w: rng.random())
 
 
 # -- the two sides ------------------------------------------------------------------
