@@ -173,17 +173,12 @@ async def await_session(quest: Quest, cmd: AwaitSession) -> Session:
     as ``lost`` instead of being waited on for ever.
     """
     _session(quest, cmd.id)
-    deadline = time.monotonic() + check_wait_timeout(cmd.wait_timeout_seconds)
-    next_check = time.monotonic() + _RECONCILE_SECONDS
-    while True:
-        session = _session(quest, cmd.id)
-        now = time.monotonic()
-        if session.status != "running" or now >= deadline:
-            return session
-        if now >= next_check:
+    wait = _EndWait(quest, cmd.id, check_wait_timeout(cmd.wait_timeout_seconds))
+    while (session := wait.ended()) is None:
+        if wait.reconcile_due():
             await asyncio.to_thread(reconcile, quest, only=[cmd.id])
-            next_check = now + _RECONCILE_SECONDS
-        await asyncio.sleep(min(_POLL_SECONDS, max(0.0, deadline - now)))
+        await asyncio.sleep(wait.pause())
+    return session
 
 
 def check_wait_timeout(wait_timeout_seconds: float | None) -> float:
@@ -262,17 +257,12 @@ def kill(quest: Quest, cmd: KillSession) -> Session:
         _signal_session(quest, session, cmd.force)
     if not cmd.wait:
         return _session(quest, cmd.id)
-    deadline = time.monotonic() + kill_grace_seconds(quest) + 10.0
-    next_check = time.monotonic() + _RECONCILE_SECONDS
-    while True:
-        session = _session(quest, cmd.id)
-        now = time.monotonic()
-        if session.status != "running" or now >= deadline:
-            return session
-        if now >= next_check:
+    wait = _EndWait(quest, cmd.id, kill_grace_seconds(quest) + 10.0)
+    while (session := wait.ended()) is None:
+        if wait.reconcile_due():
             reconcile(quest, only=[cmd.id])
-            next_check = now + _RECONCILE_SECONDS
-        time.sleep(min(_POLL_SECONDS, max(0.0, deadline - now)))
+        time.sleep(wait.pause())
+    return session
 
 
 async def kill_async(quest: Quest, cmd: KillSession) -> Session:
@@ -403,6 +393,33 @@ def progress_interval_seconds(quest: Quest, config: Config | None = None) -> flo
 
 
 # -- private helpers -----------------------------------------------------------------
+
+
+class _EndWait:
+    """The steps of waiting for a session's end, shared by the blocking and the async
+    waits (each sleeps and reconciles in its own way): look for the end event every
+    :data:`_POLL_SECONDS`, check once every :data:`_RECONCILE_SECONDS` that the monitor
+    still runs, give up at the deadline."""
+
+    def __init__(self, quest: Quest, session_id: str | None, timeout: float) -> None:
+        self.quest, self.session_id = quest, session_id
+        self.deadline = time.monotonic() + timeout
+        self.next_check = time.monotonic() + _RECONCILE_SECONDS
+
+    def ended(self) -> Session | None:
+        """The session once it ended or the wait is over; None while it should go on."""
+        session = _session(self.quest, self.session_id)
+        return session if session.status != "running" or time.monotonic() >= self.deadline else None
+
+    def reconcile_due(self) -> bool:
+        now = time.monotonic()
+        if now < self.next_check:
+            return False
+        self.next_check = now + _RECONCILE_SECONDS
+        return True
+
+    def pause(self) -> float:
+        return min(_POLL_SECONDS, max(0.0, self.deadline - time.monotonic()))
 
 
 def _session(quest: Quest, session_id: str | None) -> Session:
