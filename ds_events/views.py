@@ -8,16 +8,21 @@ matches the log (after a repair, say) is ignored and the projection is rebuilt.
 
 A state handed out by :meth:`Views.state` is the caller's to keep: it never changes
 afterwards. The next event is folded into a copy (``Projection.thawed``), made once per
-hand-out, so a replay that hands nothing out still updates one state in place. Several
+hand-out, so a replay that hands nothing out still updates one state in place. A state
+only *lent* for a block (:meth:`Views.lend`) is copied only if an event arrives while the
+block runs: a command that reads the state, decides and appends under the log's lock
+costs no copy at all (copying a 50,000-card map took a millisecond per write). Several
 threads may share one Views: states, seqs and renders are guarded by a lock.
 """
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 import threading
-from collections.abc import Callable, Iterable
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -68,6 +73,9 @@ class Views:
         self.seqs: dict[str, int] = {}
         # Names whose current state object a caller holds: folded into a copy next time.
         self._handed_out: set[str] = set()
+        # Names whose current state is lent to blocks running now (see ``lend``): an
+        # event applied meanwhile is folded into a copy, as for a hand-out.
+        self._lent: Counter[str] = Counter()
         # What this process last wrote (or found) at each path, with the file's stat
         # signature then: another process may have rewritten the file since.
         self._written: dict[str, tuple[bytes, tuple[int, int, int]]] = {}
@@ -90,6 +98,25 @@ class Views:
         with self._lock:
             self._handed_out.add(name)
             return self._states[name]
+
+    @contextlib.contextmanager
+    def lend(self, name: str) -> Iterator[Any]:
+        """The current state of projection ``name`` for the length of the block only.
+
+        It does not change while the block runs (an event another thread applies
+        meanwhile goes into a copy, as after :meth:`state`), and costs no copy when
+        none arrives. Keep nothing from it past the block but its immutable records.
+        """
+        with self._lock:
+            self._lent[name] += 1
+            state = self._states[name]
+        try:
+            yield state
+        finally:
+            with self._lock:
+                self._lent[name] -= 1
+                if not self._lent[name]:
+                    del self._lent[name]
 
     def view(self, projection: Projection[S]) -> S:
         """:meth:`state` typed by the projection value itself."""
@@ -144,7 +171,7 @@ class Views:
             # Projections whose snapshot (or another thread) is ahead skip what they have.
             behind = [(p, self.seqs[p.name]) for p in self.projections if self.seqs[p.name] < events[-1].seq]
             for p, _done in behind:
-                if p.name in self._handed_out:  # a caller holds this state: fold into a copy
+                if p.name in self._handed_out or p.name in self._lent:  # a caller holds it: fold into a copy
                     states[p.name] = p.thawed(states[p.name])
                     self._handed_out.discard(p.name)
             floor = min((done for _p, done in behind), default=events[-1].seq)

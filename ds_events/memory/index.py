@@ -39,7 +39,7 @@ from .text import STOPWORDS, words
 
 __all__ = ["MemoryIndex", "Hit", "fts_query", "query_terms", "is_memory_line", "SIMILAR_POSTINGS"]
 
-_SCHEMA_VERSION = "1"
+_SCHEMA_VERSION = "2"  # 2: term_df joined the schema
 # Column weights for bm25(title, body, tags, hints).
 _WEIGHTS = (8.0, 1.0, 4.0, 3.0)
 _RANK = f"bm25({', '.join(map(str, _WEIGHTS))})"
@@ -65,6 +65,7 @@ CREATE TABLE IF NOT EXISTS cards(
 );
 CREATE TABLE IF NOT EXISTS card_tags(tag TEXT NOT NULL, card_rowid INTEGER NOT NULL, PRIMARY KEY(tag, card_rowid))
     WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS term_df(term TEXT PRIMARY KEY, df INTEGER NOT NULL) WITHOUT ROWID;
 """
 # Created once: writing the rank setting again would bump FTS5's config cookie and make
 # the next query on every other open connection fail.
@@ -75,9 +76,10 @@ INSERT INTO fts(fts, rank) VALUES('rank', '{_RANK}');
 _MEMORY_PREFIX = b"memory."
 _FOLD_CHUNK = 20_000  # log lines held in memory and applied per transaction
 # The near-duplicate check ranks at most this many postings (cards x query words): see
-# ``MemoryIndex.similar``. Ranking one costs FTS5 about 1.5 us, so 400 keep it under a
-# millisecond at any store size.
-SIMILAR_POSTINGS = 400
+# ``MemoryIndex.similar``. Ranking one costs FTS5 about 3-5 us on a loaded machine
+# (400 took 1.8 ms at 50,000 cards, 100 took 0.6 ms); a near-duplicate shares most of a
+# card's rarest words, and the rarest few alone stay far below this.
+SIMILAR_POSTINGS = 128
 _SYNC_ATTEMPTS = 5
 
 
@@ -300,7 +302,7 @@ class MemoryIndex:
         conn.execute("BEGIN IMMEDIATE")
         try:
             if reset:
-                for table in ("meta", "cards", "card_tags", "fts"):
+                for table in ("meta", "cards", "card_tags", "fts", "term_df"):
                     conn.execute(f"DELETE FROM {table}")  # noqa: S608 - fixed table names
             applied = _applied_seq(conn)  # re-read: another process may have synced meanwhile
             if lines and applied < lines[0][0] - 1:
@@ -344,8 +346,7 @@ class MemoryIndex:
                 row = conn.execute("SELECT rowid, active FROM cards WHERE card_id=?", (card_id,)).fetchone()
                 if row is not None:
                     conn.execute("UPDATE cards SET active=0, seq=? WHERE rowid=?", (event.seq, row[0]))
-                    conn.execute("DELETE FROM fts WHERE rowid=?", (row[0],))
-                    conn.execute("DELETE FROM card_tags WHERE card_rowid=?", (row[0],))
+                    _delete_text(conn, row[0])
                     return -1 if row[1] else 0
         return 0
 
@@ -362,11 +363,11 @@ class MemoryIndex:
             rowid, active = row
             added = 0
             conn.execute("UPDATE cards SET kind=?, title=?, seq=? WHERE rowid=?", (kind, title, seq, rowid))
-            conn.execute("DELETE FROM fts WHERE rowid=?", (rowid,))
-            conn.execute("DELETE FROM card_tags WHERE card_rowid=?", (rowid,))
+            _delete_text(conn, rowid)
         if active:
-            conn.execute("INSERT INTO fts(rowid, title, body, tags, hints) VALUES(?,?,?,?,?)",
-                         (rowid, title, body, " ".join(tags), hints))  # fmt: skip
+            text = (title, body, " ".join(tags), hints)
+            conn.execute("INSERT INTO fts(rowid, title, body, tags, hints) VALUES(?,?,?,?,?)", (rowid, *text))
+            _count_terms(conn, text, +1)
             conn.executemany("INSERT OR IGNORE INTO card_tags(tag, card_rowid) VALUES(?, ?)",
                              [(t.lower(), rowid) for t in tags])  # fmt: skip
         return added
@@ -397,8 +398,7 @@ class MemoryIndex:
     def _similar(self, conn: sqlite3.Connection, terms: list[str], title_terms: list[str], limit: int,
                  kind: str | None, records_only: bool) -> list[Hit]:  # fmt: skip
         where, params = self._filters(kind, None, records_only)
-        n = self._doc_count(conn)
-        dfs = {t: self._df(conn, t, n) for t in terms}
+        dfs = _term_dfs(conn, terms)
         chosen, postings = [], 0
         for t in sorted((t for t in terms if dfs[t]), key=lambda t: (dfs[t], t)):
             if postings + dfs[t] > SIMILAR_POSTINGS and chosen:
@@ -526,6 +526,39 @@ class MemoryIndex:
 
 class _Behind(Exception):
     """The index's seq went down between reading the log and applying it."""
+
+
+def _count_terms(conn: sqlite3.Connection, text: Sequence[str], delta: int) -> None:
+    """Add ``delta`` to the document frequency of each distinct word of a card's text.
+
+    ``term_df`` lets the near-duplicate check find a card's rarest words with one
+    lookup, where counting FTS5 matches per word cost a millisecond or more per write and
+    grew with the store. Its words are :func:`words` tokens, the ones queries are made of;
+    FTS5 also stems them, so a word's count of matching cards can be somewhat higher.
+    """
+    terms = {t for column in text for t in words(column)}
+    if delta > 0:
+        conn.executemany("INSERT INTO term_df(term, df) VALUES(?, 1) ON CONFLICT(term) DO UPDATE SET df = df + 1",
+                         [(t,) for t in terms])  # fmt: skip
+    else:
+        rows = [(t,) for t in terms]
+        conn.executemany("UPDATE term_df SET df = df - 1 WHERE term = ?", rows)
+        conn.executemany("DELETE FROM term_df WHERE term = ? AND df <= 0", rows)
+
+
+def _delete_text(conn: sqlite3.Connection, rowid: int) -> None:
+    """Remove a card's full-text row, its tags and its words' counts."""
+    old = conn.execute("SELECT title, body, tags, hints FROM fts WHERE rowid=?", (rowid,)).fetchone()
+    if old is not None:
+        _count_terms(conn, [c or "" for c in old], -1)
+    conn.execute("DELETE FROM fts WHERE rowid=?", (rowid,))
+    conn.execute("DELETE FROM card_tags WHERE card_rowid=?", (rowid,))
+
+
+def _term_dfs(conn: sqlite3.Connection, terms: Sequence[str]) -> dict[str, int]:
+    """The ``term_df`` count of each of ``terms`` (0 for a word no active card has)."""
+    found = dict(conn.execute(f"SELECT term, df FROM term_df WHERE term IN ({','.join('?' * len(terms))})", list(terms)))
+    return {t: found.get(t, 0) for t in terms}
 
 
 def _meta(conn: sqlite3.Connection) -> dict[str, str]:

@@ -78,6 +78,21 @@ class MemoryStore:
         self.views.catch_up()
         return self.views.state(self.projection_name)  # type: ignore[no-any-return]
 
+    @contextlib.contextmanager
+    def lent_state(self) -> Iterator[MemoryState]:
+        """The caught-up state for the length of the block, without copying it
+        (:meth:`Views.lend`): what a write reads under the log's lock. Keep only its
+        immutable records (cards) past the block."""
+        self.views.catch_up()
+        with self.views.lend(self.projection_name) as state:
+            yield state
+
+    def card(self, card_id: str) -> Card | None:
+        """One card of the caught-up state (None if unknown), without handing the whole
+        state out (see :meth:`lent_state`)."""
+        with self.lent_state() as state:
+            return state.cards.get(card_id)
+
     def synced_index(self) -> MemoryIndex:
         self.index.sync()
         return self.index

@@ -113,8 +113,9 @@ def write(mem: MemoryContext, cmd: WriteCard, *, record_type: str = "", extra: d
     if record_type and record_type not in RECORD_TYPES:
         raise Invalid(f"unknown record_type {record_type!r}: use {', '.join(RECORD_TYPES)}", code="invalid_record_type")
     store = mem.store(scope)
-    with store.transaction() as txn:
-        state = store.state()
+    # The state is lent, not handed out: nothing here keeps it past the lock, so the
+    # fold need not copy the whole card map before the next event.
+    with store.transaction() as txn, store.lent_state() as state:
         old = _check_supersedes(store, state, cmd.supersedes, kind) if cmd.supersedes else None
         polluted = config_pollution([title, str(metadata.get("summary", ""))], guard_keys(mem))
         if polluted:
@@ -148,7 +149,8 @@ def write(mem: MemoryContext, cmd: WriteCard, *, record_type: str = "", extra: d
         if old is not None:
             events.append(CardSuperseded(card_id=old.id, by_card_id=card_id, reason="superseded on write"))
         stored = txn.append(events)
-    card = store.state().cards[card_id]
+    card = store.card(card_id)
+    assert card is not None  # just appended, and the views caught up on materialising
     summary = card_summary(store, card)
     summary.pop("status", None)
     return WriteResult(**summary, status="written", seq=stored[0].seq, supersedes=old.id if old else None)
@@ -260,9 +262,9 @@ def configure_guard(mem: MemoryContext, cmd: ConfigureGuard) -> GuardResult:
 def guard_keys(mem: MemoryContext) -> list[str]:
     """The quest's guarded config keys (its ``memory.guard_configured``), else config.yaml's
     ``memory.config_guard_keys``. They apply to the quest's writes in either scope."""
-    state = mem.store("quest").state()
-    if state.guard_keys:
-        return list(state.guard_keys)
+    with mem.store("quest").lent_state() as state:
+        if state.guard_keys:
+            return list(state.guard_keys)
     keys = mem.config.get("config_guard_keys") or []
     return [str(k) for k in keys] if isinstance(keys, list) else []
 
@@ -284,7 +286,7 @@ def resolve_path(mem: MemoryContext, path: str) -> tuple[MemoryStore, Card]:
             parts = target.relative_to(base).parts
             if len(parts) != 2 or parts[0] not in KINDS or target.suffix != ".md" or ".." in raw.parts:
                 break
-            card = store.state().cards.get(target.stem)
+            card = store.card(target.stem)
             if card is None or card.kind != parts[0]:
                 raise NotFound(f"{path} is not a card the log knows: `ds memory audit` lists untracked files",
                                code="unknown_card", path=path)  # fmt: skip

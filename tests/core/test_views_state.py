@@ -154,3 +154,24 @@ def test_a_transaction_and_a_catch_up_never_deadlock_while_another_process_appen
     assert not any(t.is_alive() for t in threads), "a thread is stuck (lock-order deadlock)"
     status = quest.state("status")
     assert sum(status.counts.values()) == status.last_seq and status.user_messages >= 1500
+
+
+@pytest.mark.parametrize("projection", PROJECTIONS_HANDED_OUT)
+def test_a_lent_state_does_not_change_while_lent_and_costs_no_copy_otherwise(tmp_path, projection) -> None:
+    payloads = event_payloads(11, 120)
+    with EventLog(tmp_path / "events.jsonl", quest_id="q1", policy="never") as log:
+        views = Views(log, tmp_path, [projection]).load()
+        log.append(payloads[:60])
+        views.catch_up()
+        with views.lend(projection.name) as lent:
+            encoded = msgspec.json.encode(lent)
+            log.append(payloads[60:])
+            views.catch_up()  # events applied while the block runs go into a copy
+            assert msgspec.json.encode(lent) == encoded
+        assert views._states[projection.name] is not lent
+        current = views._states[projection.name]
+        with views.lend(projection.name) as lent:
+            assert lent is current
+        log.append(payloads[:5])
+        views.catch_up()  # nobody holds it any more: folded in place
+        assert views._states[projection.name] is current

@@ -237,3 +237,51 @@ def test_the_recent_cards_survive_compaction_in_order_of_their_last_change() -> 
     active = {c.id for c in state.cards.values() if c.active}
     expected = [cid for cid in sorted(last_change, key=lambda c: -last_change[c]) if cid in active]
     assert got == expected and len(got) >= 20 and superseded
+
+
+def test_a_write_copies_no_state_unless_someone_holds_it(home: Home):
+    """The write reads the memory state lent under the log's lock: the fold copies the
+    card map (a thaw, O(cards)) only for a state a caller still holds."""
+    mem = _store_with(home, "lend", 50)
+    store = mem.store("quest")
+    thaws: list[int] = []
+    projection = next(p for p in store.views.projections if p.name == store.projection_name)
+    original = projection.thaw
+    object.__setattr__(projection, "thaw", lambda s: (thaws.append(len(s.cards)), original(s))[1])  # type: ignore[misc]
+    try:
+        for i in range(3):
+            result = svc.write(mem, WriteCard(kind="episodes", title=f"Distinct lesson {i}", body=f"unique{i}x words{i}y"))
+            assert result.status == "written"
+        assert thaws == []  # three writes, no copy
+        held = store.state()  # a caller keeps the state: the next write must not change it
+        before = msgspec.json.encode(held)
+        svc.write(mem, WriteCard(kind="episodes", title="Another lesson", body="fresh text here"))
+        assert len(thaws) == 1 and msgspec.json.encode(held) == before
+    finally:
+        object.__setattr__(projection, "thaw", original)
+        mem.close()
+        mem.quest.close()
+
+
+def test_term_counts_follow_writes_supersedes_and_imports(home: Home):
+    """The index's per-word card counts (what the near-duplicate check ranks words by)
+    equal a recount of the active cards' words after writes, supersedes and imports."""
+    from collections import Counter
+
+    from ds_events.memory.text import words
+
+    mem = _store_with(home, "dfs", 40)
+    store = mem.store("quest")
+    mem.quest.emit(CardSuperseded(card_id="knowledge-00000003", by_card_id="knowledge-00000004"))
+    mem.quest.emit(CardImported(card_id="knowledge-00000005", kind="knowledge", title="Edited title", body="hand words"))
+    store.index.sync()
+    expected: Counter[str] = Counter()
+    for card in store.state().cards.values():
+        if card.active:
+            expected.update({w for text in (card.title, card.body, " ".join(card.tags)) for w in words(text)})
+    with contextlib.closing(sqlite3.connect(str(store.index.file))) as conn:
+        stored = dict(conn.execute("SELECT term, df FROM term_df"))
+    assert stored == dict(expected)
+    assert "hand" in stored and "rare3a" not in stored  # the import's words in, the superseded card's out
+    mem.close()
+    mem.quest.close()
