@@ -247,12 +247,16 @@ class Views:
             self.refused.append(f"{rel}: {exc.message}")
             return False
         known = self._written.get(rel)
-        if known is not None and known[0] == data and known[1] == _signature(target):
+        signature = _signature(target) if known is not None else None
+        if known is not None and known[0] == data and known[1] == signature:
             return False
-        try:
-            on_disk = read_confined(self.root, rel)
-        except Invalid:
-            on_disk = None  # a link or a directory in the way: replaced below, never followed
+        if known is not None and known[1] == signature:
+            on_disk: bytes | None = known[0]  # unchanged since this process wrote it: no need to read it back
+        else:
+            try:
+                on_disk = read_confined(self.root, rel)
+            except Invalid:
+                on_disk = None  # a link or a directory in the way: replaced below, never followed
         if on_disk == data:
             self._written[rel] = (data, _signature(target))
             return False

@@ -23,6 +23,7 @@ text that was imported until the next change to it, so replay reproduces the edi
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from itertools import islice
 from typing import Any
@@ -243,9 +244,50 @@ def render_card(card: Card) -> bytes:
     """The card file: ``---`` fenced YAML frontmatter, a blank line, the Markdown body."""
     if card.content is not None:
         return card.content.encode()
-    front = yaml.safe_dump(frontmatter_of(card), sort_keys=False, allow_unicode=True, default_flow_style=False, width=1000)
+    head = frontmatter_of(card)
+    front = _simple_yaml(head)
+    if front is None:  # anything beyond plain words, lists of them and timestamps
+        front = yaml.safe_dump(head, sort_keys=False, allow_unicode=True, default_flow_style=False, width=1000)
     body = card.body if card.body.endswith("\n") or not card.body else card.body + "\n"
     return f"---\n{front}---\n\n{body}".encode()
+
+
+# What PyYAML writes unquoted: an ASCII word start, then words, spaces and safe
+# punctuation (no ": ", " #", quotes, brackets or a trailing space), and not a word
+# YAML reads as a bool or null.
+_PLAIN = re.compile(r"[A-Za-z][A-Za-z0-9_./()+=,;!?@%&*-]*(?: [A-Za-z0-9_./()+=,;!?@%&*-]+)*")
+_NOT_STR = frozenset("yes Yes YES no No NO true True TRUE false False FALSE on On ON off Off OFF null Null NULL".split())
+# What it single-quotes: an RFC 3339 timestamp, as the events carry (YAML reads it as one).
+_STAMP = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]{1,9})?(?:Z|[+-][0-9]{2}:[0-9]{2})")
+_MAX_PLAIN = 400  # far below the dump's line width of 1000: never folded
+
+
+def _simple_yaml(head: dict[str, Any]) -> str | None:
+    """``yaml.safe_dump(head, ...)`` as :func:`render_card` calls it, byte for byte, when
+    every key and value is a plain word string, a timestamp, or a list of plain words;
+    otherwise None. PyYAML's pure-Python emitter took most of a card write's rendering
+    (libyaml's differs on some strings); ``tests/memory/test_card_yaml.py`` checks the
+    two agree on generated cards."""
+    out = []
+    for key, value in head.items():
+        if not _is_plain(key):
+            return None
+        if isinstance(value, str):
+            if _is_plain(value):
+                out.append(f"{key}: {value}\n")
+            elif _STAMP.fullmatch(value):
+                out.append(f"{key}: '{value}'\n")
+            else:
+                return None
+        elif isinstance(value, list) and all(isinstance(v, str) and _is_plain(v) for v in value):
+            out.append(f"{key}:\n" + "".join(f"- {v}\n" for v in value) if value else f"{key}: []\n")
+        else:
+            return None
+    return "".join(out) or None
+
+
+def _is_plain(text: str) -> bool:
+    return len(text) <= _MAX_PLAIN and _PLAIN.fullmatch(text) is not None and text not in _NOT_STR
 
 
 def render_digest(state: MemoryState, prefix: str = "memory/") -> bytes:
