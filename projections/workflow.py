@@ -59,7 +59,7 @@ def apply(state: State, event: Event) -> State:
 
 def entry_for(event: Event) -> Entry | None:
     """The workflow entry an event makes, or None for bookkeeping events."""
-    tag = event.TAG
+    tag = _tag(event)
     get = lambda name, default=None: getattr(event, name, default)  # noqa: E731
     base: dict[str, Any] = {"seq": event.seq, "ts": event.ts}
     domain = tag.split(".", 1)[0]
@@ -116,7 +116,7 @@ def entry_for(event: Event) -> Entry | None:
 
 def files_written(event: Event) -> list[str]:
     """Paths (relative to the quest root) an event says were written."""
-    tag = event.TAG
+    tag = _tag(event)
     if tag == "artifact.recorded":
         from .artifacts import KIND_DIRS  # the same layout the artifacts view materialises
 
@@ -144,6 +144,12 @@ def record_title(payload: dict[str, Any], fallback: str) -> str:
 
 
 # -- private helpers ----------------------------------------------------------------------
+
+
+def _tag(event: Event) -> str:
+    # ``TAG`` is set on every type of ds_events.events; the struct config covers a type
+    # defined elsewhere (a newer domain read before its module is registered).
+    return event.TAG or type(event).__struct_config__.tag  # type: ignore[return-value]
 
 
 def _add_entry(state: State, entry: Entry) -> None:
