@@ -39,7 +39,7 @@ def workflow(quest: Quest, *, limit: int = 200) -> dict[str, Any]:
     return {
         "quest_id": quest.id,
         "seq": state.last_seq,
-        "entries": [msgspec.to_builtins(e) for e in reversed(state.entries[-limit:])],
+        "entries": [_entry(e) for e in reversed(state.entries[-limit:])],
         "changed_files": list(reversed(state.changed_files)),
         "counts": dict(sorted(state.counts.items())),
     }
@@ -98,6 +98,11 @@ def canvas_svg(quest: Quest, view: str) -> str:
 def _state(quest: Quest, name: str) -> Any:
     quest.views.catch_up(keep=False)
     return quest.views.state(name)
+
+
+def _entry(entry: workflow_projection.Entry) -> dict[str, Any]:
+    """An entry as JSON: ``summary`` always present, ``ref`` and ``status`` only when set."""
+    return {"summary": "", **msgspec.to_builtins(entry)}
 
 
 def _ordered_branches(state: traces_projection.State) -> list[Any]:

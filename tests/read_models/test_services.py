@@ -56,6 +56,8 @@ def test_workflow_and_node_traces_follow_the_log_as_it_grows(quest: Quest) -> No
     build_quest(quest)
     before = read_models.workflow(quest, limit=3)
     assert [e["entry_kind"] for e in before["entries"]] == ["memory", "message", "artifact"]
+    assert all({"seq", "ts", "entry_kind", "title", "summary"} <= set(e) for e in before["entries"])
+    assert "status" not in before["entries"][0] and before["entries"][1]["summary"] == "Smoke run done."
     assert before["changed_files"][:2] == [f"memory/knowledge/{before['entries'][0]['ref']}.md", "runs/warm-1/log.txt"]
     artifacts.record(quest, Record(payload={"kind": "milestone", "title": "Smoke passes"}))
     after = read_models.workflow(quest)
