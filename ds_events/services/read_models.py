@@ -13,6 +13,8 @@ branch|event|stage raises ``Invalid`` (``invalid_view``), a limit out of range r
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from typing import Any
 
 import msgspec
@@ -35,45 +37,45 @@ def workflow(quest: Quest, *, limit: int = 200) -> dict[str, Any]:
     first) and the count of entries per kind over the whole log."""
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= _MAX_LIMIT:
         raise Invalid(f"limit must be an integer from 1 to {_MAX_LIMIT}, got {limit!r}", code="invalid_limit")
-    state = _state(quest, workflow_projection.PROJECTION.name)
-    return {
-        "quest_id": quest.id,
-        "seq": state.last_seq,
-        "entries": [_entry(e) for e in reversed(state.entries[-limit:])],
-        "changed_files": list(reversed(state.changed_files)),
-        "counts": dict(sorted(state.counts.items())),
-    }
+    with _lent(quest, workflow_projection.PROJECTION.name) as state:
+        return {
+            "quest_id": quest.id,
+            "seq": state.last_seq,
+            "entries": [_entry(e) for e in reversed(state.entries[-limit:])],
+            "changed_files": list(reversed(state.changed_files)),
+            "counts": dict(sorted(state.counts.items())),
+        }
 
 
 def node_traces(quest: Quest) -> dict[str, Any]:
     """Every node in the window: branch nodes, stage nodes, then event nodes (newest last)."""
-    state = _state(quest, traces_projection.PROJECTION.name)
-    nodes = [_summary(n) for n in _ordered_branches(state)]
-    nodes += [_summary(n) for n in sorted(state.stage_nodes.values(), key=lambda n: (n.branch, n.rank, n.first_seq))]
-    nodes += [_summary(n) for n in state.event_nodes.values()]
-    return {"quest_id": quest.id, "seq": state.last_seq, "nodes": nodes, "counts": dict(sorted(state.counts.items()))}
+    with _lent(quest, traces_projection.PROJECTION.name) as state:
+        nodes = [_summary(n) for n in _ordered_branches(state)]
+        nodes += [_summary(n) for n in sorted(state.stage_nodes.values(), key=lambda n: (n.branch, n.rank, n.first_seq))]
+        nodes += [_summary(n) for n in state.event_nodes.values()]
+        return {"quest_id": quest.id, "seq": state.last_seq, "nodes": nodes, "counts": dict(sorted(state.counts.items()))}
 
 
 def node_trace(quest: Quest, ref: str) -> dict[str, Any]:
     """One node with its related actions: an event node's own actions; a stage node's
     event nodes; a branch node's stages and newest event nodes."""
-    state = _state(quest, traces_projection.PROJECTION.name)
-    node: Any = state.event_nodes.get(ref) or state.stage_nodes.get(ref)
-    if node is None and ref.startswith("branch:"):
-        node = state.branch_nodes.get(ref.removeprefix("branch:"))
-    if node is None:
-        raise NotFound(f"no node {ref!r} in quest {quest.id} (or it left the window)", code="unknown_node", ref=ref)
-    out: dict[str, Any] = {"quest_id": quest.id, "seq": state.last_seq, **msgspec.to_builtins(node)}
-    if node.node_kind == "event_node":
-        out["related"] = []
-    elif node.node_kind == "stage_node":
-        out["related"] = [_summary(state.event_nodes[r]) for r in node.event_refs if r in state.event_nodes]
-    else:
-        stages = [s for s in state.stage_nodes.values() if s.branch == node.branch]
-        events = [e for e in state.event_nodes.values() if e.branch == node.branch][-traces_projection.ACTIONS :]
-        out["related"] = [_summary(s) for s in sorted(stages, key=lambda s: (s.rank, s.first_seq))]
-        out["related"] += [_summary(e) for e in events]
-    return out
+    with _lent(quest, traces_projection.PROJECTION.name) as state:
+        node: Any = state.event_nodes.get(ref) or state.stage_nodes.get(ref)
+        if node is None and ref.startswith("branch:"):
+            node = state.branch_nodes.get(ref.removeprefix("branch:"))
+        if node is None:
+            raise NotFound(f"no node {ref!r} in quest {quest.id} (or it left the window)", code="unknown_node", ref=ref)
+        out: dict[str, Any] = {"quest_id": quest.id, "seq": state.last_seq, **msgspec.to_builtins(node)}
+        if node.node_kind == "event_node":
+            out["related"] = []
+        elif node.node_kind == "stage_node":
+            out["related"] = [_summary(state.event_nodes[r]) for r in node.event_refs if r in state.event_nodes]
+        else:
+            stages = [s for s in state.stage_nodes.values() if s.branch == node.branch]
+            events = [e for e in state.event_nodes.values() if e.branch == node.branch][-traces_projection.ACTIONS :]
+            out["related"] = [_summary(s) for s in sorted(stages, key=lambda s: (s.rank, s.first_seq))]
+            out["related"] += [_summary(e) for e in events]
+        return out
 
 
 def canvas(quest: Quest, view: str) -> dict[str, Any]:
@@ -81,10 +83,10 @@ def canvas(quest: Quest, view: str) -> dict[str, Any]:
     if view not in VIEWS:
         raise Invalid(f"view must be one of {', '.join(VIEWS)}, got {view!r}", code="invalid_view", view=view)
     if view == "branch":
-        state = _state(quest, "artifacts")
-        return branch_view(quest.repo(), state, quest.id)
-    traces = _state(quest, traces_projection.PROJECTION.name)
-    return event_view(traces, quest.id) if view == "event" else stage_view(traces, quest.id)
+        with _lent(quest, "artifacts") as state:
+            return branch_view(quest.repo(), state, quest.id)
+    with _lent(quest, traces_projection.PROJECTION.name) as traces:
+        return event_view(traces, quest.id) if view == "event" else stage_view(traces, quest.id)
 
 
 def canvas_svg(quest: Quest, view: str) -> str:
@@ -95,9 +97,14 @@ def canvas_svg(quest: Quest, view: str) -> str:
 # -- private helpers ----------------------------------------------------------------------
 
 
-def _state(quest: Quest, name: str) -> Any:
+@contextlib.contextmanager
+def _lent(quest: Quest, name: str) -> Iterator[Any]:
+    """The caught-up state of projection ``name``, lent for the block (no copy of it is
+    made unless an event arrives meanwhile: see ``Views.lend``). Everything returned is
+    built from it inside the block."""
     quest.views.catch_up(keep=False)
-    return quest.views.state(name)
+    with quest.views.lend(name) as state:
+        yield state
 
 
 def _entry(entry: workflow_projection.Entry) -> dict[str, Any]:
