@@ -53,8 +53,9 @@ async def error_middleware(request: web.Request, handler: Any) -> web.StreamResp
         return await handler(request)
     except ServiceError as exc:
         return web.json_response(exc.to_dict(), status=status_of(exc))
-    except web.HTTPRequestEntityTooLarge as exc:
-        return error_response(413, "body_too_large", f"the body is larger than {exc.max_size} bytes", max_bytes=exc.max_size)
+    except web.HTTPRequestEntityTooLarge:
+        limit = request.app._client_max_size  # noqa: SLF001 (aiohttp keeps it only there)
+        return error_response(413, "body_too_large", f"the body is larger than {limit} bytes", max_bytes=limit)
     except web.HTTPException as exc:
         if exc.status < 400:
             raise

@@ -31,10 +31,12 @@ def add_routes(app: web.Application, hub: Hub) -> None:
         return web.json_response(_models().workflow(q, limit=limit))
 
     async def node_traces(request: web.Request) -> web.Response:
-        return web.json_response(_models().node_traces(quest(request)))
+        q = quest(request)  # an unknown quest is a 404 whatever else is wrong
+        return web.json_response(_models().node_traces(q))
 
     async def node_trace(request: web.Request) -> web.Response:
-        return web.json_response(_models().node_trace(quest(request), request.match_info["ref"]))
+        q = quest(request)
+        return web.json_response(_models().node_trace(q, request.match_info["ref"]))
 
     async def canvas(request: web.Request) -> web.Response:
         q = quest(request)
