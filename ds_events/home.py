@@ -22,7 +22,9 @@ from projections.artifacts import State as ArtifactsState
 from projections.bash_sessions import State as BashSessionsState
 from projections.interactions import State as InteractionsState
 from projections.memory import MemoryState
+from projections.node_traces import State as NodeTracesState
 from projections.status import StatusState
+from projections.workflow import State as WorkflowState
 
 from .config import Config, ConfigFile
 from .events import Event, QuestCreated
@@ -245,6 +247,10 @@ class Quest:
     def state(self, name: Literal["artifacts"]) -> ArtifactsState: ...
     @overload
     def state(self, name: Literal["interactions"]) -> InteractionsState: ...
+    @overload
+    def state(self, name: Literal["workflow"]) -> WorkflowState: ...
+    @overload
+    def state(self, name: Literal["node_traces"]) -> NodeTracesState: ...
 
     def state(self, name: str = "status") -> Any:
         """The projection ``name`` caught up with the log (every process's events).

@@ -20,6 +20,8 @@ QUEST_PROJECTIONS: tuple[str, ...] = (
     "projections.bash_sessions",
     "projections.artifacts",
     "projections.interactions",
+    "projections.workflow",
+    "projections.node_traces",
 )
 
 

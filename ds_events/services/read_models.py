@@ -1,0 +1,112 @@
+"""Read models of one quest for the daemon (and anyone else): workflow, node traces,
+Canvas graphs (branch, event, stage) and the Canvas as SVG.
+
+Every query catches the quest's views up with the log (events any process appended
+since the last call) and answers from the in-memory projection states: nothing here
+rereads the log, so a query costs the same on a 10k- and a 1M-event log. The branch
+view also reads the quest's git refs (``ds_events.artifacts.branches``).
+
+Errors: an unknown node ref raises ``NotFound`` (``unknown_node``), a view other than
+branch|event|stage raises ``Invalid`` (``invalid_view``), a limit out of range raises
+``Invalid`` (``invalid_limit``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+from ds_events.artifacts.branches import branch_view
+from ds_events.errors import Invalid, NotFound
+from ds_events.home import Quest
+from projections import node_traces as traces_projection
+from projections import workflow as workflow_projection
+from projections.canvas import VIEWS, event_view, stage_view
+from projections.canvas_svg import render_svg
+
+__all__ = ["workflow", "node_traces", "node_trace", "canvas", "canvas_svg", "VIEWS"]
+
+_MAX_LIMIT = workflow_projection.WINDOW
+
+
+def workflow(quest: Quest, *, limit: int = 200) -> dict[str, Any]:
+    """The newest ``limit`` workflow entries (newest first), the changed files (newest
+    first) and the count of entries per kind over the whole log."""
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= _MAX_LIMIT:
+        raise Invalid(f"limit must be an integer from 1 to {_MAX_LIMIT}, got {limit!r}", code="invalid_limit")
+    state = _state(quest, workflow_projection.PROJECTION.name)
+    return {
+        "quest_id": quest.id,
+        "seq": state.last_seq,
+        "entries": [msgspec.to_builtins(e) for e in reversed(state.entries[-limit:])],
+        "changed_files": list(reversed(state.changed_files)),
+        "counts": dict(sorted(state.counts.items())),
+    }
+
+
+def node_traces(quest: Quest) -> dict[str, Any]:
+    """Every node in the window: branch nodes, stage nodes, then event nodes (newest last)."""
+    state = _state(quest, traces_projection.PROJECTION.name)
+    nodes = [_summary(n) for n in _ordered_branches(state)]
+    nodes += [_summary(n) for n in sorted(state.stage_nodes.values(), key=lambda n: (n.branch, n.rank, n.first_seq))]
+    nodes += [_summary(n) for n in state.event_nodes.values()]
+    return {"quest_id": quest.id, "seq": state.last_seq, "nodes": nodes, "counts": dict(sorted(state.counts.items()))}
+
+
+def node_trace(quest: Quest, ref: str) -> dict[str, Any]:
+    """One node with its related actions: an event node's own actions; a stage node's
+    event nodes; a branch node's stages and newest event nodes."""
+    state = _state(quest, traces_projection.PROJECTION.name)
+    node: Any = state.event_nodes.get(ref) or state.stage_nodes.get(ref)
+    if node is None and ref.startswith("branch:"):
+        node = state.branch_nodes.get(ref.removeprefix("branch:"))
+    if node is None:
+        raise NotFound(f"no node {ref!r} in quest {quest.id} (or it left the window)", code="unknown_node", ref=ref)
+    out: dict[str, Any] = {"quest_id": quest.id, "seq": state.last_seq, **msgspec.to_builtins(node)}
+    if node.node_kind == "event_node":
+        out["related"] = []
+    elif node.node_kind == "stage_node":
+        out["related"] = [_summary(state.event_nodes[r]) for r in node.event_refs if r in state.event_nodes]
+    else:
+        stages = [s for s in state.stage_nodes.values() if s.branch == node.branch]
+        events = [e for e in state.event_nodes.values() if e.branch == node.branch][-traces_projection.ACTIONS :]
+        out["related"] = [_summary(s) for s in sorted(stages, key=lambda s: (s.rank, s.first_seq))]
+        out["related"] += [_summary(e) for e in events]
+    return out
+
+
+def canvas(quest: Quest, view: str) -> dict[str, Any]:
+    """The Canvas graph ``view`` (branch | event | stage)."""
+    if view not in VIEWS:
+        raise Invalid(f"view must be one of {', '.join(VIEWS)}, got {view!r}", code="invalid_view", view=view)
+    if view == "branch":
+        state = _state(quest, "artifacts")
+        return branch_view(quest.repo(), state, quest.id)
+    traces = _state(quest, traces_projection.PROJECTION.name)
+    return event_view(traces, quest.id) if view == "event" else stage_view(traces, quest.id)
+
+
+def canvas_svg(quest: Quest, view: str) -> str:
+    """The Canvas graph ``view`` rendered as an SVG document."""
+    return render_svg(canvas(quest, view))
+
+
+# -- private helpers ----------------------------------------------------------------------
+
+
+def _state(quest: Quest, name: str) -> Any:
+    quest.views.catch_up(keep=False)
+    return quest.views.state(name)
+
+
+def _ordered_branches(state: traces_projection.State) -> list[Any]:
+    return sorted(state.branch_nodes.values(), key=lambda n: (n.branch != "main", n.seq, n.branch))
+
+
+def _summary(node: Any) -> dict[str, Any]:
+    """A node without its action list (the list view stays small)."""
+    data = msgspec.to_builtins(node)
+    data.pop("actions", None)
+    data.pop("event_refs", None)
+    return data
