@@ -111,3 +111,16 @@ def test_a_token_from_the_environment_allows_a_non_loopback_address_and_is_requi
         proc.wait(timeout=30)
         proc.stdout.close()  # type: ignore[union-attr]
         proc.stderr.close()  # type: ignore[union-attr]
+
+
+def test_host_and_token_may_come_from_config_yaml(home: Home) -> None:
+    home.config_path.write_text("serve:\n  host: 0.0.0.0\n  port: 0\n  token: from-config\n")
+    proc = subprocess.Popen([*DS, "serve"], env=ds_env(home, DS_TOKEN=""), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        line = proc.stdout.readline()  # type: ignore[union-attr]
+        assert line.startswith("serving") and "http://0.0.0.0:" in line and "token required" in line, line
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+        proc.stdout.close()  # type: ignore[union-attr]
+        proc.stderr.close()  # type: ignore[union-attr]
