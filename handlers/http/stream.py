@@ -16,6 +16,7 @@ resumes exactly. A subscriber whose buffer overflows gets a last ``event: droppe
 
 from __future__ import annotations
 
+import collections
 import json
 from typing import Any
 
@@ -182,10 +183,27 @@ async def _stream(request: web.Request, hub: Hub, quest_id: str, q: EventsQuery)
 
 
 def _frame(event: Event, q: EventsQuery, quest_id: str) -> bytes:
-    data = json.dumps(_encode(event, q.format, quest_id), ensure_ascii=False, separators=(",", ":"))
+    data = _encoded(event, q.format, quest_id)
     if q.mode == "sse":
         return f"id: {event.seq}\nevent: {'acp' if q.format == 'acp' else 'event'}\ndata: {data}\n\n".encode()
     return (data + "\n").encode()
+
+
+# A live event goes to every subscriber of its quest: encode it once per format, not once
+# per subscriber. Keyed by (quest, seq, id, format); bounded, oldest out first.
+_ENCODED: collections.OrderedDict[tuple[str, int, str, str], str] = collections.OrderedDict()
+_ENCODED_MAX = 4096
+
+
+def _encoded(event: Event, fmt: str, quest_id: str) -> str:
+    key = (quest_id, event.seq, event.id, fmt)  # the id too: a repaired log may reuse a seq
+    data = _ENCODED.get(key)
+    if data is None:
+        data = json.dumps(_encode(event, fmt, quest_id), ensure_ascii=False, separators=(",", ":"))
+        _ENCODED[key] = data
+        if len(_ENCODED) > _ENCODED_MAX:
+            _ENCODED.popitem(last=False)
+    return data
 
 
 def _dropped_frame(last: int, sse: bool) -> bytes:
