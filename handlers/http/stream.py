@@ -27,6 +27,7 @@ from ds_events.errors import Invalid
 from ds_events.events import Event
 
 from .hub import Hub
+from .params import int_param
 
 __all__ = ["events_route", "EventsQuery", "parse_query", "MAX_LIMIT", "STREAM_SETTINGS"]
 
@@ -53,7 +54,7 @@ def parse_query(request: web.Request) -> EventsQuery:
     fmt = q.get("format", "raw")
     if fmt not in ("raw", "acp"):
         raise Invalid(f"unknown format {fmt!r}: use raw or acp", code="invalid_format", argument="format")
-    after = _int(q, "after", 0, code="invalid_cursor")
+    after = int_param(request, "after", 0, code="invalid_cursor")
     last_id = request.headers.get("Last-Event-ID")
     if last_id is not None and "after" not in q:
         try:
@@ -62,17 +63,15 @@ def parse_query(request: web.Request) -> EventsQuery:
             raise Invalid(f"Last-Event-ID must be a seq, got {last_id!r}", code="invalid_cursor", argument="Last-Event-ID") from None
         if after < 0:
             raise Invalid("Last-Event-ID must be >= 0", code="invalid_cursor", argument="Last-Event-ID")
-    before = _int(q, "before", None, code="invalid_cursor")
+    before = int_param(request, "before", None, code="invalid_cursor")
     if before is not None and before < 1:
         raise Invalid("before must be >= 1", code="invalid_cursor", argument="before")
-    limit = _int(q, "limit", DEFAULT_LIMIT, code="invalid_limit")
-    if not 1 <= limit <= MAX_LIMIT:
-        raise Invalid(f"limit must be 1-{MAX_LIMIT}, got {limit}", code="invalid_limit", argument="limit")
+    limit = int_param(request, "limit", DEFAULT_LIMIT, lo=1, hi=MAX_LIMIT, code="invalid_limit")
     tail = _flag(q, "tail")
     types = None
     if "types" in q:
         types = [t for t in q["types"].split(",") if t]
-        bad = [t for t in types if not _TYPE_OK(t)]
+        bad = [t for t in types if not _valid_type(t)]
         if not types or bad:
             raise Invalid(f"types must be comma-separated event types such as conversation.message, got {q['types']!r}", code="invalid_filter", argument="types")
     accept = request.headers.get("Accept", "")
@@ -212,19 +211,6 @@ def _dropped_frame(last: int, sse: bool) -> bytes:
     return f"event: dropped\ndata: {data}\n\n".encode() if sse else (data + "\n").encode()
 
 
-def _int(q: Any, name: str, default: int | None, *, code: str) -> int | None:
-    if name not in q:
-        return default
-    raw = q[name]
-    try:
-        value = int(raw)
-    except ValueError:
-        raise Invalid(f"{name} must be an integer, got {raw!r}", code=code, argument=name) from None
-    if value < 0:
-        raise Invalid(f"{name} must be >= 0, got {value}", code=code, argument=name)
-    return value
-
-
 def _flag(q: Any, name: str) -> bool:
     raw = q.get(name, "0")
     if raw not in ("0", "1", "true", "false", ""):
@@ -232,5 +218,5 @@ def _flag(q: Any, name: str) -> bool:
     return name in q and raw in ("1", "true", "")
 
 
-def _TYPE_OK(t: str) -> bool:
+def _valid_type(t: str) -> bool:
     return all(part and part.replace("_", "a").isalnum() for part in t.split("."))
