@@ -40,6 +40,7 @@ __all__ = [
     "WebhookConfig",
     "ConnectorsConfig",
     "ArxivConfig",
+    "ServeConfig",
     "ConfigFile",
     "parse_config",
     "DEFAULT_ARXIV_API_URL",
@@ -93,6 +94,14 @@ class ArxivConfig(_Section):
     api_url: Annotated[str, Meta(min_length=1)] = DEFAULT_ARXIV_API_URL
 
 
+class ServeConfig(_Section):
+    """``ds serve``: where the daemon listens and the token it requires (flags win)."""
+
+    host: Annotated[str, Meta(min_length=1)] = "127.0.0.1"
+    port: Annotated[int, Meta(ge=0, le=65535)] = 8765
+    token: str | None = None
+
+
 class Config(_Section):
     """The whole file; ``Config()`` is every default."""
 
@@ -103,6 +112,7 @@ class Config(_Section):
     bash_exec: BashExecConfig = BashExecConfig()
     connectors: ConnectorsConfig = ConnectorsConfig()
     arxiv: ArxivConfig = ArxivConfig()
+    serve: ServeConfig = ServeConfig()
 
 
 def parse_config(text: str, path: Path) -> Config:

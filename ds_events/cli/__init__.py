@@ -36,6 +36,7 @@ COMMANDS: dict[str, str] = {
     "bash": "ds_events.cli.bash",
     "mcp": "ds_events.cli.mcp",
     "demo": "ds_events.cli.demo:demo",
+    "serve": "ds_events.cli.serve",
 }
 cli.lazy.update(COMMANDS)
 

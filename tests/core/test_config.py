@@ -26,6 +26,8 @@ BAD = [
     ("memory:\n  shared_across_quests: [yes]\n", "memory.shared_across_quests"),
     ("connectors:\n  webhook:\n    max_attempts: 0\n", "connectors.webhook.max_attempts"),
     ("arxiv:\n  api_url: 7\n", "arxiv.api_url"),
+    ("serve:\n  port: 70000\n", "serve.port"),
+    ("serve:\n  hots: 0.0.0.0\n", "serve.hots"),
     ("git:\n  max_file_byte: 1000\n", "git.max_file_byte"),  # a misspelled key
     ("gti:\n  max_file_bytes: 1000\n", "gti"),  # a misspelled section
 ]

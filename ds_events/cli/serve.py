@@ -1,0 +1,88 @@
+"""``ds serve``: the daemon's HTTP API and live event stream (aiohttp, imported here only)."""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import os
+import signal
+import socket
+from pathlib import Path
+
+import click
+
+from ds_events.home import Home
+
+from .common import CliError, cli, out, pass_home
+
+__all__ = ["serve", "is_loopback"]
+
+
+@cli.command()
+@click.option("--home", "home_override", type=click.Path(file_okay=False, path_type=Path), default=None, help="The ds-events home (same as `ds --home`).")
+@click.option("--host", default=None, help="Address to listen on (default: config serve.host, 127.0.0.1).")
+@click.option("--port", type=int, default=None, help="Port (default: config serve.port, 8765; 0 picks a free one).")
+@click.option("--token", default=None, help="Require Authorization: Bearer TOKEN (or set DS_TOKEN, or serve.token in config).")
+@pass_home
+def serve(home: Home, home_override: Path | None, host: str | None, port: int | None, token: str | None) -> None:
+    """Serve the HTTP API and the live event stream of every quest in the home.
+
+    Listens on loopback unless told otherwise; any other address needs a token.
+    Example: ds serve --port 8765   then   curl -N localhost:8765/api/quests/Q/events?stream=1
+    """
+    if home_override is not None:
+        home = Home(home_override)
+    home.init()
+    settings = home.config().serve
+    host = host or settings.host
+    port = settings.port if port is None else port
+    token = token or os.environ.get("DS_TOKEN") or settings.token or None
+    if not is_loopback(host) and not token:
+        raise CliError(
+            f"refusing to listen on {host} without a token: anyone who can reach it could steer your quests; "
+            "pass --token T (or set DS_TOKEN, or serve.token in config.yaml), or use --host 127.0.0.1"
+        )
+    asyncio.run(_run(home, host, port, token))
+
+
+def is_loopback(host: str) -> bool:
+    """True for 127.0.0.0/8, ::1 and ``localhost``; everything else (0.0.0.0 too) is not."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+async def _run(home: Home, host: str, port: int, token: str | None) -> None:
+    from aiohttp import web
+
+    from handlers.http import make_app
+
+    runner = web.AppRunner(make_app(home, token=token), handle_signals=False, shutdown_timeout=5.0)
+    await runner.setup()
+    site = web.TCPSite(runner, host, port)
+    try:
+        await site.start()
+    except OSError as exc:
+        await runner.cleanup()
+        raise CliError(f"cannot listen on {host}:{port}: {exc.strerror or exc}: pick another --port") from None
+    bound = _bound_port(site)
+    # One line a script (or a test) can wait for: the address actually bound.
+    out(f"serving {home.root} on http://{host}:{bound}{' (token required)' if token else ''}")
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    await stop.wait()
+    await runner.cleanup()  # on_shutdown ends the open streams, then cleanup_ctx stops followers
+    out("stopped")
+
+
+def _bound_port(site: object) -> int:
+    server = getattr(site, "_server", None)
+    for sock in getattr(server, "sockets", None) or []:
+        if sock.family in (socket.AF_INET, socket.AF_INET6):
+            return int(sock.getsockname()[1])
+    return 0

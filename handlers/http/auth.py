@@ -1,0 +1,29 @@
+"""Bearer-token authentication: with a token configured, every route requires it."""
+
+from __future__ import annotations
+
+import hmac
+from typing import Any
+
+from aiohttp import web
+
+from .errors import error_response
+
+__all__ = ["auth_middleware"]
+
+
+def auth_middleware(token: str) -> Any:
+    """A middleware refusing (401 ``unauthorized``) any request without ``Authorization:
+    Bearer <token>``. The comparison is constant-time, so timing reveals nothing."""
+    expected = token.encode()
+
+    @web.middleware
+    async def check(request: web.Request, handler: Any) -> web.StreamResponse:
+        scheme, _, given = request.headers.get("Authorization", "").partition(" ")
+        if scheme.lower() != "bearer" or not hmac.compare_digest(given.strip().encode(), expected):
+            resp = error_response(401, "unauthorized", "missing or wrong token: send Authorization: Bearer <token>")
+            resp.headers["WWW-Authenticate"] = 'Bearer realm="ds-events"'
+            return resp
+        return await handler(request)
+
+    return check

@@ -1,0 +1,138 @@
+"""Open quests and their live event fan-out.
+
+The daemon keeps each quest it has served open (a :class:`Quest` with its in-memory
+views), so a request catches the views up by the few new events instead of rereading
+the log. For streams, ONE follower per quest reads the log's new bytes (appends by
+this process wake it at once; other processes' are seen within the poll interval) and
+hands each event to every subscriber's bounded buffer. A subscriber whose buffer is
+full is dropped, never waited for: one slow client cannot stall the others or grow
+memory without bound; it is told where to resume (see ``stream.py``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import contextlib
+from collections.abc import AsyncIterator
+
+from ds_events.events import Event
+from ds_events.home import Home, Quest
+
+__all__ = ["Hub", "Subscription"]
+
+
+class Subscription:
+    """One stream's buffer of live events (at most ``maxsize``)."""
+
+    def __init__(self, maxsize: int) -> None:
+        self.maxsize = maxsize
+        self.buffer: collections.deque[Event] = collections.deque()
+        self.dropped = False  # the buffer overflowed: the stream must end and resume
+        self.closed = False  # the daemon is shutting down
+        self._wake = asyncio.Event()
+
+    def offer(self, event: Event) -> bool:
+        """Buffer ``event``; False (and dropped) when the buffer is full."""
+        if self.dropped or self.closed:
+            return False
+        if len(self.buffer) >= self.maxsize:
+            self.dropped = True
+            self.buffer.clear()  # its memory is released now, not when the client wakes
+            self._wake.set()
+            return False
+        self.buffer.append(event)
+        self._wake.set()
+        return True
+
+    def close(self) -> None:
+        self.closed = True
+        self._wake.set()
+
+    async def wait(self, timeout: float) -> None:
+        """Until an event, a drop or a close, or ``timeout`` seconds."""
+        if self.buffer or self.dropped or self.closed:
+            return
+        self._wake.clear()
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(self._wake.wait(), timeout)
+
+
+class _Follower:
+    def __init__(self, quest: Quest, poll_interval: float) -> None:
+        self.quest = quest
+        self.subscribers: set[Subscription] = set()
+        self.task = asyncio.create_task(self._run(quest.log.last_seq, poll_interval), name=f"follow:{quest.id}")
+
+    async def _run(self, after: int, poll_interval: float) -> None:
+        async for event in self.quest.log.follow(after, poll_interval=poll_interval):
+            for sub in list(self.subscribers):
+                if not sub.offer(event):
+                    self.subscribers.discard(sub)
+
+
+class Hub:
+    """The daemon's open quests and one log follower per streamed quest."""
+
+    def __init__(self, home: Home, *, poll_interval: float = 0.05, queue_size: int = 1000) -> None:
+        self.home = home
+        self.poll_interval = poll_interval
+        self.queue_size = queue_size
+        self._quests: dict[str, Quest] = {}
+        self._followers: dict[str, _Follower] = {}
+        self._subs: set[Subscription] = set()
+        self.closing = False
+
+    def quest(self, quest_id: str) -> Quest:
+        """The open quest (opened on first use); unknown ids raise ``unknown_quest``."""
+        q = self._quests.get(quest_id)
+        if q is None:
+            self.home.require_quest(quest_id)  # NotFound(unknown_quest); also checks the id's shape
+            q = self._quests[quest_id] = self.home.open_quest(quest_id, actor="daemon")
+        return q
+
+    def adopt(self, quest: Quest) -> Quest:
+        """Keep a quest this daemon created open."""
+        self._quests.setdefault(quest.id, quest)
+        return self._quests[quest.id]
+
+    @contextlib.asynccontextmanager
+    async def subscribe(self, quest_id: str) -> AsyncIterator[Subscription]:
+        """A live subscription to the quest's events appended from now on."""
+        quest = self.quest(quest_id)
+        follower = self._followers.get(quest_id)
+        if follower is None or follower.task.done():
+            follower = self._followers[quest_id] = _Follower(quest, self.poll_interval)
+        sub = Subscription(self.queue_size)
+        if self.closing:
+            sub.close()
+        follower.subscribers.add(sub)
+        self._subs.add(sub)
+        try:
+            yield sub
+        finally:
+            follower.subscribers.discard(sub)
+            self._subs.discard(sub)
+
+    def subscriber_count(self, quest_id: str) -> int:
+        f = self._followers.get(quest_id)
+        return len(f.subscribers) if f else 0
+
+    def end_streams(self) -> None:
+        """Shutdown, first step: every open stream ends cleanly (they see ``closed``)."""
+        self.closing = True
+        for sub in list(self._subs):
+            sub.close()
+
+    async def close(self) -> None:
+        """Shutdown, last step: stop the followers, close the quests."""
+        self.end_streams()
+        for f in self._followers.values():
+            f.task.cancel()
+        for f in self._followers.values():
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await f.task
+        self._followers.clear()
+        for q in self._quests.values():
+            q.close()
+        self._quests.clear()

@@ -1,0 +1,66 @@
+"""Quests: health, list, create, show, post a message, pause/stop/resume."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import msgspec
+from aiohttp import web
+from msgspec import Meta
+
+from ds_events.services import quests as quest_service
+from ds_events.services.commands import Command, decode_command
+
+from .errors import read_json
+from .hub import Hub
+
+__all__ = ["add_routes", "NewQuest"]
+
+
+class NewQuest(Command):
+    """The body of ``POST /api/quests`` (what ``ds quest new`` takes)."""
+
+    title: Annotated[str, Meta(description="One-line title of the quest.")]
+    id: Annotated[str | None, Meta(description="Quest id; default: from the title.")] = None
+    brief: str = ""
+
+
+def add_routes(app: web.Application, hub: Hub) -> None:
+    async def health(request: web.Request) -> web.Response:
+        return web.json_response({"status": "ok", "quests": len(hub.home.quest_ids())})
+
+    async def list_quests(request: web.Request) -> web.Response:
+        return web.json_response({"quests": [_summary(hub, qid) for qid in hub.home.quest_ids()]})
+
+    async def create_quest(request: web.Request) -> web.Response:
+        cmd = decode_command(NewQuest, await read_json(request))
+        q = hub.adopt(hub.home.create_quest(cmd.title, quest_id=cmd.id, brief=cmd.brief, actor="daemon"))
+        return web.json_response({"quest_id": q.id, "root": str(q.root), "last_seq": q.log.last_seq}, status=201)
+
+    async def show_quest(request: web.Request) -> web.Response:
+        q = hub.quest(request.match_info["quest_id"])
+        return web.json_response(msgspec.to_builtins(q.state("status")) | {"root": str(q.root)})
+
+    async def post_message(request: web.Request) -> web.Response:
+        q = hub.quest(request.match_info["quest_id"])
+        cmd = decode_command(quest_service.PostMessage, await read_json(request))
+        event = quest_service.post_message(q, cmd, source="http")
+        return web.json_response({"seq": event.seq, "id": event.id}, status=201)
+
+    async def control(request: web.Request) -> web.Response:
+        q = hub.quest(request.match_info["quest_id"])
+        cmd = decode_command(quest_service.Control, await read_json(request))
+        event = quest_service.control(q, cmd)
+        return web.json_response({"seq": event.seq, "action": cmd.action, "status": q.state("status").status})
+
+    app.router.add_get("/api/health", health)
+    app.router.add_get("/api/quests", list_quests)
+    app.router.add_post("/api/quests", create_quest)
+    app.router.add_get("/api/quests/{quest_id}", show_quest)
+    app.router.add_post("/api/quests/{quest_id}/messages", post_message)
+    app.router.add_post("/api/quests/{quest_id}/control", control)
+
+
+def _summary(hub: Hub, quest_id: str) -> dict[str, object]:
+    s = hub.quest(quest_id).state("status")
+    return {"quest_id": quest_id, "title": s.title, "status": s.status, "anchor": s.anchor, "last_seq": s.last_seq}

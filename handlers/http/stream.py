@@ -1,0 +1,222 @@
+"""``GET /api/quests/{id}/events``: a JSON page, or a live stream (SSE or NDJSON).
+
+Query: ``format=raw|acp``, ``after=<seq>``, ``before=<seq>`` (pages only), ``limit``,
+``tail=1`` (the last ``limit`` events), ``types=a,b`` (event type tags).
+
+A page costs what it returns: it reads by position through the log's seq index
+(``EventLog.read`` / ``read_reverse``), never from the start.
+
+A stream is catch-up then live with no gap and no duplicate at the seam: it subscribes
+to the quest's follower FIRST (live events buffer from that moment), then reads the log
+after the cursor page by page, then drains the buffer skipping every seq it already
+sent. Each SSE event's ``id:`` is its seq, so a reconnecting client's ``Last-Event-ID``
+resumes exactly. A subscriber whose buffer overflows gets a last ``event: dropped``
+(``{"resume_after": seq}``) and the stream ends; it reconnects from there.
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+from typing import Any
+
+import msgspec
+from aiohttp import web
+
+from ds_events.errors import Invalid
+from ds_events.events import Event
+
+from .hub import Hub
+from .params import int_param
+
+__all__ = ["events_route", "EventsQuery", "parse_query", "MAX_LIMIT", "STREAM_SETTINGS"]
+
+DEFAULT_LIMIT = 100
+MAX_LIMIT = 1000
+CATCH_UP_PAGE = 500
+# {"keepalive": seconds, "retry_ms": int}, set by make_app
+STREAM_SETTINGS = web.AppKey("ds_stream_settings", dict)
+
+
+class EventsQuery(msgspec.Struct, kw_only=True):
+    format: str = "raw"
+    after: int = 0
+    before: int | None = None
+    limit: int = DEFAULT_LIMIT
+    tail: bool = False
+    types: list[str] | None = None
+    mode: str = "json"  # json | sse | ndjson
+
+
+def parse_query(request: web.Request) -> EventsQuery:
+    """Validated query parameters, or ``Invalid`` with the code of what is wrong."""
+    q = request.query
+    fmt = q.get("format", "raw")
+    if fmt not in ("raw", "acp"):
+        raise Invalid(f"unknown format {fmt!r}: use raw or acp", code="invalid_format", argument="format")
+    after = int_param(request, "after", 0, code="invalid_cursor")
+    last_id = request.headers.get("Last-Event-ID")
+    if last_id is not None and "after" not in q:
+        try:
+            after = int(last_id)
+        except ValueError:
+            raise Invalid(f"Last-Event-ID must be a seq, got {last_id!r}", code="invalid_cursor", argument="Last-Event-ID") from None
+        if after < 0:
+            raise Invalid("Last-Event-ID must be >= 0", code="invalid_cursor", argument="Last-Event-ID")
+    before = int_param(request, "before", None, code="invalid_cursor")
+    if before is not None and before < 1:
+        raise Invalid("before must be >= 1", code="invalid_cursor", argument="before")
+    limit = int_param(request, "limit", DEFAULT_LIMIT, lo=1, hi=MAX_LIMIT, code="invalid_limit")
+    tail = _flag(q, "tail")
+    types = None
+    if "types" in q:
+        types = [t for t in q["types"].split(",") if t]
+        bad = [t for t in types if not _valid_type(t)]
+        if not types or bad:
+            raise Invalid(f"types must be comma-separated event types such as conversation.message, got {q['types']!r}", code="invalid_filter", argument="types")
+    accept = request.headers.get("Accept", "")
+    mode = "json"
+    if _flag(q, "stream") or "text/event-stream" in accept:
+        mode = "sse"
+    elif "application/x-ndjson" in accept:
+        mode = "ndjson"
+    if mode != "json" and before is not None:
+        raise Invalid("a stream goes forward: before is for pages only", code="invalid_cursor", argument="before")
+    if tail and (before is not None or "after" in q):
+        raise Invalid("tail=1 reads the last events: give it no after or before", code="invalid_cursor", argument="tail")
+    return EventsQuery(format=fmt, after=after, before=before, limit=limit, tail=tail, types=types, mode=mode)
+
+
+async def events_route(request: web.Request, hub: Hub) -> web.StreamResponse:
+    quest_id = request.match_info["quest_id"]
+    query = parse_query(request)
+    quest = hub.quest(quest_id)
+    if query.mode == "json":
+        return web.json_response(_page(quest, query))
+    return await _stream(request, hub, quest_id, query)
+
+
+# -- pages --------------------------------------------------------------------------------
+
+
+def _page(quest: Any, q: EventsQuery) -> dict[str, Any]:
+    log = quest.log
+    if q.tail:
+        events = log.tail(q.limit, types=q.types)
+        has_more = bool(events) and bool(log.read_reverse(events[0].seq, limit=1, types=q.types))
+    elif q.before is not None:
+        newest_first = log.read_reverse(q.before, limit=q.limit + 1, types=q.types)
+        has_more = len(newest_first) > q.limit  # older events remain
+        events = newest_first[: q.limit][::-1]
+        events = [e for e in events if e.seq > q.after]
+    else:
+        events = log.read(q.after, limit=q.limit + 1, types=q.types)
+        has_more = len(events) > q.limit
+        events = events[: q.limit]
+    next_after = events[-1].seq if events else (q.after if q.before is None else q.after)
+    return {"events": [_encode(e, q.format, quest.id) for e in events], "next_after": next_after, "has_more": has_more}
+
+
+def _encode(event: Event, fmt: str, quest_id: str) -> dict[str, Any]:
+    if fmt == "acp":
+        from projections.acp import to_notification  # the acp helper's mapping (layer 1)
+
+        return to_notification(event, session_id=quest_id)
+    return msgspec.to_builtins(event)
+
+
+# -- streams ------------------------------------------------------------------------------
+
+
+async def _stream(request: web.Request, hub: Hub, quest_id: str, q: EventsQuery) -> web.StreamResponse:
+    quest = hub.quest(quest_id)
+    cfg = request.app[STREAM_SETTINGS]
+    wanted = set(q.types) if q.types else None
+    sse = q.mode == "sse"
+    resp = web.StreamResponse(headers={
+        "Content-Type": "text/event-stream; charset=utf-8" if sse else "application/x-ndjson",
+        "Cache-Control": "no-cache",
+        "X-Accel-Buffering": "no",
+    })
+    async with hub.subscribe(quest_id) as sub:  # live events buffer from here on: no gap
+        await resp.prepare(request)
+        if sse:
+            await resp.write(f"retry: {cfg['retry_ms']}\n\n".encode())
+        last = q.after  # every seq <= last has been handled (sent or filtered out)
+        if q.tail:
+            start = quest.log.tail(q.limit, types=q.types)
+            last = start[0].seq - 1 if start else quest.log.last_seq
+        # Catch-up from the log, page by page (a long backlog never sits in memory).
+        while not sub.closed:
+            page = quest.log.read(last, limit=CATCH_UP_PAGE)
+            if not page:
+                break
+            for event in page:
+                if wanted is None or event.type in wanted:
+                    await resp.write(_frame(event, q, quest_id))
+                last = event.seq
+        # Live: the buffer, skipping what catch-up already sent.
+        while True:
+            if sub.dropped:
+                await resp.write(_dropped_frame(last, sse))
+                break
+            if sub.closed:
+                if sse:
+                    await resp.write(b"event: end\ndata: {\"reason\": \"shutdown\"}\n\n")
+                break
+            while sub.buffer:
+                event = sub.buffer.popleft()
+                if event.seq <= last:
+                    continue
+                if wanted is None or event.type in wanted:
+                    await resp.write(_frame(event, q, quest_id))
+                last = event.seq
+            if sub.dropped or sub.closed:
+                continue
+            before = len(sub.buffer)
+            await sub.wait(cfg["keepalive"])
+            if not sub.buffer and not sub.dropped and not sub.closed and before == 0:
+                await resp.write(b": keep-alive\n\n" if sse else b"\n")
+    await resp.write_eof()
+    return resp
+
+
+def _frame(event: Event, q: EventsQuery, quest_id: str) -> bytes:
+    data = _encoded(event, q.format, quest_id)
+    if q.mode == "sse":
+        return f"id: {event.seq}\nevent: {'acp' if q.format == 'acp' else 'event'}\ndata: {data}\n\n".encode()
+    return (data + "\n").encode()
+
+
+# A live event goes to every subscriber of its quest: encode it once per format, not once
+# per subscriber. Keyed by (quest, seq, id, format); bounded, oldest out first.
+_ENCODED: collections.OrderedDict[tuple[str, int, str, str], str] = collections.OrderedDict()
+_ENCODED_MAX = 4096
+
+
+def _encoded(event: Event, fmt: str, quest_id: str) -> str:
+    key = (quest_id, event.seq, event.id, fmt)  # the id too: a repaired log may reuse a seq
+    data = _ENCODED.get(key)
+    if data is None:
+        data = json.dumps(_encode(event, fmt, quest_id), ensure_ascii=False, separators=(",", ":"))
+        _ENCODED[key] = data
+        if len(_ENCODED) > _ENCODED_MAX:
+            _ENCODED.popitem(last=False)
+    return data
+
+
+def _dropped_frame(last: int, sse: bool) -> bytes:
+    body = {"dropped": True, "resume_after": last, "message": "this client fell too far behind; reconnect with Last-Event-ID (or after=) set to resume_after"}
+    data = json.dumps(body)
+    return f"event: dropped\ndata: {data}\n\n".encode() if sse else (data + "\n").encode()
+
+
+def _flag(q: Any, name: str) -> bool:
+    raw = q.get(name, "0")
+    if raw not in ("0", "1", "true", "false", ""):
+        raise Invalid(f"{name} must be 1 or 0, got {raw!r}", code="invalid_argument", argument=name)
+    return name in q and raw in ("1", "true", "")
+
+
+def _valid_type(t: str) -> bool:
+    return all(part and part.replace("_", "a").isalnum() for part in t.split("."))
