@@ -28,7 +28,8 @@ class Subscription:
     def __init__(self, maxsize: int) -> None:
         self.maxsize = maxsize
         self.buffer: collections.deque[Event] = collections.deque()
-        self.dropped = False  # the buffer overflowed: the stream must end and resume
+        self.dropped = False  # the stream must end and resume (see ``reason``)
+        self.reason = ""  # slow: the buffer overflowed; follower_stopped: the log's follower ended
         self.closed = False  # the daemon is shutting down
         self._wake = asyncio.Event()
 
@@ -37,13 +38,18 @@ class Subscription:
         if self.dropped or self.closed:
             return False
         if len(self.buffer) >= self.maxsize:
-            self.dropped = True
-            self.buffer.clear()  # its memory is released now, not when the client wakes
-            self._wake.set()
+            self.drop()  # its memory is released now, not when the client wakes
             return False
         self.buffer.append(event)
         self._wake.set()
         return True
+
+    def drop(self, reason: str = "slow") -> None:
+        """End this stream with a resume point (unless the daemon is closing it anyway)."""
+        if not self.closed:
+            self.dropped, self.reason = True, reason
+            self.buffer.clear()
+            self._wake.set()
 
     def close(self) -> None:
         self.closed = True
@@ -65,10 +71,17 @@ class _Follower:
         self.task = asyncio.create_task(self._run(quest.log.last_seq, poll_interval), name=f"follow:{quest.id}")
 
     async def _run(self, after: int, poll_interval: float) -> None:
-        async for event in self.quest.log.follow(after, poll_interval=poll_interval):
+        try:
+            async for event in self.quest.log.follow(after, poll_interval=poll_interval):
+                for sub in list(self.subscribers):
+                    if not sub.offer(event):
+                        self.subscribers.discard(sub)
+        finally:
+            # The follower stopped (the log was repaired under it, say): its streams end
+            # with a resume point instead of waiting forever; resuming starts a new one.
             for sub in list(self.subscribers):
-                if not sub.offer(event):
-                    self.subscribers.discard(sub)
+                sub.drop("follower_stopped")
+            self.subscribers.clear()
 
 
 class Hub:

@@ -158,7 +158,7 @@ async def _stream(request: web.Request, hub: Hub, quest_id: str, q: EventsQuery)
         # Live: the buffer, skipping what catch-up already sent.
         while True:
             if sub.dropped:
-                await resp.write(_dropped_frame(last, sse))
+                await resp.write(_dropped_frame(last, sse, sub.reason))
                 break
             if sub.closed:
                 if sse:
@@ -205,8 +205,16 @@ def _encoded(event: Event, fmt: str, quest_id: str) -> str:
     return data
 
 
-def _dropped_frame(last: int, sse: bool) -> bytes:
-    body = {"dropped": True, "resume_after": last, "message": "this client fell too far behind; reconnect with Last-Event-ID (or after=) set to resume_after"}
+_DROP_MESSAGES = {
+    "slow": "this client fell too far behind",
+    "follower_stopped": "the daemon stopped following this quest's log (was it repaired?)",
+}
+
+
+def _dropped_frame(last: int, sse: bool, reason: str) -> bytes:
+    why = _DROP_MESSAGES.get(reason, reason)
+    body = {"dropped": True, "reason": reason, "resume_after": last,
+            "message": f"{why}; reconnect with Last-Event-ID (or after=) set to resume_after"}  # fmt: skip
     data = json.dumps(body)
     return f"event: dropped\ndata: {data}\n\n".encode() if sse else (data + "\n").encode()
 

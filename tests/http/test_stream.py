@@ -146,3 +146,52 @@ async def test_shutdown_ends_open_streams_cleanly(aiohttp_server: Any, aiohttp_c
     assert tail and tail[-1]["event"] == "end"
     assert app[HUB].subscriber_count("q1") == 0
     resp.close()
+
+
+async def test_an_event_appended_exactly_at_the_seam_arrives_once(client: Any, home: Home, quest: Quest) -> None:
+    """Deterministic seam: the moment catch-up finds the log exhausted, another handle
+    appends (before the stream switches to its live buffer). That event must arrive
+    exactly once, from the buffer, and the next ones after it."""
+    _post(quest, 5, prefix="before")
+    other = home.open_quest("q1", actor="other")
+    hub = client.app[HUB]
+    log = hub.quest("q1").log
+    real_read = log.read
+    fired: list[int] = []
+
+    def read_then_append_at_the_seam(after_seq: int = 0, limit: int | None = None, types: Any = None) -> list[Any]:
+        page = real_read(after_seq, limit=limit, types=types)
+        if not page and not fired:  # catch-up is over: this is the seam
+            fired.append(after_seq)
+            _post(other, 3, prefix="seam")
+        return page
+
+    log.read = read_then_append_at_the_seam  # type: ignore[method-assign]
+    try:
+        async with client.get("/api/quests/q1/events", headers=SSE) as resp:
+            seqs = [int(f["id"]) for f in await take(resp, 9)]
+        assert fired == [6]  # quest.created + 5, then the seam
+        assert seqs == list(range(1, 10))
+    finally:
+        log.read = real_read  # type: ignore[method-assign]
+        other.close()
+
+
+async def test_a_stream_whose_follower_stops_ends_with_a_resume_point(client: Any, quest: Quest) -> None:
+    hub = client.app[HUB]
+    async with client.get("/api/quests/q1/events", headers=SSE) as resp:
+        stream = frames(resp)
+        first = await stream.__anext__()
+        await wait_until_async(lambda: hub.subscriber_count("q1") == 1, what="one subscriber")
+        hub._followers["q1"].task.cancel()  # the follower ends (as when the log is repaired under it)
+        last = None
+        async for f in stream:
+            last = f
+        assert last is not None and last.get("event") == "dropped"
+        body = last["data"]
+        assert body["reason"] == "follower_stopped" and body["resume_after"] >= int(first["id"])
+    # resuming starts a new follower and works
+    _post(quest, 1, prefix="after")
+    async with client.get("/api/quests/q1/events", headers=SSE | {"Last-Event-ID": str(body["resume_after"])}) as resp:
+        got = await take(resp, 1)
+    assert int(got[0]["id"]) == body["resume_after"] + 1
