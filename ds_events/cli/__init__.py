@@ -36,6 +36,7 @@ COMMANDS: dict[str, str] = {
     "bash": "ds_events.cli.bash",
     "mcp": "ds_events.cli.mcp",
     "demo": "ds_events.cli.demo:demo",
+    "acp": "ds_events.cli.acp",
 }
 cli.lazy.update(COMMANDS)
 
