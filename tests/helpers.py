@@ -43,6 +43,15 @@ def ds_env(home: Home, **extra: str) -> dict[str, str]:
 DS = [sys.executable, "-m", "ds_events"]
 
 
+def domain_events(quest: Any) -> int:
+    """How many events of the quest's log are not tool-call records (``tool.*``).
+
+    Every MCP call, a refused one included, appends its record; a refusal must leave this
+    count (the domain events) unchanged.
+    """
+    return sum(1 for e in quest.log.read() if not e.type.startswith("tool."))
+
+
 def wait_until(predicate: Callable[[], Any], timeout: float = 15.0, what: str = "condition", poll: float = 0.02) -> Any:
     """Poll ``predicate`` until it returns something truthy; fail after ``timeout`` seconds."""
     deadline = time.monotonic() + timeout

@@ -6,6 +6,11 @@ single ``tool.call_finished`` carrying arguments and outcome). A call that may r
 (``bash_exec`` awaiting a command) is announced first by :func:`start_call`, so a
 follower sees it in progress, and closed by :func:`finish_call`: two appends.
 
+Environment values are never logged: an ``env`` argument is stored with its keys only
+(the values are often tokens), as ``bash.session_started`` stores ``env_keys``. Nor is a
+command's output (a result's ``output`` field): the log never holds output lines (they
+live in the session's line log), so the record keeps only its length.
+
 Arguments and results are bounded (:data:`MAX_JSON_CHARS` of JSON each): larger ones are
 stored as a truncated JSON string with ``truncated`` set. The complete outcome is in the
 domain events the tool appended; this record is the "what was asked, how did it go".
@@ -21,9 +26,10 @@ from ds_events.events import Event, new_event_id
 from ds_events.events.tool import ToolCallFinished, ToolCallStarted
 from ds_events.home import Quest
 
-__all__ = ["MAX_JSON_CHARS", "new_call_id", "start_call", "finish_call", "record_call", "bounded"]
+__all__ = ["MAX_JSON_CHARS", "REDACTED", "new_call_id", "start_call", "finish_call", "record_call", "bounded"]
 
 MAX_JSON_CHARS = 4000
+REDACTED = "<redacted>"
 
 
 def new_call_id() -> str:
@@ -54,6 +60,8 @@ def finish_call(
     ``arguments`` are stored only when the call was not announced by :func:`start_call`.
     """
     args, args_cut = _bounded_arguments(arguments or {}) if not started else ({}, False)
+    if isinstance(result, dict) and isinstance(result.get("output"), str):
+        result = {**result, "output": f"<{len(result['output'])} characters of output, not logged>"}
     body, body_cut = bounded(result) if error is None else (None, False)
     return quest.emit(
         ToolCallFinished(
@@ -94,5 +102,7 @@ def bounded(value: Any) -> tuple[Any, bool]:
 def _bounded_arguments(arguments: dict[str, Any]) -> tuple[dict[str, Any], bool]:
     if not isinstance(arguments, dict):  # the SDK hands a dict; be safe with anything else
         raise Invalid("tool arguments must be an object", code="invalid_arguments")
+    if isinstance(arguments.get("env"), dict):
+        arguments = {**arguments, "env": {key: REDACTED for key in arguments["env"]}}
     value, cut = bounded(arguments)
     return (value, False) if not cut else ({"_truncated_json": value}, True)

@@ -84,3 +84,25 @@ def test_large_results_and_arguments_are_bounded(quest: Quest) -> None:
     assert len(event.arguments["_truncated_json"]) == tool_calls.MAX_JSON_CHARS
     small = tool_calls.record_call(quest, namespace="memory", tool="list_recent", arguments={}, result={"items": [1]})
     assert not small.truncated and small.result == {"items": [1]}
+
+
+async def test_environment_values_are_not_logged(home: Home, quest: Quest) -> None:
+    async with open_clients(home) as clients:
+        answer = await clients["bash_exec"].call_tool(
+            "bash_exec", {"command": "true", "mode": "detach", "env": {"API_TOKEN": "s3cr3t-value"}}
+        )
+        assert not answer.is_error, answer.content
+    (event,) = tool_events(quest)
+    assert event.arguments["env"] == {"API_TOKEN": tool_calls.REDACTED}
+    assert "s3cr3t-value" not in (quest.root / ".ds" / "events.jsonl").read_text()
+
+
+async def test_command_output_is_not_logged(home: Home, quest: Quest) -> None:
+    async with open_clients(home) as clients:
+        answer = await clients["bash_exec"].call_tool(
+            "bash_exec", {"command": "echo out-$((6*7))-put", "mode": "await", "wait_timeout_seconds": 60}
+        )
+    assert "out-42-put" in answer.structured_content["output"]
+    finished = tool_events(quest)[-1]
+    assert finished.result["output"].endswith("characters of output, not logged>")
+    assert "out-42-put" not in (quest.root / ".ds" / "events.jsonl").read_text()
