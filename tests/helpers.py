@@ -19,6 +19,7 @@ import ds_events.events.artifact as eva
 import ds_events.events.bash as evb
 import ds_events.events.interaction as evi
 import ds_events.events.memory as evm
+import ds_events.events.tool as evt
 from ds_events.events import Event
 from ds_events.home import Home
 
@@ -41,6 +42,15 @@ def ds_env(home: Home, **extra: str) -> dict[str, str]:
 
 
 DS = [sys.executable, "-m", "ds_events"]
+
+
+def domain_events(quest: Any) -> int:
+    """How many events of the quest's log are not tool-call records (``tool.*``).
+
+    Every MCP call, a refused one included, appends its record; a refusal must leave this
+    count (the domain events) unchanged.
+    """
+    return sum(1 for e in quest.log.read() if not e.type.startswith("tool."))
 
 
 def wait_until(predicate: Callable[[], Any], timeout: float = 15.0, what: str = "condition", poll: float = 0.02) -> Any:
@@ -183,6 +193,14 @@ _MAKERS: dict[str, Callable[[random.Random, list[str]], Event]] = {
     "delivery.attempted": lambda r, _i: evi.DeliveryAttempted(
         interaction_id=_pick(r, "int"), binding_id=_pick(r, "bind"), connector="webhook", attempt=r.randrange(1, 4),
         outcome=r.choice(("delivered", "retrying", "failed")), status_code=r.choice((None, 200, 500)),
+    ),
+    "tool.call_started": lambda r, _i: evt.ToolCallStarted(
+        call_id=_pick(r, "tc"), namespace="bash_exec", tool="bash_exec", arguments={"command": _text(r)}
+    ),
+    "tool.call_finished": lambda r, _i: evt.ToolCallFinished(
+        call_id=_pick(r, "tc"), namespace=r.choice(("memory", "artifact")), tool="write",
+        status=r.choice(("ok", "error")), arguments={"title": _text(r)}, result={"n": r.randrange(3)},
+        error_code=r.choice(("", "invalid_argument")), duration_ms=round(r.random() * 10, 3),
     ),
 }
 EVENT_TAGS_MADE = frozenset(_MAKERS)

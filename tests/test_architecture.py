@@ -61,6 +61,9 @@ ADAPTER_FORBIDDEN_CALLS = {"emit", "emit_async", "transaction"}
 # The network and protocol libraries belong to the adapters: a service that needs the
 # network takes a function from its caller (see services.interactions.Deliver).
 EDGE_LIBRARIES = {"aiohttp", "mcp", "anyio", "acp"}
+# Edge libraries that belong to one adapter only: the Agent Client Protocol SDK is
+# handlers/acp's (projections.acp builds the notifications as plain dicts).
+EDGE_OWNERS = {"acp": "handlers.acp"}
 
 
 def module_name(path: Path, root: Path = REPO) -> str:
@@ -118,6 +121,11 @@ def edge_library_violations(root: Path = REPO) -> list[str]:
     for path in our_modules(root):
         me = module_name(path, root)
         mine = layer_of(me)
+        problems += [
+            f"{me}:{line} imports {name}, which only {EDGE_OWNERS[name]} may use"
+            for line, name in third_party_imports(path)
+            if name in EDGE_OWNERS and not (me == EDGE_OWNERS[name] or me.startswith(EDGE_OWNERS[name] + "."))
+        ]
         if mine is None or mine >= 4:
             continue
         problems += [
@@ -231,6 +239,10 @@ def test_the_checks_catch_planted_violations(tmp_path):
             "projections/view.py": "import os\nfrom ds_events.home import Home\n",
             "handlers/mcp.py": "def tool(quest):\n    quest.emit([])\n    quest.log.append([])\n",
             "ds_events/nowhere.py": "",
+            # the ACP SDK belongs to handlers/acp, not to another adapter
+            "handlers/acp/__init__.py": "",
+            "handlers/acp/agent.py": "import acp\n",
+            "handlers/http.py": "from acp.schema import SessionNotification\n",
         },
     )
     layers = layer_violations(root)
@@ -239,7 +251,10 @@ def test_the_checks_catch_planted_violations(tmp_path):
     assert any(v.startswith("projections.view:2 (layer 1) imports ds_events.home.Home") for v in layers)
     assert "ds_events.nowhere: belongs to no layer (add it to LAYERS)" in layers
     assert purity_violations(root) == ["projections.view:1 imports os"]
-    assert edge_library_violations(root) == ["ds_events.services.hooks:2 (layer 3) imports aiohttp, which only adapters may use"]
+    assert sorted(edge_library_violations(root)) == [
+        "ds_events.services.hooks:2 (layer 3) imports aiohttp, which only adapters may use",
+        "handlers.http:1 imports acp, which only handlers.acp may use",
+    ]
     assert adapter_violations(root) == ["handlers.mcp:2 calls quest.emit()", "handlers.mcp:3 appends to quest.log"]
 
 

@@ -88,10 +88,12 @@ def test_ds_mcp_with_a_root_outside_the_home_exits_with_one_line_and_creates_not
 async def test_a_tool_call_on_a_full_disk_answers_disk_full_writes_nothing_and_works_again_later(
     home: Home, quest: Quest, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    seq = quest.log.last_seq
     server = build_server("memory", QuestBinding(home=home.root, quest_id=quest.id))
     async with mcp.Client(server) as client:
         await client.call_tool("list_recent", {})  # the quest is open before the disk fills
+        # (taken after that call's own record: on the full disk even the record of the
+        # refusal cannot be written, so nothing at all is appended)
+        seq = quest.log.last_seq
         disk = FullDisk(monkeypatch, quest.root)
         refused = await client.call_tool("write", {"kind": "knowledge", "title": "Warm up the LR", "body": "It diverged."})
         err = tool_error(refused)

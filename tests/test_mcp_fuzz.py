@@ -214,8 +214,13 @@ def _fuzz_tool(portal: Any, client: Any, namespace: str, tool: Any, world: World
         payload = error_of(result)
         if payload is not None:
             stats.errors[payload["error"]] += 1
+            # A refusal changes nothing but its own record (a tool.call_finished, status
+            # error, with the code the caller saw; after a tool.call_started for a call
+            # announced as long-running).
             written = world.appended_by(f"mcp:{namespace}", since=logs)
-            if written:  # a refusal changes nothing
+            if written in (["tool.call_finished"], ["tool.call_started", "tool.call_finished"]):
+                written = []
+            if written:
                 stats.failures.append(f"{name} {shape} {_short(args)}: refused with {payload['error']} but appended {written}")
         else:
             stats.answered[name] += 1

@@ -37,6 +37,7 @@ COMMANDS: dict[str, str] = {
     "mcp": "ds_events.cli.mcp",
     "demo": "ds_events.cli.demo:demo",
     "serve": "ds_events.cli.serve",
+    "acp": "ds_events.cli.acp",
 }
 cli.lazy.update(COMMANDS)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Callable
 
 import click
 
@@ -26,13 +27,25 @@ def events() -> None:
 @click.option("--after", type=click.IntRange(min=0), default=None, help="Only events with seq > N.")
 @click.option("--limit", type=click.IntRange(min=1), default=None, help="At most N events (default: the last 20).")
 @click.option("--follow", "-f", is_flag=True, help="Keep printing new events as any process appends them.")
-@click.option("--json", "as_json", is_flag=True, help="One event per line exactly as stored.")
+@click.option("--json", "as_json", is_flag=True, help="One event per line exactly as stored (same as --format raw).")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "raw", "acp"]),
+    default="text",
+    show_default=True,
+    help="text: one readable line per event; raw: the stored JSON line; "
+    "acp: an Agent Client Protocol session/update notification per line (JSON-RPC 2.0, sessionId = the quest id).",
+)
 @pass_home
-def events_tail(home: Home, quest_id: str, after: int | None, limit: int | None, follow: bool, as_json: bool) -> None:
+def events_tail(
+    home: Home, quest_id: str, after: int | None, limit: int | None, follow: bool, as_json: bool, fmt: str
+) -> None:
     """Print a quest's events.
 
-    Example: ds events tail tok-abl --after 10 --limit 5 --json
+    Example: ds events tail tok-abl --after 10 --limit 5 --format acp
     """
+    as_json = _formatter(fmt, quest_id) if fmt == "acp" else (as_json or fmt == "raw")
     path = _log_path(home, quest_id)
     log = EventLog(path, quest_id=quest_id, actor="cli", read_only=True)  # never recovers or writes
     try:
@@ -57,7 +70,7 @@ def events_tail(home: Home, quest_id: str, after: int | None, limit: int | None,
         log.close()
 
 
-async def _follow(log: EventLog, after: int, as_json: bool) -> None:
+async def _follow(log: EventLog, after: int, as_json: bool | Callable[[bytes], bytes]) -> None:
     from ds_events.events import encode
 
     async for event in log.follow(after_seq=after):
@@ -74,7 +87,22 @@ def warn_if_torn(log: EventLog, quest_id: str) -> None:
         )
 
 
-def _print_line(line: bytes, as_json: bool) -> None:
+def _formatter(fmt: str, session_id: str) -> Callable[[bytes], bytes]:
+    """A line -> line conversion for ``--format acp`` (imports the mapping only then)."""
+    import json
+
+    from projections.acp import to_notification
+
+    def convert(line: bytes) -> bytes:
+        note = to_notification(decode_line(line), session_id)
+        return json.dumps(note, ensure_ascii=False, separators=(",", ":")).encode()
+
+    return convert
+
+
+def _print_line(line: bytes, as_json: bool | Callable[[bytes], bytes]) -> None:
+    if callable(as_json):
+        line, as_json = as_json(line), True
     if as_json:
         sys.stdout.buffer.write(line + b"\n")
         sys.stdout.flush()

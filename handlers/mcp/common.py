@@ -12,6 +12,9 @@
   log's lock, sync, run git or SQLite), an ``async def`` one on the loop.
 - Errors: every failure reaches the model as a JSON object ``{"error": code,
   "message": ...}`` (:func:`error_payload`).
+- Every call, refused ones included, is logged with its arguments and outcome through
+  :mod:`ds_events.services.tool_calls` (a ``tool.call_finished`` after a quick call; a
+  ``tool.call_started`` first for a call that may run long, see :data:`LONG_RUNNING`).
 
 The quest is opened in the background when the server starts, so the server answers
 ``initialize`` at once; the first tool call waits for the opening if it is not done.
@@ -25,6 +28,7 @@ import json
 import os
 import sys
 import threading
+import time
 import traceback
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -43,6 +47,7 @@ from mcp.types import CallToolResult, TextContent
 from ds_events.errors import DiskFull, Invalid, LogError, ServiceError
 from ds_events.events import EventDecodeError
 from ds_events.home import Home, Quest, validate_quest_id
+from ds_events.services import tool_calls
 from ds_events.services.commands import Command, decode_command
 
 __all__ = [
@@ -178,6 +183,13 @@ class ToolContext:
 
 Handler = Callable[..., Any]
 
+# Calls that may take long enough for a follower to want to see them in progress:
+# (namespace, tool) -> does this call (by its raw arguments) wait on something?
+LONG_RUNNING: dict[tuple[str, str], Callable[[dict[str, Any]], bool]] = {
+    ("bash_exec", "bash_exec"): lambda args: args.get("mode") == "await"
+    or (args.get("mode") == "kill" and bool(args.get("wait"))),
+}
+
 
 class Namespace:
     """The tools of one MCP namespace, bound to one quest.
@@ -214,7 +226,7 @@ class Namespace:
         """
 
         def register(handler: Handler) -> Handler:
-            self.tools.append(ServiceTool.of(handler, name=name, serial=self.serial))
+            self.tools.append(ServiceTool.of(handler, name=name, serial=self.serial, namespace=self.name))
             return handler
 
         return register(fn) if fn is not None else register
@@ -245,9 +257,12 @@ class ServiceTool(Tool):
     handler: Any = None
     result_schema: dict[str, Any] | None = None
     serial: Any = None  # a lock the blocking handler runs under, or None
+    namespace: str = ""
 
     @classmethod
-    def of(cls, handler: Handler, *, name: str | None = None, serial: threading.Lock | None = None) -> ServiceTool:
+    def of(
+        cls, handler: Handler, *, name: str | None = None, serial: threading.Lock | None = None, namespace: str = ""
+    ) -> ServiceTool:
         hints = get_type_hints(handler)
         params = list(inspect.signature(handler).parameters)
         if len(params) != 2:
@@ -268,6 +283,7 @@ class ServiceTool(Tool):
             handler=handler,
             result_schema=output_schema(returns, description=_returns_paragraph(handler.__doc__ or "")),
             serial=serial,
+            namespace=namespace,
         )
 
     @property
@@ -281,8 +297,12 @@ class ServiceTool(Tool):
             return self.handler(tc, cmd)
 
     async def run(self, arguments: dict[str, Any], context: Any, convert_result: bool = False) -> Any:
+        tc: ToolContext = context.request_context.lifespan_context
+        log = _CallLog(tc, self.namespace, self.name, arguments)
+        long = LONG_RUNNING.get((self.namespace, self.name))
+        if long is not None and isinstance(arguments, dict) and long(arguments):
+            await log.start()
         try:
-            tc: ToolContext = context.request_context.lifespan_context
             cmd = decode_command(self.command, arguments)
             if self.is_async:
                 result = await self.handler(tc, cmd)
@@ -293,10 +313,62 @@ class ServiceTool(Tool):
         except BaseException as exc:
             if not isinstance(exc, Exception):
                 raise  # cancellation and the like are not the model's business
-            raise ToolError(json.dumps(error_payload(exc, tool=self.name), ensure_ascii=False, default=str)) from exc
+            payload = error_payload(exc, tool=self.name)
+            await log.finish(error=payload)
+            raise ToolError(json.dumps(payload, ensure_ascii=False, default=str)) from exc
         data = msgspec.to_builtins(result)
+        await log.finish(result=data)
         text = json.dumps(data, ensure_ascii=False)
         return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=data)
+
+
+class _CallLog:
+    """One tool call's record in the quest's log, through the tool_calls service.
+
+    Logging never changes the call's answer: when it cannot be written (the quest did not
+    open, the disk is full) the call's own result or error still reaches the caller and
+    the reason goes to stderr.
+    """
+
+    def __init__(self, tc: ToolContext, namespace: str, tool: str, arguments: Any) -> None:
+        self.tc, self.namespace, self.tool = tc, namespace, tool
+        self.arguments = arguments if isinstance(arguments, dict) else {"_arguments": arguments}
+        self.call_id = tool_calls.new_call_id()
+        self.started = False
+        self.t0 = time.monotonic()
+
+    async def start(self) -> None:
+        def write(quest: Quest) -> None:
+            tool_calls.start_call(
+                quest, call_id=self.call_id, namespace=self.namespace, tool=self.tool, arguments=self.arguments
+            )
+            self.started = True
+
+        await self._write(write)
+
+    async def finish(self, *, result: Any = None, error: dict[str, Any] | None = None) -> None:
+        duration_ms = (time.monotonic() - self.t0) * 1000
+
+        def write(quest: Quest) -> None:
+            tool_calls.finish_call(
+                quest, call_id=self.call_id, namespace=self.namespace, tool=self.tool, arguments=self.arguments,
+                started=self.started, result=result, error=error, duration_ms=duration_ms,
+            )  # fmt: skip
+
+        await self._write(write)
+
+    async def _write(self, write: Callable[[Quest], None]) -> None:
+        def run() -> None:
+            try:
+                quest = self.tc.quest
+            except BaseException:  # noqa: BLE001 - the call itself reports why the quest is missing
+                return
+            try:
+                write(quest)
+            except Exception as exc:  # noqa: BLE001 - see the class docstring
+                print(f"ds-events: could not log the {self.namespace}.{self.tool} call: {exc}", file=sys.stderr)
+
+        await anyio.to_thread.run_sync(run)
 
 
 def _placeholder() -> None:  # the SDK's Tool wants a function; ours is `handler`

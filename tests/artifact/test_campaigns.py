@@ -3,6 +3,8 @@ checked with `git merge-base --is-ancestor` and `git worktree list`."""
 
 from __future__ import annotations
 
+from tests.helpers import domain_events
+
 import json
 
 import mcp
@@ -92,10 +94,10 @@ async def test_slices_are_recorded_once_each_with_their_branch_head(home: Home, 
 )
 async def test_bad_campaigns_are_refused_and_create_no_branch(home: Home, quest: Quest, args: dict, code: str) -> None:
     refs = git_ok(quest.root, "for-each-ref")
-    seq = quest.log.last_seq
+    seq = domain_events(quest)
     async with client_for(home) as c:
         await fails(c, "create_analysis_campaign", code, **{"campaign_title": "T", "campaign_goal": "G", **args})
-    assert git_ok(quest.root, "for-each-ref") == refs and quest.log.last_seq == seq
+    assert git_ok(quest.root, "for-each-ref") == refs and domain_events(quest) == seq
 
 
 async def test_a_campaign_whose_branch_would_clash_creates_none_of_its_branches(home: Home, quest: Quest) -> None:

@@ -3,6 +3,8 @@ record main experiments (missing metric, protocol and direction mismatches)."""
 
 from __future__ import annotations
 
+from tests.helpers import domain_events
+
 import copy
 import json
 
@@ -65,20 +67,20 @@ async def test_a_main_experiment_with_every_baseline_metric_is_recorded_with_com
 async def test_a_main_experiment_missing_a_baseline_metric_is_refused_with_details(home: Home, quest: Quest) -> None:
     async with client_for(home) as c:
         await ok(c, "confirm_baseline", **confirm_args())
-        seq = quest.log.last_seq
+        seq = domain_events(quest)
         err = await fails(c, "record_main_experiment", "missing_metric_ids", run_id="r1", title="t", metrics_summary={"top1": 0.93, "ece": 1})
     assert err["missing_metric_ids"] == ["nll"]
     assert err["baseline_metric_ids"] == ["nll", "top1"]
     assert err["baseline_metric_details"]["nll"] == {
         "description": "mean test negative log-likelihood", "direction": "lower", "value": 0.31, "source_ref": "reproduced run",
     }
-    assert quest.log.last_seq == seq and not (quest.root / "artifacts/runs/r1.json").exists()
+    assert domain_events(quest) == seq and not (quest.root / "artifacts/runs/r1.json").exists()
 
 
 async def test_a_main_experiment_under_another_evaluation_protocol_is_refused(home: Home, quest: Quest) -> None:
     async with client_for(home) as c:
         await ok(c, "confirm_baseline", **confirm_args())
-        seq = quest.log.last_seq
+        seq = domain_events(quest)
         err = await fails(
             c, "record_main_experiment", "evaluation_protocol_mismatch", run_id="r1", title="t",
             metrics_summary={"top1": 0.95, "nll": 0.2}, evaluation_protocol={"split": "val", "seeds": 3},
@@ -87,7 +89,7 @@ async def test_a_main_experiment_under_another_evaluation_protocol_is_refused(ho
             "baseline": {"split": "test", "seeds": 3}, "given": {"split": "val", "seeds": 3}, "differing_keys": ["split"],
         }
         assert err["baseline_metric_ids"] == ["nll", "top1"]
-        assert quest.log.last_seq == seq
+        assert domain_events(quest) == seq
         # the same run under the baseline's protocol is fine
         await ok(c, "record_main_experiment", run_id="r1", title="t", metrics_summary={"top1": 0.95, "nll": 0.2},
                  evaluation_protocol={"seeds": 3, "split": "test"})
@@ -133,12 +135,12 @@ def _incomplete_contract() -> dict:
     ],
 )
 async def test_bad_confirm_baseline_input_is_refused_and_writes_nothing(home: Home, quest: Quest, over: dict, code: str) -> None:
-    seq = quest.log.last_seq
+    seq = domain_events(quest)
     async with client_for(home) as c:
         err = await fails(c, "confirm_baseline", code, **confirm_args(**over))
     if code == "invalid_metric_contract" and "problems" in err:
         assert all("metric_id" in p for p in err["problems"])
-    assert quest.log.last_seq == seq
+    assert domain_events(quest) == seq
     assert not (quest.root / "baselines").exists()
 
 

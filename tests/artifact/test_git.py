@@ -3,6 +3,8 @@ quest's real git repository, checked with the git CLI."""
 
 from __future__ import annotations
 
+from tests.helpers import domain_events
+
 import json
 import os
 from pathlib import Path
@@ -67,12 +69,12 @@ async def test_branch_names_follow_the_scheme_for_each_kind(home: Home, quest: Q
 )
 async def test_bad_prepare_branch_input_is_refused_and_creates_nothing(home: Home, quest: Quest, args: dict, code: str) -> None:
     before_refs = git_ok(quest.root, "for-each-ref")
-    seq = quest.log.last_seq
+    seq = domain_events(quest)
     async with client_for(home) as c:
         await fails(c, "prepare_branch", code, **args)
     assert git_ok(quest.root, "for-each-ref") == before_refs
     assert not (quest.root / ".ds/worktrees").exists()
-    assert quest.log.last_seq == seq
+    assert domain_events(quest) == seq
 
 
 async def test_an_existing_branch_or_a_clashing_name_is_refused(home: Home, quest: Quest) -> None:
@@ -180,10 +182,10 @@ async def test_checkpoint_of_the_quest_root_never_commits_the_ds_area(home: Home
 async def test_nothing_to_commit_is_refused_unless_allow_empty(home: Home, quest: Quest) -> None:
     async with client_for(home) as c:
         await ok(c, "prepare_branch", run_id="r1")
-        seq = quest.log.last_seq
+        seq = domain_events(quest)
         head = git_ok(quest.root, "rev-parse", "run/r1").strip()
         err = await fails(c, "checkpoint", "nothing_to_commit", message="again")
-        assert err["head"] == head and quest.log.last_seq == seq
+        assert err["head"] == head and domain_events(quest) == seq
         assert git_ok(quest.root, "rev-parse", "run/r1").strip() == head
         r = await ok(c, "checkpoint", message="marker", allow_empty=True)
     assert git_ok(quest.root, "rev-parse", "run/r1^").strip() == head and r["sha"] != head

@@ -3,6 +3,8 @@ from the log, replay byte for byte, and id allocation across processes."""
 
 from __future__ import annotations
 
+from tests.helpers import domain_events
+
 import json
 import subprocess
 import sys
@@ -87,10 +89,10 @@ async def test_records_name_the_active_branch(home: Home, quest: Quest) -> None:
     ],
 )
 async def test_bad_records_get_a_stable_code_and_write_nothing(home: Home, quest: Quest, payload: object, code: str) -> None:
-    seq = quest.log.last_seq
+    seq = domain_events(quest)
     async with client_for(home) as c:
         await fails(c, "record", code, payload=payload)
-    assert quest.log.last_seq == seq and not (quest.root / "artifacts").exists()
+    assert domain_events(quest) == seq and not (quest.root / "artifacts").exists()
 
 
 async def test_replay_rewrites_every_artifact_file_byte_for_byte(home: Home, quest: Quest) -> None:
@@ -156,8 +158,8 @@ def test_two_processes_recording_at_once_never_get_the_same_id(home: Home, quest
 
 @pytest.mark.parametrize("tool", ["record", "publish_baseline"])
 async def test_a_payload_that_is_not_an_object_is_refused_as_an_invalid_argument(home: Home, quest: Quest, tool: str) -> None:
-    seq = quest.log.last_seq
+    seq = domain_events(quest)
     async with client_for(home) as c:
         err = await fails(c, tool, "invalid_argument", payload="an idea")
     assert err["argument"] == "payload" and err["expected"] == "object"
-    assert quest.log.last_seq == seq
+    assert domain_events(quest) == seq

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from tests.helpers import domain_events
+
 import os
 
 import pytest
@@ -46,13 +48,13 @@ def _cases(quest):
 
 async def test_bad_requests_get_a_structured_error_and_change_nothing(quest):
     cases = _cases(quest)
-    before = quest.log.last_seq
+    before = domain_events(quest)
     async with client_for(quest) as c:
         for args, code in cases:
             err = await call_error(c, **args)
             assert err["error"] == code, (args, err)
             assert err["message"]
-    assert quest.log.last_seq == before
+    assert domain_events(quest) == before
     assert not (quest.root / ".ds" / "bash_exec").exists()
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from tests.helpers import domain_events
+
 import os
 import signal
 
@@ -93,10 +95,10 @@ async def test_a_command_that_ignores_term_is_killed_after_the_grace_period(home
 async def test_killing_an_ended_session_changes_nothing(quest):
     async with client_for(quest) as c:
         done = await call(c, command="true", mode="await", wait_timeout_seconds=20)
-        before = quest.log.last_seq
+        before = domain_events(quest)
         r = await call(c, mode="kill", id=done["id"])
     assert r["status"] == "completed" and "ended" in r["message"]
-    assert quest.log.last_seq == before
+    assert domain_events(quest) == before
 
 
 async def test_progress_lines_become_progress_events_and_show_on_the_session(quest):

@@ -12,7 +12,7 @@ import yaml
 from ds_events.services.memory_commands import ConfigureGuard, WriteCard
 from ds_events.home import Home, Quest
 from ds_events.log import EventLog
-from tests.helpers import tool_error
+from tests.helpers import domain_events, tool_error
 
 from .conftest import call
 
@@ -41,12 +41,12 @@ async def test_a_written_card_is_materialised_and_found_by_a_natural_language_qu
 
 async def test_a_near_duplicate_is_refused_with_candidates_and_nothing_is_written(client, quest):
     first = await call(client, "write", **WARMUP)
-    before = quest.log.last_seq
+    before = domain_events(quest)
     dup = await call(client, "write", **WARMUP_AGAIN)
     assert dup["status"] == "duplicate_candidates"
     assert [c["id"] for c in dup["candidates"]] == [first["id"]]
     assert dup["candidates"][0]["similarity"] >= 0.5
-    assert quest.log.last_seq == before
+    assert domain_events(quest) == before
     forced = await call(client, "write", **WARMUP_AGAIN, force=True)
     assert forced["status"] == "written" and forced["id"] != first["id"]
 
@@ -73,12 +73,12 @@ async def test_config_polluted_titles_are_refused_per_quest_guard(client, quest,
     from ds_events.services.memory import configure_guard
 
     configure_guard(mem, ConfigureGuard(config_keys=['lr', "batch_size"]))
-    before = quest.log.last_seq
+    before = domain_events(quest)
     polluted = await call(client, "write", kind="knowledge", title="ViT diverges with lr=3e-3 and batch_size: 512", body="x")
     assert polluted["status"] == "config_polluted" and polluted["settings"] == ["lr=3e-3", "batch_size: 512"]
     rec = await call(client, "append_memory", record_type="working_solution", summary="use LR=1e-4", detail="d", session_id="s1")
     assert rec["status"] == "config_polluted"
-    assert quest.log.last_seq == before
+    assert domain_events(quest) == before
     clean = await call(client, "write", kind="knowledge", title="ViT diverges with a high learning rate", body="lr=3e-3 diverged")
     assert clean["status"] == "written"
 
@@ -252,10 +252,10 @@ ERROR_CASES = [
 
 @pytest.mark.parametrize(("tool", "args", "code"), ERROR_CASES, ids=[f"{t}-{c}" for t, _, c in ERROR_CASES])
 async def test_every_bad_input_gets_a_structured_error_and_changes_nothing(client, quest, tool, args, code):
-    before = quest.log.last_seq
+    before = domain_events(quest)
     err = tool_error(await client.call_tool(tool, args))
     assert err["error"] == code and err["message"]
-    assert quest.log.last_seq == before
+    assert domain_events(quest) == before
 
 
 async def test_state_errors_for_superseding_and_promoting(client):
