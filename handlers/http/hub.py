@@ -18,6 +18,7 @@ from collections.abc import AsyncIterator
 
 from ds_events.events import Event
 from ds_events.home import Home, Quest
+from ds_events.memory.store import MemoryContext
 
 __all__ = ["Hub", "Subscription"]
 
@@ -92,6 +93,7 @@ class Hub:
         self.poll_interval = poll_interval
         self.queue_size = queue_size
         self._quests: dict[str, Quest] = {}
+        self._memory: dict[str, MemoryContext] = {}
         self._followers: dict[str, _Follower] = {}
         self._subs: set[Subscription] = set()
         self.closing = False
@@ -103,6 +105,14 @@ class Hub:
             self.home.require_quest(quest_id)  # NotFound(unknown_quest); also checks the id's shape
             q = self._quests[quest_id] = self.home.open_quest(quest_id, actor="daemon")
         return q
+
+    def memory(self, quest_id: str) -> MemoryContext:
+        """The open quest's memory stores, kept open like the quest (their search index
+        is an SQLite file: opened once, not per request)."""
+        mem = self._memory.get(quest_id)
+        if mem is None:
+            mem = self._memory[quest_id] = MemoryContext(quest=self.quest(quest_id), actor="daemon")
+        return mem
 
     def adopt(self, quest: Quest) -> Quest:
         """Keep a quest this daemon created open."""
@@ -146,6 +156,9 @@ class Hub:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await f.task
         self._followers.clear()
+        for mem in self._memory.values():
+            mem.close()
+        self._memory.clear()
         for q in self._quests.values():
             q.close()
         self._quests.clear()

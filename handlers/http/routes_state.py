@@ -9,7 +9,6 @@ import msgspec
 from aiohttp import web
 
 from ds_events.errors import Invalid
-from ds_events.memory.store import MemoryContext
 from ds_events.services import bash_exec, interactions
 from ds_events.services import memory as memory_service
 from ds_events.services.bash_commands import GetSession, ListSessions, ReadOutput
@@ -35,18 +34,17 @@ def add_routes(app: web.Application, hub: Hub) -> None:
         q = quest(request)
         kind = request.query.get("kind")
         limit = int_param(request, "limit", 200, lo=1, hi=2000, code="invalid_limit")
-        state = q.state("artifacts")
-        if kind is not None and kind not in state.counters:
-            raise Invalid(f"no artifacts of kind {kind!r}; kinds here: {', '.join(sorted(state.counters)) or 'none'}", code="invalid_filter", argument="kind")
-        records = [r for r in state.records.values() if kind is None or r.kind == kind]
-        return web.json_response({
-            "quest_id": q.id, "seq": state.last_seq, "counts": dict(state.counters),
-            "records": msgspec.to_builtins(records[-limit:]),
-        })
+        q.views.catch_up(keep=False)
+        with q.views.lend("artifacts") as state:  # read in place: no copy of every record per request
+            if kind is not None and kind not in state.counters:
+                raise Invalid(f"no artifacts of kind {kind!r}; kinds here: {', '.join(sorted(state.counters)) or 'none'}", code="invalid_filter", argument="kind")
+            records = [r for r in state.records.values() if kind is None or r.kind == kind]
+            body = {"quest_id": q.id, "seq": state.last_seq, "counts": dict(state.counters),
+                    "records": msgspec.to_builtins(records[-limit:])}  # fmt: skip
+        return web.json_response(body)
 
     async def memory(request: web.Request) -> web.Response:
-        q = quest(request)
-        mem = MemoryContext(quest=q, actor="daemon")
+        mem = hub.memory(request.match_info["quest_id"])
         limit = int_param(request, "limit", 10, lo=1, hi=100, code="invalid_limit")
         kind = request.query.get("kind") or None
         scope = request.query.get("scope", "quest")
@@ -56,7 +54,7 @@ def add_routes(app: web.Application, hub: Hub) -> None:
         return web.json_response(to_builtins(memory_service.list_recent(mem, ListRecent(kind=kind, limit=limit, scope=scope))))
 
     async def memory_card(request: web.Request) -> web.Response:
-        mem = MemoryContext(quest=quest(request), actor="daemon")
+        mem = hub.memory(request.match_info["quest_id"])
         cmd = ReadCard(card_id=request.match_info["card_id"], scope=request.query.get("scope", "quest"))
         return web.json_response(to_builtins(memory_service.read(mem, cmd)))
 
