@@ -166,8 +166,13 @@ class MemoryIndex:
         """How often this handle found the file busy and waited (diagnostics, tests)."""
         return self._db.busy_waits
 
-    def sync(self) -> int:
+    def sync(self, *, max_lag: int = 0) -> int:
         """Apply every memory event appended since the index's seq; returns how many.
+
+        With ``max_lag``, an index behind the log by at most that many events is left as
+        it is (0 returned): a write's near-duplicate check reads those few events itself
+        (``MemoryStore.changed_since``), and folding several cards in one transaction
+        costs less than one each.
 
         The log is read *before* the index is locked, never while: a thread that holds
         the log's lock (a write checking for duplicates) may be waiting for the index,
@@ -179,7 +184,7 @@ class MemoryIndex:
             if self._log_changed(meta, last):
                 return self._fold(0, reset=True)
             applied = int(meta.get("seq", 0))
-            if applied >= last:
+            if applied >= last - max_lag:
                 return 0
             try:
                 return self._fold(applied)

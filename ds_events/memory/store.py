@@ -43,6 +43,13 @@ class Drift:
     problem: str  # modified | missing | untracked | link (a symlink, or behind one, never read)
 
 
+# How far (in events) a write lets the search index lag before folding the news into it.
+# The write's near-duplicate check compares the cards of those events itself (a few
+# word-set comparisons); searches always catch the index up first. Folding 16 cards in
+# one SQLite transaction costs about what two cost one at a time.
+INDEX_LAG = 16
+
+
 class MemoryStore:
     """One memory log: its view, index and card files."""
 
@@ -112,7 +119,7 @@ class MemoryStore:
         """
         if self.read_only:
             raise Invalid(f"memory of quest {self.name!r} is visible read-only here", code="read_only")
-        self.index.sync()
+        self.index.sync(max_lag=INDEX_LAG)
         if self.quest is not None:
             with self.quest.transaction() as txn:
                 yield txn

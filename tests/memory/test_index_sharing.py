@@ -342,9 +342,12 @@ def test_a_write_never_holds_the_logs_lock_while_the_index_is_busy(quest: Quest,
     from ds_events.events.memory import CardWritten
     from ds_events.memory import sqlite_file
 
+    from ds_events.memory.store import INDEX_LAG
+
     svc.search(mem, SearchCards(query="warm the index up")).results
-    quest.log.append(CardWritten(card_id="knowledge-0000beef", kind="knowledge", title="Seeds matter", body="5 seeds",
-                                 source_quest="q1"))  # fmt: skip (the index is now behind: the write must fold it in)
+    # The index is now behind by more than a write lets it lag: the write must fold them in.
+    quest.log.append([CardWritten(card_id=f"knowledge-0000be{i:02x}", kind="knowledge", title=f"Seeds matter {i}",
+                                  body=f"{i} seeds", source_quest="q1") for i in range(INDEX_LAG + 1)])  # fmt: skip
     monkeypatch.setattr(sqlite_file, "_BUSY_HANDLER_SECONDS", 0.01)  # report busy quickly, so we can see it
     index = mem.store("quest").index
     index.close()

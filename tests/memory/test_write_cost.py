@@ -285,3 +285,21 @@ def test_term_counts_follow_writes_supersedes_and_imports(home: Home):
     assert "hand" in stored and "rare3a" not in stored  # the import's words in, the superseded card's out
     mem.close()
     mem.quest.close()
+
+
+def test_a_near_duplicate_of_a_card_the_index_has_not_folded_yet_is_still_found(home: Home):
+    from ds_events.memory.store import INDEX_LAG
+
+    mem = _store_with(home, "lag", 30)
+    store = mem.store("quest")
+    try:
+        first = svc.write(mem, WriteCard(kind="knowledge", title="Gradient clipping stops fp16 loss spikes",
+                                         body="clip at 1.0 unique7q fp16 spikes vanished"))  # fmt: skip
+        assert first.status == "written"
+        assert store.index.applied_seq < first.seq <= store.index.applied_seq + INDEX_LAG  # not folded in yet
+        again = svc.write(mem, WriteCard(kind="knowledge", title="Gradient clipping stops fp16 loss spikes",
+                                         body="clip at 1.0 unique7q fp16 spikes vanished again"))  # fmt: skip
+        assert again.status == "duplicate_candidates" and again.candidates[0].id == first.id
+    finally:
+        mem.close()
+        mem.quest.close()
