@@ -1,4 +1,5 @@
-"""Quest status: title, lifecycle status, active anchor, counts by event type, last seq.
+"""Quest status: title, lifecycle status, active anchor, counts by event type, last seq
+(``status.md`` shows the first three and the conversation counts).
 
 Materialises ``quest.yaml``, ``brief.md``, ``plan.md`` and ``status.md`` at the quest
 root. ``SUMMARY.md`` belongs to :mod:`projections.artifacts`, which knows the results.
@@ -83,18 +84,25 @@ def render(state: StatusState) -> Files:
 
 
 def render_changed(state: StatusState, events: Iterable[Event]) -> Files:
-    """``status.md`` after any event; the other files only when what they show changed."""
+    """Each file only when an event changed what it shows."""
     if not state.quest_id:
         return {}
-    files = _status_file(state)
+    events = list(events)
+    files: Files = {}
+    if any(isinstance(e, _STATUS_EVENTS) for e in events):
+        files |= _status_file(state)
     if any(isinstance(e, _IDENTITY_EVENTS) for e in events):
         files |= _identity_files(state)
     return files
 
 
-# quest.yaml, brief.md and plan.md show only what these events change; status.md
-# (counters, last seq) changes with every event, so it is rendered every time.
+# quest.yaml, brief.md and plan.md show only what these events change.
 _IDENTITY_EVENTS = (QuestCreated, QuestAnchorChanged, QuestControl, QuestCompleted)
+# status.md shows the quest's status, stage and conversation, so only these change it. It
+# once also showed the last seq and a count per event type: it was rewritten (and changed
+# in git) by every memory write and every MCP call's record. Those figures are in
+# ``ds quest show`` and ``GET /api/quests/{id}``.
+_STATUS_EVENTS = (*_IDENTITY_EVENTS, ConversationMessage)
 
 
 def _identity_files(state: StatusState) -> Files:
@@ -114,16 +122,14 @@ def _identity_files(state: StatusState) -> Files:
 
 
 def _status_file(state: StatusState) -> Files:
-    counts = "\n".join(f"| `{k}` | {v} |" for k, v in sorted(state.counts.items()))
     status_md = (
         f"# Status: {state.title}\n\n"
         f"- quest: `{state.quest_id}`\n"
         f"- status: **{state.status}**\n"
         f"- active anchor: `{state.anchor}`\n"
         f"- messages: {state.user_messages} from the user, {state.assistant_messages} from the agent\n"
-        f"- last event: seq {state.last_seq} at {state.updated_at}\n"
         + (f"- outcome: {state.completed_summary}\n" if state.completed_summary else "")
-        + f"\n| event type | count |\n|---|---|\n{counts}\n"
+        + f"\nEvent counts and the last seq: `ds quest show {state.quest_id}`.\n"
     )
     return {"status.md": status_md.encode()}
 

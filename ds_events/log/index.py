@@ -11,8 +11,12 @@ rebuilt from the log) and only appenders, under the append lock, write it.
 
 from __future__ import annotations
 
+import functools
 import os
 import struct
+import threading
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from ..events import EventDecodeError
 from ..fdio import file_size, truncate_file
@@ -24,33 +28,55 @@ __all__ = ["INDEX_EVERY", "SparseIndex"]
 INDEX_EVERY = 64
 
 
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _guarded(method: F) -> F:
+    """Run the method under the index's own lock: readers seek (and pick up entries other
+    processes wrote) without the log's lock while this process's appenders add entries,
+    and the two once interleaved between sizing a read of the file and doing it."""
+
+    @functools.wraps(method)
+    def wrapper(self: SparseIndex, *args: Any, **kwargs: Any) -> Any:
+        with self._guard:
+            return method(self, *args, **kwargs)
+
+    return wrapper  # type: ignore[return-value]
+
+
 class SparseIndex:
     """The entries of one log's ``.idx`` known to this process.
 
     Methods that look at the log take its descriptor (``fd``): the log may reopen its
-    file (after ``ds repair`` replaced it), and the index follows.
+    file (after ``ds repair`` replaced it), and the index follows. Threads may share one:
+    every method that reads or changes the entries holds its lock.
     """
 
     def __init__(self, path: str) -> None:
+        self._guard = threading.RLock()
         self.path = path
         self._offsets: list[int] = []  # _offsets[i] = byte offset of seq i*INDEX_EVERY + 1
         self._persisted = 0  # how many of them are in the file
         self._checked: set[int] = set()  # slots known to point where they should
         self._bad_from = 1 << 62  # the file's entries from this slot on were found wrong
 
+    @_guarded
     def __len__(self) -> int:
         return len(self._offsets)
 
+    @_guarded
     def entry(self, slot: int) -> tuple[int, int]:
         """``(seq, offset)`` of entry ``slot``."""
         return slot * INDEX_EVERY + 1, self._offsets[slot]
 
+    @_guarded
     def reset(self) -> None:
         """Forget every entry (the log was truncated or replaced)."""
         self._offsets, self._persisted = [], 0
         self._checked: set[int] = set()  # slots known to point where they should
         self._bad_from = 1 << 62  # the file's entries from this slot on were found wrong
 
+    @_guarded
     def load(self, fd: int, size: int, last_seq: int, *, persist: bool = True) -> None:
         """Load the file, check it against the log's first ``size`` bytes (ending with
         seq ``last_seq``) and extend it to the tail. ``persist`` (under the append
@@ -99,6 +125,7 @@ class SparseIndex:
         except EventDecodeError:
             return False
 
+    @_guarded
     def add(self, pairs: list[tuple[int, int]], *, persist: bool, checked: bool = True) -> None:
         """Note ``(seq, offset)`` of lines just read or written; only indexed seqs count.
 
@@ -126,12 +153,14 @@ class SparseIndex:
                 return
             self._persisted = len(offsets)
 
+    @_guarded
     def add_lines(self, first_seq: int, starts: list[int], *, persist: bool) -> None:
         """Note the start offsets of consecutive lines from seq ``first_seq``."""
         gap = (-(first_seq - 1)) % INDEX_EVERY  # lines before the first indexed seq
         if gap < len(starts):
             self.add([(first_seq + i, starts[i]) for i in range(gap, len(starts), INDEX_EVERY)], persist=persist)
 
+    @_guarded
     def seek(self, fd: int, seq: int, size: int | None = None) -> tuple[int, int]:
         """The nearest indexed ``(seq, offset)`` at or before ``seq`` (``(1, 0)`` if none).
 
@@ -158,6 +187,7 @@ class SparseIndex:
             return 1, 0
         return slot * INDEX_EVERY + 1, self._offsets[slot]
 
+    @_guarded
     def refresh(self, fd: int) -> None:
         """Pick up entries that other processes' appends wrote to the file."""
         on_disk = min(file_size(self.path) // 8, self._bad_from)

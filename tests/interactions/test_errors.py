@@ -121,10 +121,10 @@ def _setup(quest: Quest) -> dict[str, str]:
 
 
 def _files(root: Path) -> dict[str, bytes]:
-    # status.md counts every event, so the record a refused call leaves (tool.call_finished)
-    # changes it; every other file must stay as it was.
+    # The record a refused call leaves (tool.call_finished) is in the log only: every
+    # materialised file stays as it was.
     return {str(p.relative_to(root)): p.read_bytes() for p in root.rglob("*")
-            if p.is_file() and ".git" not in p.parts and ".ds" not in p.parts and p.name != "status.md"}
+            if p.is_file() and ".git" not in p.parts and ".ds" not in p.parts}
 
 
 @pytest.mark.parametrize(("code", "case", "act"), CASES, ids=[f"{c}-{n}" for c, n, _ in CASES])
