@@ -35,11 +35,11 @@ from ds_events.events.memory import CardImported, CardSuperseded, CardWritten
 from ds_events.log import EventLog
 
 from .sqlite_file import SharedSqlite
-from .text import STOPWORDS, words
+from .text import STOPWORDS, content_words, words
 
 __all__ = ["MemoryIndex", "Hit", "fts_query", "query_terms", "is_memory_line", "SIMILAR_POSTINGS"]
 
-_SCHEMA_VERSION = "2"  # 2: term_df joined the schema
+_SCHEMA_VERSION = "3"  # 2: term_df joined the schema; 3: cards.title_key
 # Column weights for bm25(title, body, tags, hints).
 _WEIGHTS = (8.0, 1.0, 4.0, 3.0)
 _RANK = f"bm25({', '.join(map(str, _WEIGHTS))})"
@@ -61,12 +61,14 @@ CREATE TABLE IF NOT EXISTS cards(
     quest_id TEXT NOT NULL,
     record_type TEXT NOT NULL DEFAULT '',
     active INTEGER NOT NULL,
-    seq INTEGER NOT NULL
+    seq INTEGER NOT NULL,
+    title_key TEXT NOT NULL DEFAULT ''
 );
 CREATE TABLE IF NOT EXISTS card_tags(tag TEXT NOT NULL, card_rowid INTEGER NOT NULL, PRIMARY KEY(tag, card_rowid))
     WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS term_df(term TEXT PRIMARY KEY, df INTEGER NOT NULL) WITHOUT ROWID;
 """
+_TITLE_KEY_INDEX = "CREATE INDEX IF NOT EXISTS cards_title_key ON cards(title_key)"
 # Created once: writing the rank setting again would bump FTS5's config cookie and make
 # the next query on every other open connection fail.
 _FTS = f"""
@@ -269,7 +271,7 @@ class MemoryIndex:
         terms = query_terms(f"{title}\n{body}")
         if not terms:
             return []
-        return self._db.run(lambda conn: self._similar(conn, terms, query_terms(title), limit, kind, records_only))
+        return self._db.run(lambda conn: self._similar(conn, terms, title_key(title), limit, kind, records_only))
 
     @contextlib.contextmanager
     def tracing(self) -> Iterator[list[str]]:
@@ -360,14 +362,15 @@ class MemoryIndex:
         row = conn.execute("SELECT rowid, active FROM cards WHERE card_id=?", (card_id,)).fetchone()
         if row is None:
             cur = conn.execute(
-                "INSERT INTO cards(card_id, kind, title, quest_id, record_type, active, seq) VALUES(?,?,?,?,?,1,?)",
-                (card_id, kind, title, quest_id, record_type, seq),
+                "INSERT INTO cards(card_id, kind, title, quest_id, record_type, active, seq, title_key) VALUES(?,?,?,?,?,1,?,?)",
+                (card_id, kind, title, quest_id, record_type, seq, title_key(title)),
             )
             rowid, active, added = cur.lastrowid, 1, 1
         else:
             rowid, active = row
             added = 0
-            conn.execute("UPDATE cards SET kind=?, title=?, seq=? WHERE rowid=?", (kind, title, seq, rowid))
+            conn.execute("UPDATE cards SET kind=?, title=?, seq=?, title_key=? WHERE rowid=?",
+                         (kind, title, seq, title_key(title), rowid))  # fmt: skip
             _delete_text(conn, rowid)
         if active:
             text = (title, body, " ".join(tags), hints)
@@ -400,7 +403,7 @@ class MemoryIndex:
         rescored = sorted(((h.score + _bonus(h, common), i, h) for i, h in enumerate(hits)), key=lambda x: (-x[0], x[1]))
         return [Hit(h.card_id, h.kind, h.title, h.quest_id, h.record_type, score, h.snippet) for score, _, h in rescored[:limit]]
 
-    def _similar(self, conn: sqlite3.Connection, terms: list[str], title_terms: list[str], limit: int,
+    def _similar(self, conn: sqlite3.Connection, terms: list[str], key: str, limit: int,
                  kind: str | None, records_only: bool) -> list[Hit]:  # fmt: skip
         where, params = self._filters(kind, None, records_only)
         dfs = _term_dfs(conn, terms)
@@ -411,7 +414,7 @@ class MemoryIndex:
             chosen.append(t)
             postings += dfs[t]
         if not chosen:
-            return []  # no word of the card is in any card
+            return self._same_title(conn, key, where, params, limit)  # no word of the card is in any card
         if postings <= SIMILAR_POSTINGS:  # every match ranked: at most SIMILAR_POSTINGS of them
             rows = conn.execute(
                 "SELECT c.card_id, c.kind, c.title, c.quest_id, c.record_type, fts.rank FROM fts "
@@ -421,12 +424,20 @@ class MemoryIndex:
             hits = [Hit(r[0], r[1], r[2], r[3], r[4], -float(r[5]), "") for r in rows]
         else:  # even the rarest word is common: rank only its newest matches
             hits = self._newest(conn, _or(chosen), where, params, limit, SIMILAR_POSTINGS)
-        rarest_title = min((t for t in title_terms if dfs.get(t)), key=lambda t: (dfs[t], t), default=None)
-        if rarest_title is not None and rarest_title not in chosen:
-            seen = {h.card_id for h in hits}
-            same = self._newest(conn, _and([t for t in title_terms if dfs.get(t)]), where, params, limit, limit)
-            hits += [h for h in same if h.card_id not in seen]
-        return hits
+        seen = {h.card_id for h in hits}
+        return hits + [h for h in self._same_title(conn, key, where, params, limit) if h.card_id not in seen]
+
+    def _same_title(self, conn: sqlite3.Connection, key: str, where: str, params: list[Any], limit: int) -> list[Hit]:
+        """The newest active cards whose title has exactly the same content words (a
+        near-duplicate by definition): one lookup of ``cards.title_key``."""
+        if not key:
+            return []
+        rows = conn.execute(
+            f"SELECT c.card_id, c.kind, c.title, c.quest_id, c.record_type FROM cards c "
+            f"WHERE c.title_key = ? AND c.active = 1{where} ORDER BY c.seq DESC LIMIT ?",
+            [key, *params, limit],
+        ).fetchall()
+        return [Hit(r[0], r[1], r[2], r[3], r[4], 0.0, "") for r in rows]
 
     def _newest(self, conn: sqlite3.Connection, match: str, where: str, params: list[Any], limit: int,
                 newest: int) -> list[Hit]:  # fmt: skip
@@ -533,6 +544,12 @@ class _Behind(Exception):
     """The index's seq went down between reading the log and applying it."""
 
 
+def title_key(title: str) -> str:
+    """The distinct content words of a title, sorted: two cards with the same key have
+    the same title as far as the near-duplicate check is concerned (similarity 1.0)."""
+    return " ".join(sorted(set(content_words(title))))
+
+
 def _count_terms(conn: sqlite3.Connection, text: Sequence[str], delta: int) -> None:
     """Add ``delta`` to the document frequency of each distinct word of a card's text.
 
@@ -583,8 +600,16 @@ def _active_count(conn: sqlite3.Connection) -> int:
 
 
 def _setup(conn: sqlite3.Connection) -> None:
-    """The schema, on a new file (and a no-op on a complete one)."""
+    """The schema, on a new file (and a no-op on a complete one). A file of schema 1
+    gains ``cards.title_key`` here; its rows are refolded because its meta says an older schema."""
     conn.executescript(_SCHEMA)
+    if "title_key" not in {row[1] for row in conn.execute("PRAGMA table_info(cards)")}:
+        try:
+            conn.execute("ALTER TABLE cards ADD COLUMN title_key TEXT NOT NULL DEFAULT ''")
+        except sqlite3.OperationalError as exc:  # another process added it first
+            if "duplicate column" not in str(exc):
+                raise
+    conn.execute(_TITLE_KEY_INDEX)
     if conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'fts'").fetchone() is None:
         try:
             conn.executescript(f"BEGIN IMMEDIATE; {_FTS} COMMIT;")

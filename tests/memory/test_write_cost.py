@@ -303,3 +303,29 @@ def test_a_near_duplicate_of_a_card_the_index_has_not_folded_yet_is_still_found(
     finally:
         mem.close()
         mem.quest.close()
+
+
+def test_a_card_with_the_same_title_words_is_found_by_one_lookup_whatever_the_body(home: Home):
+    """Same content words in the title (any order) is a near-duplicate by definition; the
+    index finds it by its title key, even when every title word is common and the bodies
+    share nothing."""
+    quest = home.create_quest("titles", quest_id="titles")
+    common = ["training", "loss", "model", "warmup", "schedule", "batch"]
+    events = [
+        CardWritten(card_id=f"knowledge-{i:08x}", kind="knowledge",
+                    title=" ".join(common[j] for j in range(6) if (i >> j) & 1) or "empty",
+                    body=f"body{i} words{i}")
+        for i in range(64)
+    ]  # fmt: skip
+    quest.log.append(events)
+    mem = MemoryContext(quest, actor="test")
+    try:
+        mem.store("quest").index.sync()
+        # card 0b101101 = training, model, warmup, batch
+        result = svc.write(mem, WriteCard(kind="knowledge", title="Batch warmup for the model training",
+                                          body="entirely different text"))  # fmt: skip
+        assert result.status == "duplicate_candidates"
+        assert [c.id for c in result.candidates] == [f"knowledge-{0b101101:08x}"]
+    finally:
+        mem.close()
+        quest.close()
