@@ -6,7 +6,8 @@ import random
 import statistics
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from typing import Any
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -45,3 +46,16 @@ def vocabulary(rng: random.Random, n: int) -> list[str]:
     # Sorted first: a set's order follows the per-process string hash seed, which made
     # each run rank a different word as the most common (and a reused home mismatch).
     return sorted(sorted(found), key=lambda w: rng.random())
+
+
+def append_in_batches(log: Any, events: Iterable[Any], batch: int) -> None:
+    """Append ``events`` to ``log`` ``batch`` at a time: how the benches build a long
+    log (or a big store) in seconds instead of one service call per event."""
+    chunk: list[Any] = []
+    for event in events:
+        chunk.append(event)
+        if len(chunk) == batch:
+            log.append(chunk)
+            chunk = []
+    if chunk:
+        log.append(chunk)

@@ -31,7 +31,7 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -43,7 +43,7 @@ from ds_events.memory.store import MemoryContext  # noqa: E402
 from ds_events.paths import write_atomic  # noqa: E402
 from ds_events.services import memory as svc  # noqa: E402
 from projections.memory import KINDS, SINGULAR  # noqa: E402
-from _util import vocabulary  # noqa: E402
+from _util import append_in_batches, vocabulary  # noqa: E402
 
 _BATCH = 2000
 
@@ -106,17 +106,14 @@ def _build(root: Path, n: int, rng: random.Random, vocab: list[str], cum: list[f
     home = Home(root / "home")
     home.init()
     quest = home.create_quest("bench", quest_id="bench")
-    events = []
-    for i in range(n):
-        kind = KINDS[i % len(KINDS)]
-        title, body, tags = _card(rng, vocab, cum)
-        events.append(CardWritten(card_id=f"{SINGULAR[kind]}-{i:08x}", kind=kind, title=title, body=body, tags=tags,
-                                  source_quest="bench"))  # fmt: skip
-        if len(events) == _BATCH:
-            quest.log.append(events)
-            events = []
-    if events:
-        quest.log.append(events)
+    def cards() -> Iterator[CardWritten]:
+        for i in range(n):
+            kind = KINDS[i % len(KINDS)]
+            title, body, tags = _card(rng, vocab, cum)
+            yield CardWritten(card_id=f"{SINGULAR[kind]}-{i:08x}", kind=kind, title=title, body=body, tags=tags,
+                              source_quest="bench")  # fmt: skip
+
+    append_in_batches(quest.log, cards(), _BATCH)
     quest.views.catch_up(keep=False)
     quest.views.materialise(full=True)
     return quest

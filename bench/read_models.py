@@ -19,6 +19,7 @@ ratio big/10k (target <= 2).
 from __future__ import annotations
 
 import argparse
+import itertools
 import statistics
 import sys
 import tempfile
@@ -29,6 +30,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench._rounds import ratios, spread, verdict  # noqa: E402
+from bench._util import append_in_batches  # noqa: E402
 from ds_events.events import Event  # noqa: E402
 from ds_events.events.artifact import ArtifactRecorded, BranchPrepared, GitCheckpointed  # noqa: E402
 from ds_events.events.core import ConversationMessage, QuestAnchorChanged  # noqa: E402
@@ -103,16 +105,11 @@ def _build(root: Path, n: int) -> Quest:
     home = Home(root / "home")
     home.init()
     quest = home.create_quest("bench", quest_id="bench")
-    batch: list[Event] = [
+    branches: list[Event] = [
         BranchPrepared(branch=b, branch_kind=b.split("/")[0], start_sha="0" * 40, start_point="main") for b in _BRANCHES[1:]
     ]
-    for i in range(len(batch), n - 1):  # create_quest appended the first event
-        batch.append(_event(i))
-        if len(batch) == _BATCH:
-            quest.log.append(batch)
-            batch = []
-    if batch:
-        quest.log.append(batch)
+    rest = (_event(i) for i in range(len(branches), n - 1))  # create_quest appended the first event
+    append_in_batches(quest.log, itertools.chain(branches, rest), _BATCH)
     quest.views.catch_up(keep=False)
     return quest
 
