@@ -259,14 +259,15 @@ class MemoryIndex:
         sharing the *rarest* words of (title, body), never more than a bounded number.
         Hits carry no snippet (making one reads and tokenises the card again).
 
-        The words are taken rarest first while their document frequencies add up to at
-        most :data:`SIMILAR_POSTINGS`, so the cards ranked are bounded at any store size
-        (a whole-text OR query ranks every card sharing any common word). A near-duplicate
-        shares at least half of the card's words and almost always its specific ones, and
-        the rarest words are what BM25 weights most. When even the rarest word is common,
-        only the newest :data:`SIMILAR_POSTINGS` cards that contain it are ranked. A card
-        with the same title words is a duplicate by definition; when the rarest title word
-        did not make the cut, the cards having every title word (newest first) are added.
+        The words are taken rarest first (their counts come from ``term_df`` in one
+        lookup) while those counts add up to at most :data:`SIMILAR_POSTINGS`, so the cards
+        ranked are bounded at any store size (a whole-text OR query ranks every card
+        sharing any common word). A near-duplicate shares at least half of the card's
+        words and almost always its specific ones, and the rarest words are what BM25
+        weights most. When even the rarest word is common, only the newest
+        :data:`SIMILAR_POSTINGS` cards that contain it are ranked. A card with the same
+        title words is a duplicate by definition: the newest such cards are added by one
+        lookup of ``cards.title_key`` (:func:`title_key`).
         """
         terms = query_terms(f"{title}\n{body}")
         if not terms:
