@@ -73,9 +73,10 @@ class Views:
         self.seqs: dict[str, int] = {}
         # Names whose current state object a caller holds: folded into a copy next time.
         self._handed_out: set[str] = set()
-        # Names whose current state is lent to blocks running now (see ``lend``): an
-        # event applied meanwhile is folded into a copy, as for a hand-out.
-        self._lent: Counter[str] = Counter()
+        # (name, id of the state object) lent to blocks running now (see ``lend``): an
+        # event applied to that object meanwhile is folded into a copy, as for a hand-out;
+        # once copied, the new current state is not lent and is folded in place.
+        self._lent: Counter[tuple[str, int]] = Counter()
         # What this process last wrote (or found) at each path, with the file's stat
         # signature then: another process may have rewritten the file since.
         self._written: dict[str, tuple[bytes, tuple[int, int, int]]] = {}
@@ -108,15 +109,16 @@ class Views:
         none arrives. Keep nothing from it past the block but its immutable records.
         """
         with self._lock:
-            self._lent[name] += 1
             state = self._states[name]
+            key = (name, id(state))  # the block holds ``state``: its id is not reused meanwhile
+            self._lent[key] += 1
         try:
             yield state
         finally:
             with self._lock:
-                self._lent[name] -= 1
-                if not self._lent[name]:
-                    del self._lent[name]
+                self._lent[key] -= 1
+                if not self._lent[key]:
+                    del self._lent[key]
 
     def view(self, projection: Projection[S]) -> S:
         """:meth:`state` typed by the projection value itself."""
@@ -171,7 +173,7 @@ class Views:
             # Projections whose snapshot (or another thread) is ahead skip what they have.
             behind = [(p, self.seqs[p.name]) for p in self.projections if self.seqs[p.name] < events[-1].seq]
             for p, _done in behind:
-                if p.name in self._handed_out or p.name in self._lent:  # a caller holds it: fold into a copy
+                if p.name in self._handed_out or (p.name, id(states[p.name])) in self._lent:  # a caller holds it: copy
                     states[p.name] = p.thawed(states[p.name])
                     self._handed_out.discard(p.name)
             floor = min((done for _p, done in behind), default=events[-1].seq)

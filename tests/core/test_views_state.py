@@ -165,9 +165,13 @@ def test_a_lent_state_does_not_change_while_lent_and_costs_no_copy_otherwise(tmp
         views.catch_up()
         with views.lend(projection.name) as lent:
             encoded = msgspec.json.encode(lent)
-            log.append(payloads[60:])
+            log.append(payloads[60:90])
             views.catch_up()  # events applied while the block runs go into a copy
             assert msgspec.json.encode(lent) == encoded
+            copy = views._states[projection.name]
+            log.append(payloads[90:])
+            views.catch_up()  # the copy is not lent: folded in place, not copied again
+            assert views._states[projection.name] is copy and msgspec.json.encode(lent) == encoded
         assert views._states[projection.name] is not lent
         current = views._states[projection.name]
         with views.lend(projection.name) as lent:
