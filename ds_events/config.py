@@ -41,6 +41,8 @@ __all__ = [
     "ConnectorsConfig",
     "ArxivConfig",
     "ServeConfig",
+    "RunnerConfig",
+    "RUNNER_NAMES",
     "ConfigFile",
     "parse_config",
     "DEFAULT_ARXIV_API_URL",
@@ -102,6 +104,29 @@ class ServeConfig(_Section):
     token: str | None = None
 
 
+RUNNER_NAMES = ("codex", "claude", "acp", "scripted")
+
+
+class RunnerConfig(_Section):
+    """Turns: which agent runs them (a quest's own setting and ``ds run --runner`` win)
+    and how the scheduler watches it."""
+
+    name: Literal["codex", "claude", "acp", "scripted"] = "codex"
+    model: str = ""  # empty: the agent's own default
+    # A runner that prints nothing for this long is ended and the turn recorded stalled.
+    stall_seconds: Annotated[float, Meta(gt=0, le=86400)] = 900.0
+    # Attempts per turn, the first included: a failed or stalled turn is retried after
+    # backoff_seconds, doubling each time up to backoff_max_seconds.
+    max_attempts: Annotated[int, Meta(ge=1, le=10)] = 3
+    backoff_seconds: _Seconds = 5.0
+    backoff_max_seconds: _Seconds = 120.0
+    kill_grace_seconds: _Seconds = 5.0  # between asking the agent to stop (TERM) and KILL
+    # The command that starts each agent (argv), when not the default on PATH, e.g.
+    # ``acp: ["codex-acp"]`` or ``codex: ["/opt/node/bin/codex"]``.
+    commands: dict[str, list[str]] = {}
+    trajectory: str | None = None  # the scripted runner's trajectory file
+
+
 class Config(_Section):
     """The whole file; ``Config()`` is every default."""
 
@@ -113,6 +138,7 @@ class Config(_Section):
     connectors: ConnectorsConfig = ConnectorsConfig()
     arxiv: ArxivConfig = ArxivConfig()
     serve: ServeConfig = ServeConfig()
+    runner: RunnerConfig = RunnerConfig()
 
 
 def parse_config(text: str, path: Path) -> Config:

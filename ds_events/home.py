@@ -23,6 +23,7 @@ from projections.bash_sessions import State as BashSessionsState
 from projections.interactions import State as InteractionsState
 from projections.memory import MemoryState
 from projections.node_traces import State as NodeTracesState
+from projections.turns import State as TurnsState
 from projections.status import StatusState
 from projections.workflow import State as WorkflowState
 
@@ -251,6 +252,8 @@ class Quest:
     def state(self, name: Literal["workflow"]) -> WorkflowState: ...
     @overload
     def state(self, name: Literal["node_traces"]) -> NodeTracesState: ...
+    @overload
+    def state(self, name: Literal["turns"]) -> TurnsState: ...
 
     def state(self, name: str = "status") -> Any:
         """The projection ``name`` caught up with the log (every process's events).

@@ -22,6 +22,7 @@ QUEST_PROJECTIONS: tuple[str, ...] = (
     "projections.interactions",
     "projections.workflow",
     "projections.node_traces",
+    "projections.turns",
 )
 
 

@@ -5,8 +5,11 @@ client understands; :func:`from_notification` gives the event back. The mapping 
 table keyed by event tag (``_MAPPERS``): each entry builds the ``update`` body.
 
 - ``conversation.message``: ``user_message_chunk`` (user), ``agent_message_chunk``
-  (assistant), ``agent_thought_chunk`` (system, and the reasoning events of the runner
-  once they exist: add their tags to the table).
+  (assistant), ``agent_thought_chunk`` (system). A turn's ``runner.agent_message`` is an
+  ``agent_message_chunk`` and its ``runner.reasoning`` an ``agent_thought_chunk``.
+- ``runner.tool_call`` / ``runner.tool_result``: ``tool_call`` then ``tool_call_update``
+  (the agent's own view of its calls, ids prefixed with the turn's run id; the MCP
+  servers' ``tool.*`` records of the same calls keep their own ids).
 - ``tool.call_started`` / ``bash.session_started``: ``tool_call`` (in progress).
 - ``tool.call_finished`` and the ends of a bash session: ``tool_call_update``
   (completed | failed). A finished call that was never started (quick calls are logged
@@ -74,6 +77,35 @@ def _text(kind: str, text: str, message_id: str) -> dict[str, Any]:
 def _message(e: Any) -> dict[str, Any]:
     kind = {"user": "user_message_chunk", "assistant": "agent_message_chunk"}.get(e.role, "agent_thought_chunk")
     return _text(kind, e.content, e.id)
+
+
+def _runner_text(kind: str) -> Callable[[Any], dict[str, Any]]:
+    return lambda e: _text(kind, e.text, getattr(e, "message_id", "") or e.id)
+
+
+def _runner_call_id(e: Any) -> str:
+    return f"{e.run_id or 'turn'}:{e.call_id}"
+
+
+def _runner_tool_call(e: Any) -> dict[str, Any]:
+    namespace, _, tool = e.tool.rpartition(".")
+    return {
+        "sessionUpdate": "tool_call",
+        "toolCallId": _runner_call_id(e),
+        "title": e.tool,
+        "kind": _tool_kind(e.server or namespace, tool),
+        "status": "in_progress",
+        "rawInput": e.arguments,
+    }
+
+
+def _runner_tool_result(e: Any) -> dict[str, Any]:
+    return {
+        "sessionUpdate": "tool_call_update",
+        "toolCallId": _runner_call_id(e),
+        "status": "completed" if e.status == "ok" else "failed",
+        "rawOutput": {"status": e.status, "output": e.output, "truncated": e.truncated},
+    }
 
 
 def _tool_call_started(e: Any) -> dict[str, Any]:
@@ -202,4 +234,8 @@ _MAPPERS: dict[str, Callable[[Any], dict[str, Any]]] = {
     "bash.session_exited": _bash_exited,
     "bash.session_lost": _bash_lost,
     "quest.anchor_changed": _anchor_plan,
+    "runner.agent_message": _runner_text("agent_message_chunk"),
+    "runner.reasoning": _runner_text("agent_thought_chunk"),
+    "runner.tool_call": _runner_tool_call,
+    "runner.tool_result": _runner_tool_result,
 }

@@ -50,6 +50,7 @@ LAYERS: dict[str, int] = {
     "ds_events.services": 3,
     "handlers": 4,
     "ds_events.cli": 4,
+    "ds_events.runners": 4,
     "ds_events.bash_monitor": 4,
     "ds_events.__main__": 4,
 }

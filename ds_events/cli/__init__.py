@@ -38,6 +38,7 @@ COMMANDS: dict[str, str] = {
     "demo": "ds_events.cli.demo:demo",
     "serve": "ds_events.cli.serve",
     "acp": "ds_events.cli.acp",
+    "run": "ds_events.cli.run",
 }
 cli.lazy.update(COMMANDS)
 

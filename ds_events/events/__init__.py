@@ -1,7 +1,7 @@
 """Typed events: one closed msgspec tagged union over every domain's event types.
 
 Each domain module (``core``, ``memory``, ``bash``, ``artifact``, ``interaction``,
-``tool``)
+``tool``, ``runner``)
 exports ``EVENTS``; the union below is their concatenation. Tags are stable strings
 stored in the ``type`` field and never change once written.
 
@@ -15,7 +15,7 @@ import typing
 
 import msgspec
 
-from . import artifact, bash, core, interaction, memory, tool
+from . import artifact, bash, core, interaction, memory, runner, tool
 from .base import Event, new_event_id, new_event_ids, utc_now
 from .core import *  # noqa: F403 - re-export the core event classes
 from .upcast import upcast
@@ -35,7 +35,7 @@ __all__ = [
 ] + list(core.__all__)
 
 ALL_EVENT_TYPES: tuple[type[Event], ...] = (
-    core.EVENTS + memory.EVENTS + bash.EVENTS + artifact.EVENTS + interaction.EVENTS + tool.EVENTS
+    core.EVENTS + memory.EVENTS + bash.EVENTS + artifact.EVENTS + interaction.EVENTS + tool.EVENTS + runner.EVENTS
 )
 TYPES_BY_TAG: dict[str, type[Event]] = {t.__struct_config__.tag: t for t in ALL_EVENT_TYPES}
 for _tag, _cls in TYPES_BY_TAG.items():

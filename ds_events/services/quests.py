@@ -76,6 +76,11 @@ def control(quest: Quest, cmd: Control) -> Event:
         from .bash_exec import kill_quest_sessions
 
         kill_quest_sessions(quest, reason=f"quest_{action}")
+        # ... and no agent: the running turn's process group goes too (its host sees it
+        # end and records the turn interrupted or cancelled).
+        from .turns import stop_runner
+
+        stop_runner(quest, grace_seconds=quest.home.config().runner.kill_grace_seconds)
     return event
 
 

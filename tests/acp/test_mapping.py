@@ -26,6 +26,7 @@ INFO_ONLY = {
     "git.graph_rendered",
     "interaction.sent", "interaction.replied", "mailbox.delivered", "delivery.binding_added",
     "delivery.binding_removed", "delivery.routing_policy_changed", "delivery.attempted",
+    "runner.turn_started", "runner.process_started", "runner.turn_finished", "runner.turn_retry_scheduled",
 }  # fmt: skip
 
 

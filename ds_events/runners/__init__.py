@@ -1,0 +1,57 @@
+"""Runners: one module per agent, one interface (:class:`ds_events.services.scheduler.Runner`).
+
+- ``codex``: the Codex CLI (``codex exec --json``) with an isolated ``CODEX_HOME``.
+- ``claude``: Claude Code (``claude -p --output-format stream-json``).
+- ``acp``: any Agent Client Protocol agent over stdio, driven with the SDK's client side.
+- ``scripted``: plays a trajectory through our real MCP servers (demos, tests).
+
+:func:`make_runner` builds one by name; the modules are imported on demand.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from ds_events.config import RUNNER_NAMES, RunnerConfig
+from ds_events.errors import Invalid
+
+__all__ = ["make_runner", "RUNNER_NAMES"]
+
+_CLASSES = {
+    "codex": ("ds_events.runners.codex", "CodexRunner"),
+    "claude": ("ds_events.runners.claude", "ClaudeRunner"),
+    "acp": ("ds_events.runners.acp", "AcpRunner"),
+    "scripted": ("ds_events.runners.scripted", "ScriptedRunner"),
+}
+
+
+def make_runner(name: str, config: RunnerConfig, **options: Any) -> Any:
+    """The runner ``name`` (one of :data:`RUNNER_NAMES`) with ``config``; unknown names
+    are :class:`Invalid` (``unknown_runner``)."""
+    if name not in _CLASSES:
+        raise Invalid(f"unknown runner {name!r}: use one of {', '.join(RUNNER_NAMES)}", code="unknown_runner")
+    module, cls = _CLASSES[name]
+    try:
+        factory = getattr(importlib.import_module(module), cls)
+    except ModuleNotFoundError as exc:
+        raise Invalid(f"runner {name!r} is not available here: {exc}", code="unknown_runner") from None
+    return factory(config, **options)
+
+
+def scheduler_for(
+    quest: Any, *, runner: str | None = None, model: str | None = None, trajectory: str | None = None
+) -> Any:
+    """A :class:`~ds_events.services.scheduler.QuestScheduler` for ``quest``: the runner
+    and model named here, else the home's ``runner`` config."""
+    from ds_events.services.prompt_interim import build_prompt
+    from ds_events.services.scheduler import QuestScheduler
+
+    config = quest.home.config().runner
+    name = runner or config.name
+    options: dict[str, Any] = {"trajectory": trajectory} if name == "scripted" else {}
+    make_runner(name, config, **options)  # refuse an unknown runner or a bad trajectory now
+    return QuestScheduler(
+        quest, make_runner=lambda n: make_runner(n, config, **options), runner=name,
+        model=model if model is not None else config.model, config=config, build_prompt=build_prompt,
+    )  # fmt: skip

@@ -1,0 +1,146 @@
+"""What every runner shares: starting the agent as a process group, feeding it the
+prompt, keeping its raw streams under the turn's directory, and reading its stdout as
+JSON lines that the runner's own ``handle`` turns into turn events.
+
+A runner for an agent CLI that prints JSON lines (Codex, Claude Code, the scripted
+agent) subclasses :class:`LineRunner` and writes :meth:`LineRunner.command` and
+:meth:`LineRunner.handle`. The ACP runner speaks JSON-RPC both ways and drives the
+process itself, with :func:`start_agent` and :func:`stop_group`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import signal
+import sys
+from pathlib import Path
+from typing import Any
+
+from ds_events.config import RunnerConfig
+from ds_events.services.scheduler import RunResult
+from ds_events.services.turns import MCP_NAMESPACES, TurnRecorder, TurnSpec
+
+__all__ = ["LineRunner", "mcp_server_command", "agent_env", "start_agent", "stop_group", "STREAM_LIMIT"]
+
+STREAM_LIMIT = 64 * 1024 * 1024  # the longest stdout line read whole (a big tool result)
+
+
+def mcp_server_command(namespace: str) -> list[str]:
+    """argv of our stdio MCP server for ``namespace`` (this interpreter, so a venv works
+    without ``ds`` on PATH)."""
+    if namespace not in MCP_NAMESPACES:
+        raise ValueError(f"unknown namespace {namespace!r}")
+    return [sys.executable, "-m", "ds_events", "mcp", "--namespace", namespace]
+
+
+def agent_env(spec: TurnSpec, extra: dict[str, str] | None = None) -> dict[str, str]:
+    """The agent's environment: ours, plus the quest's DS_HOME / DS_QUEST_ID, plus ``extra``."""
+    env = dict(os.environ)
+    env.update(spec.env)
+    env["DS_RUN_ID"] = spec.run_id
+    env.update(extra or {})
+    return env
+
+
+async def start_agent(argv: list[str], *, cwd: str, env: dict[str, str]) -> asyncio.subprocess.Process:
+    """Start ``argv`` as the leader of a new process group, pipes on all three streams."""
+    return await asyncio.create_subprocess_exec(
+        *argv, cwd=cwd, env=env, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE, start_new_session=True, limit=STREAM_LIMIT,
+    )  # fmt: skip
+
+
+def stop_group(proc: asyncio.subprocess.Process) -> None:
+    """KILL the agent's whole process group (when the host itself is going away)."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
+
+
+class LineRunner:
+    """An agent CLI that reads its prompt on stdin and prints JSON lines on stdout."""
+
+    name = "line"
+
+    def __init__(self, config: RunnerConfig) -> None:
+        self.config = config
+        self.failure = ""  # set by handle() when the stream reports an error
+
+    # -- what a subclass writes -------------------------------------------------------
+
+    def command(self, spec: TurnSpec) -> list[str]:
+        raise NotImplementedError
+
+    def environment(self, spec: TurnSpec) -> dict[str, str]:
+        return agent_env(spec)
+
+    def workspace(self, spec: TurnSpec) -> str:
+        return spec.quest_root
+
+    def handle(self, item: dict[str, Any], recorder: TurnRecorder) -> None:
+        """One decoded stdout line of the agent."""
+        raise NotImplementedError
+
+    def succeeded(self, exit_code: int) -> bool:
+        return exit_code == 0 and not self.failure
+
+    # -- the shared driver ------------------------------------------------------------
+
+    def executable(self, default: str) -> list[str]:
+        """The configured command for this runner (``runner.commands.<name>``), else ``default``."""
+        return list(self.config.commands.get(self.name) or [default])
+
+    async def run(self, spec: TurnSpec, recorder: TurnRecorder) -> RunResult:
+        argv = self.command(spec)
+        run_dir = Path(spec.run_dir)
+        proc = await start_agent(argv, cwd=self.workspace(spec), env=self.environment(spec))
+        recorder.process_started(proc.pid, argv)
+        try:
+            assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+            proc.stdin.write(spec.prompt.encode())
+            with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+                await proc.stdin.drain()
+            proc.stdin.close()
+            with open(run_dir / "stdout.jsonl", "wb") as out, open(run_dir / "stderr.log", "wb") as err:
+                await asyncio.gather(
+                    self._read_stdout(proc.stdout, out, recorder), _copy(proc.stderr, err, recorder)
+                )
+            code = await proc.wait()
+        except asyncio.CancelledError:
+            stop_group(proc)
+            raise
+        if self.succeeded(code):
+            return RunResult(ok=True, exit_code=code)
+        return RunResult(ok=False, exit_code=code, error=self.failure or _tail(run_dir / "stderr.log"))
+
+    async def interrupt(self) -> None:
+        return None  # the scheduler signals the process group
+
+    async def _read_stdout(self, stream: asyncio.StreamReader, out: Any, recorder: TurnRecorder) -> None:
+        while line := await stream.readline():
+            out.write(line)
+            out.flush()
+            recorder.touch()
+            try:
+                item = json.loads(line)
+            except ValueError:
+                continue  # not a JSON line (a banner): kept in the raw stream only
+            if isinstance(item, dict):
+                self.handle(item, recorder)
+
+
+async def _copy(stream: asyncio.StreamReader, out: Any, recorder: TurnRecorder) -> None:
+    while chunk := await stream.read(65536):
+        out.write(chunk)
+        out.flush()
+        recorder.touch()
+
+
+def _tail(path: Path, limit: int = 2000) -> str:
+    try:
+        data = path.read_bytes()[-limit:]
+    except OSError:
+        return ""
+    return data.decode("utf-8", "replace").strip()

@@ -1,0 +1,122 @@
+"""The scripted runner: plays a trajectory file through our real stdio MCP servers.
+
+For demos and tests, in place of a model: the agent process
+(:mod:`ds_events.runners.scripted_agent`) is started like any agent CLI — its own
+process group, the prompt on stdin, JSON lines on stdout — and calls the same
+``ds mcp --namespace ...`` servers a real agent would. Its trajectory is YAML:
+
+.. code-block:: yaml
+
+    turns:                 # the quest's Nth turn plays turns[N-1] (retries replay it)
+      - steps:
+          - say: "Looking at prior work first."        # an agent message
+          - think: "Search memory before anything."    # reasoning
+          - call: memory.search                        # namespace.tool
+            args: {query: "tokenizer ablation"}
+            save: found                                # keep the result as {{found...}}
+          - call: artifact.record
+            args: {payload: {kind: idea, title: "Idea {{found.results.0.id}}"}}
+            expect: error                              # the call must fail (default ok)
+          - sleep: 0.5                                 # seconds, printing nothing
+          - fail: "the model API is down"              # exit 1 ...
+            attempts: 1                                # ... on attempts up to 1 only
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import yaml
+
+from ds_events.errors import Invalid
+from ds_events.services.turns import MCP_NAMESPACES, TurnRecorder, TurnSpec
+
+from .base import LineRunner
+
+__all__ = ["ScriptedRunner", "Trajectory", "Step", "load_trajectory"]
+
+STEP_KINDS = ("say", "think", "call", "sleep", "fail")
+
+
+class Step(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    say: str | None = None
+    think: str | None = None
+    call: str | None = None
+    args: dict[str, Any] = {}
+    save: str | None = None
+    expect: str = "ok"  # ok | error | any
+    sleep: float | None = None
+    fail: str | None = None
+    attempts: int = 10**6  # a fail step fails only on attempts up to this
+
+
+class TurnScript(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    name: str = ""
+    steps: list[Step] = []
+
+
+class Trajectory(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    turns: list[TurnScript]
+
+
+def load_trajectory(path: str | Path) -> Trajectory:
+    """Read and check a trajectory file; a bad one is :class:`Invalid` (``bad_trajectory``)."""
+    try:
+        raw = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise Invalid(f"cannot read trajectory {path}: {exc.strerror}", code="bad_trajectory") from None
+    except yaml.YAMLError as exc:
+        raise Invalid(f"trajectory {path} is not YAML: {exc}", code="bad_trajectory") from None
+    try:
+        trajectory = msgspec.convert(raw, Trajectory)
+    except msgspec.ValidationError as exc:
+        raise Invalid(f"trajectory {path}: {exc}", code="bad_trajectory") from None
+    for t, turn in enumerate(trajectory.turns, 1):
+        for s, step in enumerate(turn.steps, 1):
+            where = f"trajectory {path}, turn {t}, step {s}"
+            kinds = [k for k in STEP_KINDS if getattr(step, k) is not None]
+            if len(kinds) != 1:
+                raise Invalid(f"{where}: a step is exactly one of {', '.join(STEP_KINDS)}", code="bad_trajectory")
+            if step.call is not None:
+                namespace, _, tool = step.call.partition(".")
+                if namespace not in MCP_NAMESPACES or not tool:
+                    raise Invalid(f"{where}: call {step.call!r} is not namespace.tool", code="bad_trajectory")
+            if step.expect not in ("ok", "error", "any"):
+                raise Invalid(f"{where}: expect is ok, error or any", code="bad_trajectory")
+    return trajectory
+
+
+class ScriptedRunner(LineRunner):
+    name = "scripted"
+
+    def __init__(self, config: Any, trajectory: str | None = None) -> None:
+        super().__init__(config)
+        path = trajectory or config.trajectory
+        if not path:
+            raise Invalid("the scripted runner needs a trajectory (runner.trajectory or --trajectory)", code="bad_trajectory")
+        self.trajectory = str(Path(path).resolve())
+        load_trajectory(self.trajectory)  # refuse a bad file before a turn starts
+
+    def command(self, spec: TurnSpec) -> list[str]:
+        return [
+            sys.executable, "-m", "ds_events.runners.scripted_agent", "--trajectory", self.trajectory,
+            "--turn", str(spec.turn_number), "--attempt", str(spec.attempt),
+        ]  # fmt: skip
+
+    def handle(self, item: dict[str, Any], recorder: TurnRecorder) -> None:
+        kind = item.get("type")
+        if kind == "message":
+            recorder.agent_message(str(item.get("text", "")))
+        elif kind == "reasoning":
+            recorder.reasoning(str(item.get("text", "")))
+        elif kind == "tool_call":
+            recorder.tool_call(str(item.get("id")), str(item.get("tool")), item.get("arguments"), server=str(item.get("server", "")))
+        elif kind == "tool_result":
+            recorder.tool_result(str(item.get("id")), bool(item.get("ok")), item.get("output"))
+        elif kind == "usage":
+            recorder.add_usage({k: v for k, v in item.items() if k != "type"})
+        elif kind == "error":
+            self.failure = str(item.get("message", "error"))

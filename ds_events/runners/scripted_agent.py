@@ -1,0 +1,132 @@
+"""The scripted agent process: ``python -m ds_events.runners.scripted_agent``.
+
+Reads the prompt on stdin (and ignores it, as a script does), plays turn ``--turn`` of
+the trajectory through real stdio MCP servers (``ds mcp --namespace ...``, started on
+first use), and prints one JSON line per thing it does — the stream the scripted runner
+parses, shaped like a real agent CLI's ``--json`` output. Exits 1 on a ``fail`` step or
+a call whose outcome is not the one expected.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import os
+import re
+import sys
+from typing import Any
+
+import mcp
+
+from ds_events.runners.base import mcp_server_command
+from ds_events.runners.scripted import Step, load_trajectory
+
+_TEMPLATE = re.compile(r"\{\{\s*([A-Za-z0-9_.\-]+)\s*\}\}")
+
+
+def emit(**item: Any) -> None:
+    sys.stdout.write(json.dumps(item, ensure_ascii=False, default=str) + "\n")
+    sys.stdout.flush()
+
+
+def resolve(value: Any, saved: dict[str, Any]) -> Any:
+    """Fill ``{{name.path}}`` in strings from saved results (a whole-string template
+    keeps the value's type)."""
+    if isinstance(value, str):
+        whole = _TEMPLATE.fullmatch(value.strip())
+        if whole:
+            return lookup(whole.group(1), saved)
+        return _TEMPLATE.sub(lambda m: str(lookup(m.group(1), saved)), value)
+    if isinstance(value, list):
+        return [resolve(v, saved) for v in value]
+    if isinstance(value, dict):
+        return {k: resolve(v, saved) for k, v in value.items()}
+    return value
+
+
+def lookup(path: str, saved: dict[str, Any]) -> Any:
+    head, *rest = path.split(".")
+    if head == "env":
+        return os.environ.get(".".join(rest), "")
+    value: Any = saved[head]
+    for part in rest:
+        value = value[int(part)] if isinstance(value, list) else value[part]
+    return value
+
+
+class Servers:
+    def __init__(self) -> None:
+        self.stack = contextlib.AsyncExitStack()
+        self.clients: dict[str, mcp.Client] = {}
+
+    async def get(self, namespace: str) -> mcp.Client:
+        if namespace not in self.clients:
+            argv = mcp_server_command(namespace)
+            params = mcp.StdioServerParameters(command=argv[0], args=argv[1:], env=dict(os.environ))
+            self.clients[namespace] = await self.stack.enter_async_context(mcp.Client(params))
+        return self.clients[namespace]
+
+
+async def play(steps: list[Step], attempt: int) -> int:
+    saved: dict[str, Any] = {}
+    servers = Servers()
+    output_chars = 0
+    async with servers.stack:
+        for n, step in enumerate(steps, 1):
+            if step.say is not None:
+                text = resolve(step.say, saved)
+                emit(type="message", text=text)
+                output_chars += len(text)
+            elif step.think is not None:
+                emit(type="reasoning", text=step.think)
+            elif step.sleep is not None:
+                await asyncio.sleep(step.sleep)
+            elif step.fail is not None:
+                if attempt <= step.attempts:
+                    emit(type="error", message=step.fail)
+                    return 1
+            elif step.call is not None:
+                namespace, _, tool = step.call.partition(".")
+                args = resolve(step.args, saved)
+                call_id = f"call-{n}"
+                emit(type="tool_call", id=call_id, server=namespace, tool=step.call, arguments=args)
+                result = await (await servers.get(namespace)).call_tool(tool, args)
+                ok = not result.is_error
+                output = result.structured_content if ok else _error_payload(result)
+                emit(type="tool_result", id=call_id, ok=ok, output=output)
+                if step.save:
+                    saved[step.save] = output
+                if step.expect != "any" and ok != (step.expect == "ok"):
+                    emit(type="error", message=f"step {n}: {step.call} was expected to end {step.expect}: {output}")
+                    return 1
+    emit(type="usage", output_tokens=output_chars // 4 + 1)
+    return 0
+
+
+def _error_payload(result: Any) -> Any:
+    text = "".join(getattr(c, "text", "") for c in result.content)
+    with contextlib.suppress(ValueError):
+        return json.loads(text[text.index("{") :])
+    return {"message": text}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="scripted_agent")
+    parser.add_argument("--trajectory", required=True)
+    parser.add_argument("--turn", type=int, default=1)
+    parser.add_argument("--attempt", type=int, default=1)
+    ns = parser.parse_args(argv)
+    prompt = sys.stdin.read()
+    emit(type="turn.started", prompt_chars=len(prompt))
+    emit(type="usage", input_tokens=len(prompt) // 4 + 1)
+    trajectory = load_trajectory(ns.trajectory)
+    if ns.turn > len(trajectory.turns):
+        emit(type="message", text="Nothing left in my script: I stop here.")
+        return 0
+    return asyncio.run(play(trajectory.turns[ns.turn - 1].steps, ns.attempt))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

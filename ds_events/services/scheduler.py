@@ -1,0 +1,215 @@
+"""The scheduler: runs a quest's turns, one at a time, from its projections.
+
+One :class:`QuestScheduler` per quest, in the process that hosts turns (``ds run`` in
+the foreground, ``ds serve`` for every active quest). Each step reads what the quest
+needs (:func:`ds_events.services.turns.next_action`) and acts:
+
+- queued messages, a due retry, or a turn cut off: claim a turn (under the log's lock,
+  so a second host cannot start another), start the runner, and watch it: a pause or a
+  stop (``quest.control``, from any process) interrupts it, and a runner that prints
+  nothing for ``stall_seconds`` is ended as ``stalled``; then record the outcome once.
+- a turn runs in another live host: wait for it; a turn whose host died: record it
+  interrupted (:func:`ds_events.services.turns.recover_turns`).
+- nothing to do: return (``run_until_idle``) or wait for the log to move (``serve``).
+
+Runners are adapters (``ds_events/runners``): anything with the :class:`Runner` shape.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Callable
+from typing import Any, Protocol
+
+import msgspec
+
+from ds_events.config import RunnerConfig
+from ds_events.events.runner import TurnFinished
+from ds_events.home import Quest
+
+from . import turns
+from .turns import Host, PromptBuilder, TurnRecorder, TurnSpec
+
+__all__ = ["Runner", "RunResult", "QuestScheduler"]
+
+POLL_SECONDS = 0.1  # how often a running turn's pause/stop/stall is checked
+
+
+class RunResult(msgspec.Struct, kw_only=True):
+    """How the agent process ended, as its runner saw it."""
+
+    ok: bool
+    exit_code: int | None = None
+    error: str = ""
+
+
+class Runner(Protocol):
+    """Drives one agent for one turn. ``run`` starts the agent (in its own process
+    group, reported through ``recorder.process_started``), feeds it the prompt, turns
+    its stream into ``recorder`` calls, and returns when the agent has exited.
+    ``interrupt`` asks the agent to stop gracefully (an ACP ``session/cancel``); the
+    scheduler then signals its process group."""
+
+    name: str
+
+    async def run(self, spec: TurnSpec, recorder: TurnRecorder) -> RunResult: ...
+
+    async def interrupt(self) -> None: ...
+
+
+class QuestScheduler:
+    def __init__(
+        self,
+        quest: Quest,
+        *,
+        make_runner: Callable[[str], Runner],
+        runner: str,
+        model: str,
+        config: RunnerConfig,
+        build_prompt: PromptBuilder,
+        host: Host | None = None,
+    ) -> None:
+        self.quest = quest
+        self.make_runner = make_runner
+        self.runner_name = runner
+        self.model = model
+        self.config = config
+        self.build_prompt = build_prompt
+        self.host = host or Host.this_process()
+        self.finished: list[TurnFinished] = []
+        self.on_started: Callable[[TurnSpec], Any] | None = None  # hook: a turn's runner starts
+
+    # -- loops ------------------------------------------------------------------------
+
+    async def run_until_idle(self, *, max_turns: int | None = None) -> list[TurnFinished]:
+        """Run turns until the quest needs none (or ``max_turns`` ran); returns the
+        turns' end records."""
+        await asyncio.to_thread(turns.recover_turns, self.quest, grace_seconds=self.config.kill_grace_seconds)
+        ran = 0
+        while max_turns is None or ran < max_turns:
+            action = self._action()
+            if action.kind == "idle":
+                break
+            if action.kind == "busy":
+                await self._wait_for_other_host()
+                continue
+            if action.kind == "retry" and action.due > time.time():
+                await self._sleep_until(action.due)
+                continue
+            if await self._take_turn(action):
+                ran += 1
+        return self.finished
+
+    async def serve(self) -> None:
+        """Run turns whenever the quest needs one, forever (cancel to stop)."""
+        await asyncio.to_thread(turns.recover_turns, self.quest, grace_seconds=self.config.kill_grace_seconds)
+        while True:
+            action = self._action()
+            if action.kind == "idle":
+                await self._wait_for_news(None)
+            elif action.kind == "busy":
+                await self._wait_for_other_host()
+            elif action.kind == "retry" and action.due > time.time():
+                await self._sleep_until(action.due)
+            else:
+                await self._take_turn(action)
+
+    # -- one turn ---------------------------------------------------------------------
+
+    async def _take_turn(self, action: turns.Action) -> bool:
+        spec = await asyncio.to_thread(
+            turns.claim_turn, self.quest, runner=self.runner_name, model=self.model, host=self.host,
+            build_prompt=self.build_prompt, action=action,
+        )  # fmt: skip
+        if spec is None:
+            return False
+        await self._run_turn(spec)
+        return True
+
+    async def _run_turn(self, spec: TurnSpec) -> None:
+        runner = self.make_runner(spec.runner)
+        recorder = TurnRecorder(self.quest, spec.run_id, runner=spec.runner)
+        started = time.monotonic()
+        if self.on_started is not None:
+            self.on_started(spec)
+        task = asyncio.create_task(runner.run(spec, recorder))
+        stopped: str | None = None  # "pause" | "stop" | "stalled"
+        result: RunResult | None = None
+        error = ""
+        try:
+            while not task.done():
+                await asyncio.wait({task}, timeout=POLL_SECONDS)
+                if task.done() or stopped is not None:
+                    continue
+                requested = self.quest.state("turns").stop_requested
+                silent = time.monotonic() - recorder.last_activity
+                if requested is not None or silent > self.config.stall_seconds:
+                    stopped = requested or "stalled"
+                    await self._interrupt(runner)
+            result = task.result()
+        except asyncio.CancelledError:
+            # The host is shutting down: end the agent, leave the turn for recovery
+            # to record (this host is alive until it exits, then it is not).
+            task.cancel()
+            await self._interrupt(runner)
+            raise
+        except Exception as exc:  # a runner bug or an agent that could not start
+            error = f"{type(exc).__name__}: {exc}"
+        outcome, reason = _outcome(stopped, result, error, self.config.stall_seconds)
+        finished = await asyncio.to_thread(
+            turns.finish_turn, self.quest, spec.run_id, outcome=outcome, reason=reason,
+            exit_code=result.exit_code if result else None, usage=recorder.usage,
+            duration_ms=(time.monotonic() - started) * 1000, messages=recorder.messages,
+            tool_calls=recorder.tool_calls, max_attempts=self.config.max_attempts,
+            backoff_seconds=self.config.backoff_seconds, backoff_max_seconds=self.config.backoff_max_seconds,
+            actor="scheduler",
+        )  # fmt: skip
+        if finished is not None:
+            self.finished.append(finished)
+
+    async def _interrupt(self, runner: Runner) -> None:
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(runner.interrupt(), timeout=max(self.config.kill_grace_seconds, 0.1))
+        await asyncio.to_thread(turns.stop_runner, self.quest, grace_seconds=self.config.kill_grace_seconds)
+
+    # -- waiting ----------------------------------------------------------------------
+
+    def _action(self) -> turns.Action:
+        q = self.quest
+        return turns.next_action(q.state("status").status, q.state("turns"), q.state("interactions"))
+
+    async def _wait_for_other_host(self) -> None:
+        """A turn runs elsewhere: wait for news; if its host died, record it."""
+        await self._wait_for_news(1.0)
+        await asyncio.to_thread(turns.recover_turns, self.quest, grace_seconds=self.config.kill_grace_seconds)
+
+    async def _sleep_until(self, due: float) -> None:
+        """Wait for a retry's time, waking early on news (a pause cancels the retry)."""
+        await self._wait_for_news(max(0.0, due - time.time()))
+
+    async def _wait_for_news(self, timeout: float | None) -> None:
+        """Return when the log moves past what the views have seen, or after ``timeout``."""
+        follower = self.quest.log.follow(self.quest.views.last_seq)
+        try:
+            await asyncio.wait_for(anext(follower), timeout)
+        except asyncio.TimeoutError:
+            pass
+        finally:
+            await follower.aclose()
+
+
+def _outcome(stopped: str | None, result: RunResult | None, error: str, stall_seconds: float) -> tuple[str, str]:
+    if stopped == "pause":
+        return "interrupted", "paused"
+    if stopped == "stop":
+        return "cancelled", "stopped"
+    if stopped == "stalled":
+        return "stalled", f"no output for {stall_seconds:g} s"
+    if result is None:
+        return "failed", error or "the runner ended without a result"
+    if result.ok:
+        return "completed", ""
+    code = f"exit {result.exit_code}" if result.exit_code is not None else "failed"
+    return "failed", f"{code}: {result.error}" if result.error else code

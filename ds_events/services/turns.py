@@ -1,0 +1,400 @@
+"""Turn commands: decide, claim, record and finish a quest's turns.
+
+The scheduler (:mod:`ds_events.services.scheduler`) drives these; each is a short
+read-decide-append under the log's lock, so two processes hosting turns for the same
+quest (``ds run`` while ``ds serve`` runs) can never both start one, and a turn ends
+exactly once whoever notices its end first (its host, a restarted host, a pause).
+
+- :func:`next_action`: pure — what the quest needs now (start a turn for queued
+  messages, retry a failed one, continue an interrupted one, wait, or nothing).
+- :func:`claim_turn`: build the prompt, then under the lock append ``runner.turn_started``
+  with the delivery of the queued messages the prompt carries (``mailbox.delivered``,
+  consumer ``turn:<run_id>``): a message queued later reaches the agent through
+  ``artifact.interact`` instead, once.
+- :class:`TurnRecorder`: what the runner parsed from the agent's stream, as events.
+- :func:`finish_turn`: ``runner.turn_finished`` once, and a retry when one is due.
+- :func:`recover_turns`: a turn whose host died is recorded ``interrupted`` (once), its
+  orphaned agent process group killed first.
+- :func:`stop_runner`: signal the running turn's agent process group (pause, stop).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import signal
+import socket
+import time
+from collections.abc import Callable
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from ds_events.bash import procs
+from ds_events.errors import Conflict, Invalid
+from ds_events.events import Event, new_event_id
+from ds_events.events.interaction import MailboxDelivered
+from ds_events.events.runner import (
+    AgentMessage,
+    Reasoning,
+    RunnerProcessStarted,
+    RunnerToolCall,
+    RunnerToolResult,
+    TurnFinished,
+    TurnRetryScheduled,
+    TurnStarted,
+)
+from ds_events.home import Quest
+from projections import interactions as mailbox
+from projections import turns as view
+
+from .tool_calls import bounded
+
+__all__ = [
+    "Host",
+    "Action",
+    "TurnSpec",
+    "PromptRequest",
+    "TurnRecorder",
+    "next_action",
+    "select_skill",
+    "claim_turn",
+    "finish_turn",
+    "recover_turns",
+    "stop_runner",
+    "run_dir",
+    "MCP_NAMESPACES",
+]
+
+MCP_NAMESPACES = ("memory", "artifact", "bash_exec")
+STAGE_SKILLS = ("scout", "baseline", "idea", "experiment", "analysis-campaign", "write", "finalize")
+_RUN_ID = re.compile(r"^run-[0-9a-f]{32}$")
+
+
+class Host(msgspec.Struct, frozen=True, kw_only=True):
+    """The process hosting turns (``ds run``, ``ds serve``): recorded in each turn so a
+    restarted host can tell a dead host's turn from a live one's."""
+
+    name: str
+    pid: int
+    start: int | None
+    boot: str
+
+    @classmethod
+    def this_process(cls) -> Host:
+        pid = os.getpid()
+        return cls(name=socket.gethostname(), pid=pid, start=procs.start_time(pid), boot=procs.boot_id())
+
+    def alive(self) -> bool:
+        if self.name and self.name != socket.gethostname():
+            return True  # another machine's host: not ours to judge
+        return procs.is_alive(self.pid, self.start, self.boot)
+
+
+class Action(msgspec.Struct, frozen=True, kw_only=True):
+    """What a quest needs now. ``kind``: ``start`` (queued messages), ``retry`` (a failed
+    turn, due at ``due``), ``continue`` (the last turn was cut off), ``busy`` (a turn
+    runs), ``idle`` (nothing to do; ``reason`` says why, e.g. ``paused``)."""
+
+    kind: str
+    reason: str = ""
+    due: float = 0.0  # epoch seconds, for a retry
+    retry_of: str | None = None
+    attempt: int = 1
+
+
+class PromptRequest(msgspec.Struct, frozen=True, kw_only=True):
+    """What a prompt builder gets for one turn."""
+
+    run_id: str
+    runner: str
+    model: str
+    skill: str
+    skill_reason: str
+    messages: list[mailbox.InboundItem]
+    continuation: bool = False  # the previous turn was cut off: continue it
+    retry_of: str | None = None
+    attempt: int = 1
+
+
+PromptBuilder = Callable[[Quest, PromptRequest], str]
+
+
+class TurnSpec(msgspec.Struct, frozen=True, kw_only=True):
+    """What a runner gets: where the quest is, the turn's id and directory, the prompt."""
+
+    quest_id: str
+    quest_root: str
+    home: str
+    run_id: str
+    run_dir: str  # <quest>/.ds/runs/<run_id>: the runner keeps its raw streams here
+    prompt: str
+    prompt_path: str
+    skill: str
+    runner: str
+    model: str = ""
+    attempt: int = 1
+    turn_number: int = 1  # 1 for the quest's first turn
+    env: dict[str, str] = {}  # what the agent's MCP servers need (DS_HOME, DS_QUEST_ID)
+
+
+def run_dir(quest: Quest, run_id: str) -> Path:
+    """``<quest>/.ds/runs/<run_id>``; ``run_id`` must be one the scheduler minted."""
+    if not _RUN_ID.match(run_id):
+        raise Invalid(f"not a run id: {run_id!r}", code="invalid_run_id")
+    return quest.root / ".ds" / "runs" / run_id
+
+
+# -- decisions --------------------------------------------------------------------------
+
+
+def next_action(status: str, turns: view.State, inbox: mailbox.State) -> Action:
+    """What the quest needs now, from its projections alone."""
+    if turns.running is not None:
+        return Action(kind="busy", reason=f"turn {turns.running} is running")
+    if status != "active":
+        return Action(kind="idle", reason=status)
+    if mailbox.pending_items(inbox):
+        return Action(kind="start", reason="queued messages")
+    if turns.retry is not None:
+        plan = turns.retry
+        return Action(
+            kind="retry", reason=plan.reason, due=_epoch(plan.scheduled_at) + plan.delay_s,
+            retry_of=plan.run_id, attempt=plan.attempt,
+        )  # fmt: skip
+    if turns.needs_continuation:
+        return Action(kind="continue", reason="the last turn was cut off")
+    return Action(kind="idle", reason="nothing queued")
+
+
+def select_skill(anchor: str, inbox: mailbox.State, messages: list[mailbox.InboundItem]) -> tuple[str, str]:
+    """The skill a turn uses, and why: a reply to an open blocking request is a
+    ``decision``; otherwise the active anchor when it is a stage; otherwise ``decision``."""
+    for item in messages:
+        if item.kind == "reply" and item.interaction_id:
+            record = inbox.interactions.get(item.interaction_id)
+            if record is not None and record.reply_mode == "blocking":
+                return "decision", f"reply to blocking request {item.interaction_id}"
+    if anchor in STAGE_SKILLS:
+        return anchor, f"active anchor {anchor}"
+    return "decision", f"anchor {anchor!r} is not a stage"
+
+
+# -- commands ---------------------------------------------------------------------------
+
+
+def claim_turn(
+    quest: Quest, *, runner: str, model: str, host: Host, build_prompt: PromptBuilder, action: Action
+) -> TurnSpec | None:
+    """Start a turn for ``action`` (from :func:`next_action`), or None when the quest no
+    longer needs one (another host claimed it, a pause arrived)."""
+    status, inbox, turns = quest.state("status"), quest.state("interactions"), quest.state("turns")
+    messages = list(mailbox.pending_items(inbox))
+    retried = turns.turns.get(action.retry_of) if action.retry_of else None
+    if retried is not None:  # a retry carries the messages the failed attempt carried
+        old = [inbox.inbound[i] for i in retried.message_ids if i in inbox.inbound]
+        messages = old + [m for m in messages if m.id not in retried.message_ids]
+    skill, skill_reason = select_skill(status.anchor, inbox, messages)
+    run_id = "run-" + new_event_id()
+    request = PromptRequest(
+        run_id=run_id, runner=runner, model=model, skill=skill, skill_reason=skill_reason, messages=messages,
+        continuation=action.kind == "continue", retry_of=action.retry_of, attempt=action.attempt,
+    )  # fmt: skip
+    prompt = build_prompt(quest, request)
+    directory = run_dir(quest, run_id)
+    directory.mkdir(parents=True, exist_ok=True)
+    prompt_file = directory / "prompt.md"
+    prompt_file.write_text(prompt, encoding="utf-8")
+    with quest.transaction() as txn:
+        now = next_action(quest.state("status").status, quest.state("turns"), quest.state("interactions"))
+        if now.kind not in ("start", "retry", "continue"):
+            prompt_file.unlink(missing_ok=True)
+            return None
+        pending = {m.id: m for m in mailbox.pending_items(quest.state("interactions"))}
+        fresh = [m for m in messages if m.id in pending]
+        started = TurnStarted(
+            run_id=run_id, runner=runner, model=model, skill=skill, skill_reason=skill_reason,
+            attempt=action.attempt if retried is not None else 1, retry_of=retried.run_id if retried else None,
+            message_ids=[m.id for m in messages], prompt_sha256=hashlib.sha256(prompt.encode()).hexdigest(),
+            prompt_path=str(prompt_file.relative_to(quest.root)), prompt_chars=len(prompt),
+            host=host.name, host_pid=host.pid, host_start=host.start, host_boot=host.boot,
+        )  # fmt: skip
+        batch: list[Event] = [started]
+        if fresh:
+            batch.append(
+                MailboxDelivered(
+                    run_id=run_id, batch_id="mb-" + new_event_id(), message_ids=[m.id for m in fresh],
+                    message_seqs=[m.seq for m in fresh], consumer=f"turn:{run_id}",
+                )  # fmt: skip
+            )
+        txn.append(batch)
+    record = quest.state("turns").turns[run_id]
+    return TurnSpec(
+        quest_id=quest.id, quest_root=str(quest.root), home=str(quest.home.root), run_id=run_id,
+        run_dir=str(directory), prompt=prompt, prompt_path=str(prompt_file), skill=skill, runner=runner,
+        model=model, attempt=started.attempt, turn_number=record.number,
+        env={"DS_HOME": str(quest.home.root), "DS_QUEST_ID": quest.id},
+    )  # fmt: skip
+
+
+class TurnRecorder:
+    """What a runner parsed from its agent's stream, appended as the turn's events.
+
+    ``last_activity`` (monotonic seconds) moves on every call, and on :meth:`touch` for
+    output that is not an event (a progress line): the scheduler's stall watch reads it.
+    """
+
+    def __init__(self, quest: Quest, run_id: str, *, runner: str) -> None:
+        self.quest = quest
+        self.run_id = run_id
+        self.actor = f"runner:{runner}"
+        self.last_activity = time.monotonic()
+        self.messages = 0
+        self.tool_calls = 0
+        self.usage: dict[str, int] = {}
+        self.process: RunnerProcessStarted | None = None
+
+    def touch(self) -> None:
+        self.last_activity = time.monotonic()
+
+    def _emit(self, event: Event) -> Event:
+        self.touch()
+        return self.quest.emit(msgspec.structs.replace(event, run_id=self.run_id, actor=self.actor))[0]
+
+    def process_started(self, pid: int, command: list[str]) -> None:
+        pgid = os.getpgid(pid) if _exists(pid) else pid
+        event = RunnerProcessStarted(
+            pid=pid, pgid=pgid, start_time=procs.start_time(pid), boot_id=procs.boot_id(), command=list(command)
+        )
+        self.process = event  # type: ignore[assignment]
+        self._emit(event)
+
+    def agent_message(self, text: str, message_id: str = "") -> None:
+        if text.strip():
+            self.messages += 1
+            self._emit(AgentMessage(text=text, message_id=message_id))
+
+    def reasoning(self, text: str) -> None:
+        if text.strip():
+            self._emit(Reasoning(text=text))
+
+    def tool_call(self, call_id: str, tool: str, arguments: Any = None, *, server: str = "") -> None:
+        self.tool_calls += 1
+        value, _ = bounded(arguments)
+        self._emit(RunnerToolCall(call_id=call_id, tool=tool, arguments=value, server=server))
+
+    def tool_result(self, call_id: str, ok: bool, output: Any = None) -> None:
+        value, cut = bounded(output)
+        self._emit(RunnerToolResult(call_id=call_id, status="ok" if ok else "error", output=value, truncated=cut))
+
+    def add_usage(self, usage: dict[str, Any]) -> None:
+        self.touch()
+        for key, value in usage.items():
+            if isinstance(value, int) and not isinstance(value, bool):
+                self.usage[key] = self.usage.get(key, 0) + value
+
+
+def finish_turn(
+    quest: Quest,
+    run_id: str,
+    *,
+    outcome: str,
+    reason: str = "",
+    exit_code: int | None = None,
+    usage: dict[str, int] | None = None,
+    duration_ms: float = 0.0,
+    messages: int = 0,
+    tool_calls: int = 0,
+    max_attempts: int = 1,
+    backoff_seconds: float = 0.0,
+    backoff_max_seconds: float = 0.0,
+    actor: str = "",
+) -> TurnFinished | None:
+    """Record the end of ``run_id`` unless it is already recorded (then None). A failed
+    or stalled turn of an active quest with attempts left gets a retry scheduled."""
+    with quest.transaction() as txn:
+        record = quest.state("turns").turns.get(run_id)
+        if record is None:
+            raise Conflict(f"no turn {run_id} in this quest", code="unknown_turn")
+        if record.outcome is not None:
+            return None
+        finished = TurnFinished(
+            run_id=run_id, outcome=outcome, reason=reason, exit_code=exit_code, usage=dict(usage or {}),  # type: ignore[arg-type]
+            duration_ms=round(duration_ms, 3), messages=messages, tool_calls=tool_calls, actor=actor,
+        )  # fmt: skip
+        batch: list[Event] = [finished]
+        if outcome in ("failed", "stalled") and record.attempt < max_attempts:
+            if quest.state("status").status == "active":
+                delay = min(backoff_max_seconds, backoff_seconds * 2 ** (record.attempt - 1))
+                batch.append(
+                    TurnRetryScheduled(
+                        run_id=run_id, attempt=record.attempt + 1, delay_s=delay, reason=f"{outcome}: {reason}"[:500]
+                    )
+                )
+        txn.append(batch)
+    return finished
+
+
+def recover_turns(quest: Quest, *, grace_seconds: float = 5.0) -> list[TurnFinished]:
+    """Record a running turn whose host process is gone as ``interrupted`` (reason
+    ``host_died``), once; its agent's process group, if it outlived the host, is killed
+    first. A turn of a live host is left alone."""
+    record = view.running_turn(quest.state("turns"))
+    if record is None or _host_of(record).alive():
+        return []
+    _kill_group(record, grace_seconds)
+    with quest.transaction() as txn:
+        current = view.running_turn(quest.state("turns"))
+        if current is None or current.run_id != record.run_id:
+            return []
+        finished = TurnFinished(run_id=record.run_id, outcome="interrupted", reason="host_died", actor="scheduler")
+        txn.append(finished)
+    return [finished]
+
+
+def stop_runner(quest: Quest, *, grace_seconds: float = 5.0) -> str | None:
+    """Signal the running turn's agent process group (TERM, then KILL after the grace);
+    returns the turn's run id, or None when no agent process runs. The host records the
+    turn's end when it sees the process go."""
+    record = view.running_turn(quest.state("turns"))
+    if record is None or record.pgid is None:
+        return None
+    _kill_group(record, grace_seconds)
+    return record.run_id
+
+
+# -- helpers ----------------------------------------------------------------------------
+
+
+def _host_of(record: view.TurnRecord) -> Host:
+    return Host(name=record.host, pid=record.host_pid, start=record.host_start, boot=record.host_boot)
+
+
+def _kill_group(record: view.TurnRecord, grace_seconds: float) -> None:
+    if record.pgid is None or record.pid is None:
+        return
+    if not procs.is_alive(record.pid, record.proc_start, record.proc_boot) and not procs.group_alive(record.pgid):
+        return
+    if record.proc_boot and procs.boot_id() and record.proc_boot != procs.boot_id():
+        return  # the machine rebooted since: that group is not ours
+    procs.signal_group(record.pgid, signal.SIGTERM)
+    deadline = time.monotonic() + grace_seconds
+    while time.monotonic() < deadline and procs.group_alive(record.pgid):
+        time.sleep(0.02)
+    if procs.group_alive(record.pgid):
+        procs.signal_group(record.pgid, signal.SIGKILL)
+
+
+def _exists(pid: int) -> bool:
+    try:
+        os.getpgid(pid)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def _epoch(ts: str) -> float:
+    return datetime.strptime(ts, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=timezone.utc).timestamp()
