@@ -19,6 +19,7 @@ import ds_events.events.artifact as eva
 import ds_events.events.bash as evb
 import ds_events.events.interaction as evi
 import ds_events.events.memory as evm
+import ds_events.events.runner as evr
 import ds_events.events.tool as evt
 from ds_events.events import Event
 from ds_events.home import Home
@@ -201,6 +202,28 @@ _MAKERS: dict[str, Callable[[random.Random, list[str]], Event]] = {
         call_id=_pick(r, "tc"), namespace=r.choice(("memory", "artifact")), tool="write",
         status=r.choice(("ok", "error")), arguments={"title": _text(r)}, result={"n": r.randrange(3)},
         error_code=r.choice(("", "invalid_argument")), duration_ms=round(r.random() * 10, 3),
+    ),
+    "runner.turn_started": lambda r, inbound: evr.TurnStarted(
+        run_id=_pick(r, "run"), runner=r.choice(("codex", "scripted")), skill=r.choice(("scout", "decision")),
+        attempt=r.randrange(1, 3), retry_of=r.choice((None, _pick(r, "run"))), message_ids=inbound[-1:],
+        host="h", host_pid=r.randrange(2, 999),
+    ),
+    "runner.process_started": lambda r, _i: evr.RunnerProcessStarted(
+        run_id=_pick(r, "run"), pid=r.randrange(2, 999), pgid=r.randrange(2, 999), command=["agent"]
+    ),
+    "runner.agent_message": lambda r, _i: evr.AgentMessage(run_id=_pick(r, "run"), text=_text(r)),
+    "runner.reasoning": lambda r, _i: evr.Reasoning(run_id=_pick(r, "run"), text=_text(r)),
+    "runner.tool_call": lambda r, _i: evr.RunnerToolCall(
+        run_id=_pick(r, "run"), call_id=_pick(r, "c"), tool="memory.write", arguments={"t": _text(r)}
+    ),
+    "runner.tool_result": lambda r, _i: evr.RunnerToolResult(
+        run_id=_pick(r, "run"), call_id=_pick(r, "c"), status=r.choice(("ok", "error")), output={"n": 1}
+    ),
+    "runner.turn_finished": lambda r, _i: evr.TurnFinished(
+        run_id=_pick(r, "run"), outcome=r.choice(evr.TURN_OUTCOMES), usage={"input_tokens": r.randrange(99)}
+    ),
+    "runner.turn_retry_scheduled": lambda r, _i: evr.TurnRetryScheduled(
+        run_id=_pick(r, "run"), attempt=r.randrange(2, 4), delay_s=1.0
     ),
 }
 EVENT_TAGS_MADE = frozenset(_MAKERS)
