@@ -19,8 +19,15 @@ __all__ = ["acp"]
     default=None,
     help="A prompt's turn ends after this long with no new event (default: 2; $DS_ACP_QUIET_SECONDS).",
 )
+@click.option("--runner", "-r", default=None, help="The agent that runs the turns (default: config runner.name).")
+@click.option("--model", "-m", default=None, help="The model the agent uses (default: config runner.model).")
+@click.option("--trajectory", type=click.Path(dir_okay=False), default=None, help="The scripted runner's trajectory file.")
+@click.option("--no-turns", is_flag=True, help="Run no turns here (`ds serve` hosts them).")
 @pass_home
-def acp(home: Home, quest_id: str | None, quiet_seconds: float | None) -> None:
+def acp(
+    home: Home, quest_id: str | None, quiet_seconds: float | None, runner: str | None, model: str | None,
+    trajectory: str | None, no_turns: bool,
+) -> None:  # fmt: skip
     """Serve quests to an ACP client (an editor) over stdin/stdout.
 
     Example (in an editor's agent settings): ds acp --quest tok-abl
@@ -32,4 +39,5 @@ def acp(home: Home, quest_id: str | None, quiet_seconds: float | None) -> None:
 
     if quiet_seconds is None:
         quiet_seconds = float(os.environ.get("DS_ACP_QUIET_SECONDS", DEFAULT_QUIET_SECONDS))
-    asyncio.run(serve(home, quest_id=quest_id, quiet_seconds=quiet_seconds))
+    turns = None if no_turns else {"runner": runner, "model": model, "trajectory": trajectory}
+    asyncio.run(serve(home, quest_id=quest_id, quiet_seconds=quiet_seconds, turns=turns))

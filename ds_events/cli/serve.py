@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import ipaddress
 import os
 import signal
@@ -23,9 +24,17 @@ __all__ = ["serve", "is_loopback"]
 @click.option("--host", default=None, help="Address to listen on (default: config serve.host, 127.0.0.1).")
 @click.option("--port", type=int, default=None, help="Port (default: config serve.port, 8765; 0 picks a free one).")
 @click.option("--token", default=None, help="Require Authorization: Bearer TOKEN (or set DS_TOKEN, or serve.token in config).")
+@click.option("--runner", "-r", default=None, help="The agent that runs turns: codex | claude | acp | scripted (default: config runner.name).")
+@click.option("--model", "-m", default=None, help="The model the agent uses (default: config runner.model).")
+@click.option("--trajectory", type=click.Path(dir_okay=False), default=None, help="The scripted runner's trajectory file.")
+@click.option("--no-turns", is_flag=True, help="Serve the API only: run no turns (another process hosts them).")
 @pass_home
-def serve(home: Home, home_override: Path | None, host: str | None, port: int | None, token: str | None) -> None:
-    """Serve the HTTP API and the live event stream of every quest in the home.
+def serve(
+    home: Home, home_override: Path | None, host: str | None, port: int | None, token: str | None,
+    runner: str | None, model: str | None, trajectory: str | None, no_turns: bool,
+) -> None:  # fmt: skip
+    """Serve the HTTP API and the live event stream of every quest in the home, and run
+    their turns (a queued message starts one; see `ds run`).
 
     Listens on loopback unless told otherwise; any other address needs a token.
     Example: ds serve --port 8765   then   curl -N localhost:8765/api/quests/Q/events?stream=1
@@ -42,7 +51,14 @@ def serve(home: Home, home_override: Path | None, host: str | None, port: int | 
             f"refusing to listen on {host} without a token: anyone who can reach it could steer your quests; "
             "pass --token T (or set DS_TOKEN, or serve.token in config.yaml), or use --host 127.0.0.1"
         )
-    asyncio.run(_run(home, host, port, token))
+    turns = None if no_turns else {"runner": runner, "model": model, "trajectory": trajectory}
+    if turns is not None and (runner or trajectory):  # refuse a bad --runner/--trajectory before listening
+        from ds_events.runners import make_runner
+
+        config = home.config().runner
+        name = runner or config.name
+        make_runner(name, config, **({"trajectory": trajectory} if name == "scripted" else {}))
+    asyncio.run(_run(home, host, port, token, turns))
 
 
 def is_loopback(host: str) -> bool:
@@ -55,7 +71,7 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-async def _run(home: Home, host: str, port: int, token: str | None) -> None:
+async def _run(home: Home, host: str, port: int, token: str | None, turns: dict[str, str | None] | None) -> None:
     from aiohttp import web
 
     from handlers.http import make_app
@@ -71,11 +87,20 @@ async def _run(home: Home, host: str, port: int, token: str | None) -> None:
     bound = _bound_port(site)
     # One line a script (or a test) can wait for: the address actually bound.
     out(f"serving {home.root} on http://{host}:{bound}{' (token required)' if token else ''}")
+    fleet_task = None
+    if turns is not None:
+        from ds_events.runners.fleet import Fleet
+
+        fleet_task = asyncio.create_task(Fleet(home, **turns).run())
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     await stop.wait()
+    if fleet_task is not None:  # running agents are ended; their turns are recovered on restart
+        fleet_task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await fleet_task
     await runner.cleanup()  # on_shutdown ends the open streams, then cleanup_ctx stops followers
     out("stopped")
 

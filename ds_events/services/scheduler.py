@@ -149,6 +149,10 @@ class QuestScheduler:
                     stopped = requested or "stalled"
                     await self._interrupt(runner)
             result = task.result()
+            if stopped is None and not result.ok:
+                # Killed by a pause or stop from another process before we looked: the
+                # control event is in the log before the signal, so the view knows.
+                stopped = self.quest.state("turns").stop_requested
         except asyncio.CancelledError:
             # The host is shutting down: end the agent, leave the turn for recovery
             # to record (this host is alive until it exits, then it is not).

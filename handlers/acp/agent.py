@@ -7,9 +7,12 @@
   (:mod:`projections.acp` maps each event; nothing is dropped).
 - ``session/prompt``: queues the text as a user message (``services.quests.post_message``,
   the same service as ``ds message``), then streams every event appended after it, by
-  any process, until the turn ends. There is no runner yet (issue 13), so "the turn
-  ends" means: the quest completed, was paused or stopped (``end_turn``; ``cancelled`` if
-  this client asked), or it went quiet — no new event for ``quiet_seconds``.
+  any process, until the turn it starts ends and the quest has nothing more to run
+  (``end_turn``; ``cancelled`` if this client paused it), or the quest completed. The
+  agent hosts the session's quest turns itself (a :class:`~ds_events.runners.fleet.Fleet`
+  with the configured runner; ``ds serve`` hosting them too is harmless: a turn is
+  claimed once). When no turn starts within ``quiet_seconds`` of the last event (no
+  runner could start one), the prompt ends.
 - ``session/cancel``: pauses the quest (``services.quests.control``).
 
 Writes go through the services, in a worker thread (an append syncs to disk).
@@ -28,7 +31,9 @@ from acp import schema
 from ds_events.errors import ServiceError
 from ds_events.events import Event
 from ds_events.home import Home, Quest
+from ds_events.runners.fleet import Fleet
 from ds_events.services import quests as quest_service
+from ds_events.services.turns import next_action
 from projections.acp import to_notification
 
 __all__ = ["QuestAgent", "serve", "DEFAULT_QUIET_SECONDS"]
@@ -41,8 +46,18 @@ _PAUSES = {"pause", "stop"}
 class QuestAgent:
     """One ACP connection's agent: sessions are quests of one home."""
 
-    def __init__(self, home: Home, *, quest_id: str | None = None, quiet_seconds: float = DEFAULT_QUIET_SECONDS) -> None:
+    def __init__(
+        self,
+        home: Home,
+        *,
+        quest_id: str | None = None,
+        quiet_seconds: float = DEFAULT_QUIET_SECONDS,
+        turns: dict[str, Any] | None = None,
+    ) -> None:
+        """``turns``: host the sessions' turns with these Fleet options (runner, model,
+        trajectory); None hosts none (another process does)."""
         self.home = home
+        self.fleet = Fleet(home, quest_ids=[], **turns) if turns is not None else None
         self.quest_id = quest_id
         self.quiet_seconds = quiet_seconds
         self.conn: Any = None
@@ -78,6 +93,8 @@ class QuestAgent:
         message = await self._call(
             quest_service.post_message, quest, quest_service.PostMessage(text=text), source="acp"
         )
+        if self.fleet is not None:
+            self.fleet.add(quest.id)
         stop = await self._stream_turn(quest, session_id, after_seq=message.seq)
         return schema.PromptResponse(stop_reason=stop)
 
@@ -89,6 +106,11 @@ class QuestAgent:
 
     async def authenticate(self, method_id: str, **_: Any) -> None:
         return None
+
+    async def aclose(self) -> None:
+        if self.fleet is not None:
+            await self.fleet.close()
+        self.close()
 
     def close(self) -> None:
         for quest in self._quests.values():
@@ -107,21 +129,39 @@ class QuestAgent:
                 queue.put_nowait(event)
 
         follower = asyncio.create_task(follow())
+        running = False  # a turn of the quest runs: no quiet timeout then
         try:
             while True:
                 try:
-                    event = await asyncio.wait_for(queue.get(), timeout=self.quiet_seconds)
+                    timeout = None if running else self.quiet_seconds
+                    event = await asyncio.wait_for(queue.get(), timeout=timeout)
                 except asyncio.TimeoutError:
+                    if self._has_work(quest):
+                        continue  # a retry or a queued turn is coming: keep streaming
                     return "cancelled" if session_id in self._cancelled else "end_turn"
                 await self._send(session_id, event)
-                if event.type in _TURN_ENDERS:
+                if event.type == "runner.turn_started":
+                    running = True
+                elif event.type == "runner.turn_finished":
+                    running = quest.state("turns").running is not None
+                    status, turns, inbox = quest.state("status"), quest.state("turns"), quest.state("interactions")
+                    if not running and next_action(status.status, turns, inbox).kind == "idle":
+                        return "cancelled" if session_id in self._cancelled else "end_turn"
+                elif event.type in _TURN_ENDERS:
                     return "end_turn"
-                if event.type == "quest.control" and getattr(event, "action", "") in _PAUSES:
+                elif event.type == "quest.control" and getattr(event, "action", "") in _PAUSES and not running:
                     return "cancelled" if session_id in self._cancelled else "end_turn"
         finally:
             follower.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await follower
+
+    @staticmethod
+    def _has_work(quest: Quest) -> bool:
+        """Whether a turn runs or a retry is scheduled (then no quiet timeout ends the
+        prompt; a queued message with no runner to take it does not count)."""
+        state = quest.state("turns")
+        return state.running is not None or (state.retry is not None and quest.state("status").status == "active")
 
     async def _send(self, session_id: str, event: Event) -> None:
         note = to_notification(event, session_id)
@@ -166,10 +206,16 @@ def _version() -> str:
         return "0"
 
 
-async def serve(home: Home, *, quest_id: str | None = None, quiet_seconds: float = DEFAULT_QUIET_SECONDS) -> None:
+async def serve(
+    home: Home,
+    *,
+    quest_id: str | None = None,
+    quiet_seconds: float = DEFAULT_QUIET_SECONDS,
+    turns: dict[str, Any] | None = None,
+) -> None:
     """Run the agent on this process's stdin/stdout until the client disconnects."""
-    agent = QuestAgent(home, quest_id=quest_id, quiet_seconds=quiet_seconds)
+    agent = QuestAgent(home, quest_id=quest_id, quiet_seconds=quiet_seconds, turns=turns)
     try:
         await acp.run_agent(agent)
     finally:
-        agent.close()
+        await agent.aclose()

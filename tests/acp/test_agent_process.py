@@ -125,3 +125,26 @@ async def test_a_new_session_without_quest_creates_one(home: Home) -> None:
         await conn.initialize(protocol_version=acp.PROTOCOL_VERSION)
         session = await conn.new_session(cwd="/somewhere/my-project")
     assert home.quest_ids() == [session.session_id]
+
+
+async def test_a_prompt_runs_a_turn_and_ends_when_the_turn_ends(home: Home, quest, tmp_path: Path) -> None:
+    traj = tmp_path / "t.yaml"
+    traj.write_text(
+        "turns:\n  - steps:\n      - say: 'on it'\n      - call: memory.write\n"
+        "        args: {kind: knowledge, title: 'ACP turn note', body: 'written during an editor prompt'}\n"
+    )
+    recorder = Recorder()
+    env = {**agent_env(home), "DS_ACP_QUIET_SECONDS": "120"}  # only the turn's end can end this prompt
+    argv = ["-m", "ds_events", "acp", "--quest", "q1", "--runner", "scripted", "--trajectory", str(traj)]
+    async with spawn_agent_process(recorder, sys.executable, *argv, env=env) as (conn, _proc):
+        await conn.initialize(protocol_version=acp.PROTOCOL_VERSION)
+        await conn.new_session(cwd=str(home.root))
+        answer = await asyncio.wait_for(conn.prompt(session_id="q1", prompt=[acp.text_block("scout please")]), 90)
+    assert answer.stop_reason == "end_turn"
+    types = [e.type for e in recorder.events()]
+    assert types.index("runner.turn_started") < types.index("runner.agent_message") < types.index("memory.card_written")
+    assert types[-1] == "runner.turn_finished"
+    kinds = [n["params"]["update"]["sessionUpdate"] for n in recorder.notes]
+    assert "agent_message_chunk" in kinds and "tool_call" in kinds and "tool_call_update" in kinds
+    finished = [e for e in quest.log.read() if e.type == "runner.turn_finished"]
+    assert [e.outcome for e in finished] == ["completed"]

@@ -1,0 +1,94 @@
+"""Host the turns of every quest in a home: one scheduler task per quest.
+
+``ds serve`` runs a :class:`Fleet` beside the HTTP API (and ``ds acp`` one for the quest
+it serves): each quest's :class:`~ds_events.services.scheduler.QuestScheduler` waits for
+its log to move and runs a turn when the quest needs one. New quests are picked up by a
+scan of the home every ``scan_seconds``. A scheduler that fails (a runner that cannot be
+built from the config, a bug) is reported on stderr and started again after a pause, so
+one broken quest never stops the others.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import sys
+from typing import Any
+
+from ds_events.errors import ServiceError
+from ds_events.home import Home, Quest
+
+from . import scheduler_for
+
+__all__ = ["Fleet"]
+
+
+class Fleet:
+    def __init__(
+        self,
+        home: Home,
+        *,
+        runner: str | None = None,
+        model: str | None = None,
+        trajectory: str | None = None,
+        quest_ids: list[str] | None = None,
+        scan_seconds: float = 2.0,
+        restart_seconds: float = 5.0,
+    ) -> None:
+        self.home = home
+        self.options: dict[str, Any] = {"runner": runner, "model": model, "trajectory": trajectory}
+        self.only = quest_ids
+        self.scan_seconds = scan_seconds
+        self.restart_seconds = restart_seconds
+        self.tasks: dict[str, asyncio.Task[None]] = {}
+        self.quests: dict[str, Quest] = {}
+
+    async def run(self) -> None:
+        """Keep a scheduler running for every quest, forever (cancel to stop)."""
+        try:
+            while True:
+                self.scan()
+                await asyncio.sleep(self.scan_seconds)
+        finally:
+            await self.close()
+
+    def add(self, quest_id: str) -> None:
+        """Host ``quest_id`` too (``ds acp`` hosts the quests its sessions open)."""
+        if self.only is not None and quest_id not in self.only:
+            self.only.append(quest_id)
+        self.scan()
+
+    def scan(self) -> None:
+        for quest_id in self.only if self.only is not None else self.home.quest_ids():
+            if quest_id not in self.tasks:
+                self.tasks[quest_id] = asyncio.create_task(self._host(quest_id), name=f"scheduler:{quest_id}")
+
+    async def _host(self, quest_id: str) -> None:
+        last_error, pause = "", self.restart_seconds
+        while True:
+            try:
+                if quest_id not in self.quests:
+                    self.quests[quest_id] = await asyncio.to_thread(self.home.open_quest, quest_id, actor="scheduler")
+                scheduler = scheduler_for(self.quests[quest_id], **self.options)
+                await scheduler.serve()
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # keep the other quests running
+                error = f"{exc.code}: {exc.message}" if isinstance(exc, ServiceError) else f"{type(exc).__name__}: {exc}"
+                if error != last_error:  # say it once, not on every restart
+                    print(f"scheduler {quest_id}: {error}", file=sys.stderr, flush=True)
+                last_error = error
+            await asyncio.sleep(pause)
+            pause = min(pause * 2, 60.0)
+
+    async def close(self) -> None:
+        tasks = list(self.tasks.values())
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        self.tasks.clear()
+        for quest in self.quests.values():
+            quest.close()
+        self.quests.clear()
