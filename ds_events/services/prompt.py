@@ -85,13 +85,14 @@ BLOCKS = (
 # retrieved context before the rules and the user's own words.
 SHRINK_ORDER = (
     "conversation", "memory", "durable_state", "quest_files", "skills", "interaction_style",
-    "communication", "message", "system", "runtime",
+    "communication", "system", "message", "runtime",
 )  # fmt: skip
 NAMESPACES = ("memory", "artifact", "bash_exec")
 CONTEXT_FILES = ("brief.md", "plan.md", "status.md", "SUMMARY.md", "MEMORY.md", "interactions/open_requests.md")
 
 _RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 _MIN_BLOCK = 200  # a shrunk block keeps at least this much (its heading and a marker)
+_MIN_PARTIAL = 80  # an item cut to fit shows at least this much of itself, else it is left out
 _MAX_TERMS = 12
 _EXCERPT = 240
 _SCAN = 50  # newest records looked at for a bounded list (sessions, campaigns)
@@ -130,6 +131,7 @@ class PromptInputs:
     bash_sessions: BashSessionsState
     messages: tuple[InboundItem, ...] = ()
     system_prompt: str = ""
+    system_prompt_path: str = ""  # where the system prompt was read from (named when it is cut)
     skill_paths: Mapping[str, str] = field(default_factory=dict)  # skill -> path of its SKILL.md (existing ones)
     quest_files: tuple[str, ...] = ()  # context files that exist, relative to the quest root
     memory: tuple[MemoryItem, ...] = ()
@@ -205,7 +207,7 @@ def build_prompt(inputs: PromptInputs) -> BuiltPrompt:
     cfg = inputs.config
     blocks = {
         "system": _Block("system", "", _lines(inputs.system_prompt.strip() or "(no system prompt was supplied)"), "head",
-                         "lines", "the rest is in the system prompt file"),
+                         "lines", f"read the rest in `{inputs.system_prompt_path}`" if inputs.system_prompt_path else ""),
         "runtime": _Block("runtime", "Runtime context", _runtime(inputs, skill, reason), "head", "lines"),
         "communication": _Block("communication", "Talking to the user", _communication(inputs), "head", "lines"),
         "skills": _Block("skills", "Skills", _skills(inputs, skill), "head", "lines"),
@@ -223,14 +225,17 @@ def build_prompt(inputs: PromptInputs) -> BuiltPrompt:
     budgets = {name: getattr(cfg.budgets, name) for name in BLOCKS}
     rendered = {name: blocks[name].fit(budgets[name]) for name in BLOCKS}
     # The whole prompt: blocks joined by a blank line. Over the cap, shrink blocks in
-    # SHRINK_ORDER, each re-cut from its full content, until the excess is gone.
-    for name in SHRINK_ORDER:
-        excess = _total(rendered) - cfg.max_chars
-        if excess <= 0:
-            break
-        budgets[name] = max(_MIN_BLOCK, len(rendered[name][0]) - excess)
-        if budgets[name] < len(rendered[name][0]):
-            rendered[name] = blocks[name].fit(budgets[name])
+    # SHRINK_ORDER, each re-cut from its full content, until the excess is gone: first
+    # down to a tenth of the cap each (so one huge block cannot leave the others
+    # nothing), then, if that is not enough, down to the minimum.
+    for floor in (max(_MIN_BLOCK, cfg.max_chars // 10), _MIN_BLOCK):
+        for name in SHRINK_ORDER:
+            excess = _total(rendered) - cfg.max_chars
+            if excess <= 0:
+                break
+            budget = max(floor, len(rendered[name][0]) - excess)
+            if budget < len(rendered[name][0]):
+                rendered[name] = blocks[name].fit(budget)
     text = "\n\n".join(rendered[name][0] for name in BLOCKS) + "\n"
     if len(text) > cfg.max_chars:  # only when max_chars is below the blocks' minimums
         marker = "\n[… prompt cut at prompt.max_chars …]\n"
@@ -272,9 +277,11 @@ def gather_inputs(
     """
     check_run_id(run_id)
     cfg = config if config is not None else quest.home.config().prompt
+    system_path = ""
     if system_prompt is None:
         path = default_system_prompt_path()
         system_prompt = path.read_text(encoding="utf-8") if path.is_file() else ""
+        system_path = str(path) if system_prompt else ""
     skills_root = Path(skills_dir) if skills_dir is not None else default_skills_dir()
     skill_paths = {s: str(skills_root / s / "SKILL.md") for s in SKILLS if (skills_root / s / "SKILL.md").is_file()}
     quest_files = tuple(rel for rel in CONTEXT_FILES if (quest.root / rel).is_file())
@@ -305,6 +312,7 @@ def gather_inputs(
                 bash_sessions=sessions,
                 messages=chosen,
                 system_prompt=system_prompt,
+                system_prompt_path=system_path,
                 skill_paths=skill_paths,
                 quest_files=quest_files,
                 memory=memory,
@@ -388,8 +396,9 @@ class _Block:
         for item in order:
             cost = len(item) + (1 if kept else 0)
             if used + cost > room:
-                if not kept and room > 40:  # not even one item fits: show a cut of it
-                    kept.append(item[: room - 1] + "…" if self.keep == "head" else "…" + item[-(room - 1) :])
+                left = room - used - (1 if kept else 0)
+                if left >= _MIN_PARTIAL:  # the item that does not fit: show the part that does
+                    kept.append(item[: left - 1] + "…" if self.keep == "head" else "…" + item[-(left - 1) :])
                 break
             kept.append(item)
             whole += 1
@@ -403,7 +412,7 @@ class _Block:
     def _marker(self, omitted: int, total: int, budget: int) -> str:
         where = "older" if self.keep == "tail" else "later"
         hint = f"; {self.hint}" if self.hint else ""
-        return f"[… truncated: {omitted} of {total} {self.unit} ({where} ones) left out to fit {budget} chars{hint} …]"
+        return f"[… truncated: {omitted} of {total} {self.unit} ({where} ones) cut or left out to fit {budget} chars{hint} …]"
 
 
 def _total(rendered: Mapping[str, tuple[str, bool]]) -> int:
