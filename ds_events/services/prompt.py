@@ -620,20 +620,30 @@ def _pull_into(
             items.append(MemoryItem(scope=hit.scope, kind=hit.kind, id=hit.id, title=hit.title, path=hit.path,
                                     why="search", excerpt=hit.snippet))  # fmt: skip
     if cfg.memory_per_kind:
+        plan = []
         for step in pull_for_stage(mem, skill, per_kind=cfg.memory_per_kind):
             for c in step["cards"]:
-                if c.id in seen:
-                    continue
-                seen.add(c.id)
-                items.append(MemoryItem(scope=c.scope, kind=c.kind, id=c.id, title=c.title, path=c.path, why="plan",
-                                        excerpt=_card_excerpt(mem, c)))  # fmt: skip
+                if c.id not in seen:
+                    seen.add(c.id)
+                    plan.append(c)
+        bodies = _bodies(mem, plan)
+        for c in plan:
+            items.append(MemoryItem(scope=c.scope, kind=c.kind, id=c.id, title=c.title, path=c.path, why="plan",
+                                    excerpt=_one_line(bodies.get((c.scope, c.id), ""), _EXCERPT)))  # fmt: skip
 
 
-def _card_excerpt(mem: MemoryContext, info: Any) -> str:
-    if info.read_only:
-        return ""
-    card = mem.store(info.scope).card(info.id)
-    return _one_line(card.body, _EXCERPT) if card is not None else ""
+def _bodies(mem: MemoryContext, infos: list[Any]) -> dict[tuple[str, str], str]:
+    """The bodies of these cards (own quest and global ones), one lent state per store."""
+    out: dict[tuple[str, str], str] = {}
+    for scope in ("quest", "global"):
+        wanted = [c.id for c in infos if c.scope == scope and not c.read_only]
+        if wanted:
+            with mem.store(scope).lent_state() as state:
+                for cid in wanted:
+                    card = state.cards.get(cid)
+                    if card is not None:
+                        out[(scope, cid)] = card.body
+    return out
 
 
 def _num(value: Any) -> str:
