@@ -553,10 +553,10 @@ def _memory(i: PromptInputs, skill: str) -> list[str]:
     if not i.memory:
         lines.append("(no cards yet: write what you learn with `memory.write`)")
         return lines
-    terms = ", ".join(i.memory_terms)
+    searched = f"cards matching the message's words ({', '.join(i.memory_terms)}), then " if i.memory_terms else ""
+    lines.append(f"The {searched}the newest cards of the `{skill}` stage's memory plan. Read a card with `memory.read`.")
     for item in i.memory:
-        why = f"matches {terms}" if item.why == "search" else f"{skill} plan"
-        lines.append(f"- [{item.scope} {item.kind}] `{item.id}` {_one_line(item.title, 200)} — `{item.path}` ({why})")
+        lines.append(f"- [{item.scope} {item.kind}, {item.why}] `{item.id}` {_one_line(item.title, 200)}: `{item.path}`")
         if item.excerpt:
             lines.append(f"  {_one_line(item.excerpt, _EXCERPT)}")
     return lines

@@ -218,8 +218,8 @@ def test_memory_matching_the_message_comes_first_then_the_stage_plan(
     text = build(quest, skills_dir, mem).text
     block = text[text.index("## Priority memory") : text.index("## Recent conversation")]
     lines = [line for line in block.splitlines() if line.startswith("- [")]
-    assert "Warmup stabilises transformer training" in lines[0] and "(matches " in lines[0]
-    assert all("(scout plan)" in line for line in lines[1:]) and len(lines) == 3
+    assert "Warmup stabilises transformer training" in lines[0] and ", search]" in lines[0]
+    assert all(", plan]" in line for line in lines[1:]) and len(lines) == 3
 
 
 # -- budgets and the whole-prompt cap -----------------------------------------------------
@@ -291,6 +291,27 @@ def test_max_chars_holds_for_every_cap_down_to_its_minimum(quest: Quest, skills_
     for cap in (4_000, 5_000, 9_999, 30_000, 200_000):
         built = build(quest, skills_dir, system_prompt="s " * 40_000, config=PromptConfig(max_chars=cap, budgets=big))
         assert len(built.text) <= cap, cap
+
+
+# -- the prompt is true to the tools as built --------------------------------------------
+
+
+def test_every_tool_and_argument_the_prompt_names_is_one_our_servers_offer(quest: Quest, skills_dir: Path) -> None:
+    from tests.mcp_support import discover_tools
+
+    offered = {f"{ns}.{tool.name}": set(tool.input_schema.get("properties", {})) for ns, tool in discover_tools()}
+    quest.emit([ConversationMessage(role="user", content="m " * 500) for _ in range(30)])
+    ia.consume_mailbox(quest)
+    quests.post_message(quest, quests.PostMessage(text="the current message " * 200))
+    tiny = PromptBudgets(**{name: 200 for name in prompt.BLOCKS})  # every block cut: every marker's hint shows
+    texts = [build(quest, skills_dir).text, build(quest, skills_dir, config=PromptConfig(budgets=tiny)).text]
+    named = [m for text in texts for m in re.finditer(r"\b(memory|artifact|bash_exec)\.(\w+)(?:\(([^)]*)\))?", text)]
+    assert {m.group(0).split("(")[0] for m in named} >= {"artifact.interact", "memory.write", "memory.read"}
+    for m in named:
+        tool = f"{m.group(1)}.{m.group(2)}"
+        assert tool in offered, f"the prompt names {tool}, which no server offers"
+        for arg in re.findall(r"(\w+)=", m.group(3) or ""):
+            assert arg in offered[tool], f"the prompt names {tool}({arg}=...), which it does not take"
 
 
 # -- storing the prompt ---------------------------------------------------------------------
