@@ -661,4 +661,4 @@ not for every tool call, and never the same update twice.
 - Ask only when the choice is the user's (scope, budget, a risky or irreversible step): one decision_request with \
 options and your recommendation, then continue with work that does not depend on the answer.
 - Answer in the user's language. Never report a result you have not recorded; say plainly when something failed.
-- Before ending the turn, record what you learned (`memory`) and what you decided (`artifact.record`)."""
+- Before ending the turn, record what you learned (`memory.write`) and what you decided (`artifact.record`)."""

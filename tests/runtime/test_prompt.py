@@ -301,12 +301,13 @@ def test_every_tool_and_argument_the_prompt_names_is_one_our_servers_offer(quest
 
     offered = {f"{ns}.{tool.name}": set(tool.input_schema.get("properties", {})) for ns, tool in discover_tools()}
     quest.emit([ConversationMessage(role="user", content="m " * 500) for _ in range(30)])
+    quest.emit(CardWritten(card_id="knowledge-00000001", kind="knowledge", title="a lesson", body="b", source_quest=quest.id))
     ia.consume_mailbox(quest)
     quests.post_message(quest, quests.PostMessage(text="the current message " * 200))
     tiny = PromptBudgets(**{name: 200 for name in prompt.BLOCKS})  # every block cut: every marker's hint shows
     texts = [build(quest, skills_dir).text, build(quest, skills_dir, config=PromptConfig(budgets=tiny)).text]
     named = [m for text in texts for m in re.finditer(r"\b(memory|artifact|bash_exec)\.(\w+)(?:\(([^)]*)\))?", text)]
-    assert {m.group(0).split("(")[0] for m in named} >= {"artifact.interact", "memory.write", "memory.read"}
+    assert {m.group(0).split("(")[0] for m in named} >= {"artifact.interact", "artifact.record", "memory.write", "memory.read"}
     for m in named:
         tool = f"{m.group(1)}.{m.group(2)}"
         assert tool in offered, f"the prompt names {tool}, which no server offers"
