@@ -293,6 +293,43 @@ def test_max_chars_holds_for_every_cap_down_to_its_minimum(quest: Quest, skills_
         assert len(built.text) <= cap, cap
 
 
+# -- what building costs -------------------------------------------------------------------
+
+
+def test_build_prompt_reads_no_file_and_no_clock(quest: Quest, skills_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    quests.post_message(quest, quests.PostMessage(text="hello there"))
+    with prompt.gather_inputs(quest, run_id="r1", runner="scripted", system_prompt=SYSTEM, skills_dir=skills_dir) as inputs:
+        expected = prompt.build_prompt(inputs)
+        with monkeypatch.context() as m:
+            for target in ("builtins.open", "os.open", "os.stat", "os.listdir", "os.scandir",
+                           "time.time", "time.time_ns", "time.monotonic"):  # fmt: skip
+                m.setattr(target, _forbidden(target))
+            built = prompt.build_prompt(inputs)
+    assert built == expected and "hello there" in built.text
+
+
+def _forbidden(name: str) -> Any:
+    def call(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError(f"build_prompt called {name}")
+
+    return call
+
+
+def test_building_a_prompt_leaves_no_projection_state_to_copy_on_the_next_event(
+    quest: Quest, mem: MemoryContext, skills_dir: Path
+) -> None:
+    memory_service.write(mem, WriteCard(kind="knowledge", title="warmup stabilises training", body="b"))
+    quests.post_message(quest, quests.PostMessage(text="what about warmup?"))
+    names = ("status", "interactions", "artifacts", "bash_sessions", "memory")
+    quest.emit(ConversationMessage(role="assistant", content="flush"))  # anything handed out before is copied now
+    states = {name: quest.views._states[name] for name in names}
+    built = build(quest, skills_dir, mem)
+    assert "warmup stabilises training" in built.text  # the memory search and plan ran
+    quest.emit(ConversationMessage(role="assistant", content="news"))
+    # Lent, not handed out: the next event is folded into the same objects, no copy made.
+    assert {name: quest.views._states[name] is states[name] for name in names} == dict.fromkeys(names, True)
+
+
 # -- the prompt is true to the tools as built --------------------------------------------
 
 
