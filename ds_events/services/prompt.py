@@ -218,7 +218,7 @@ def build_prompt(inputs: PromptInputs) -> BuiltPrompt:
         "memory": _Block("memory", "Priority memory for this turn", _memory(inputs, skill), "head", "cards",
                          "memory.search finds more"),
         "conversation": _Block("conversation", "Recent conversation", _conversation(inputs), "tail", "messages",
-                               "older ones come back with artifact.interact(include_recent_inbound_messages=true)"),
+                               "artifact.interact(recent_message_limit=50) returns more of them"),
         "message": _Block("message", "Current message", _current(inputs), "head", "lines",
                           "the whole text is in the quest log at the seq shown"),
     }  # fmt: skip
