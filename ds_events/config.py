@@ -43,6 +43,8 @@ __all__ = [
     "ServeConfig",
     "RunnerConfig",
     "RUNNER_NAMES",
+    "PromptConfig",
+    "PromptBudgets",
     "ConfigFile",
     "parse_config",
     "DEFAULT_ARXIV_API_URL",
@@ -125,6 +127,37 @@ class RunnerConfig(_Section):
     # ``acp: ["codex-acp"]`` or ``codex: ["/opt/node/bin/codex"]``.
     commands: dict[str, list[str]] = {}
     trajectory: str | None = None  # the scripted runner's trajectory file
+_Budget = Annotated[int, Meta(ge=200, le=1_000_000)]
+
+
+class PromptBudgets(_Section):
+    """The most characters each block of a turn's prompt may take (heading included);
+    a longer block is cut and says so. ``services.prompt`` documents the blocks."""
+
+    system: _Budget = 24_000
+    runtime: _Budget = 2_000
+    communication: _Budget = 2_000
+    skills: _Budget = 1_500
+    quest_files: _Budget = 1_000
+    durable_state: _Budget = 4_000
+    interaction_style: _Budget = 1_500
+    memory: _Budget = 6_000
+    conversation: _Budget = 8_000
+    message: _Budget = 16_000
+
+
+class PromptConfig(_Section):
+    """The turn prompt (``services.prompt``): its whole size, each block's budget, and
+    how much conversation and memory it pulls."""
+
+    # The whole prompt never exceeds this, however long the quest has run: blocks are
+    # shrunk (the conversation first) until it fits.
+    max_chars: Annotated[int, Meta(ge=4_000, le=2_000_000)] = 60_000
+    conversation_items: Annotated[int, Meta(ge=0, le=200)] = 12  # newest messages and interactions shown
+    conversation_item_chars: Annotated[int, Meta(ge=80, le=100_000)] = 1_500  # each cut to this
+    memory_per_kind: Annotated[int, Meta(ge=0, le=20)] = 3  # cards per step of the stage memory plan
+    memory_search_limit: Annotated[int, Meta(ge=0, le=50)] = 6  # cards matching the message's words
+    budgets: PromptBudgets = PromptBudgets()
 
 
 class Config(_Section):
@@ -139,6 +172,7 @@ class Config(_Section):
     arxiv: ArxivConfig = ArxivConfig()
     serve: ServeConfig = ServeConfig()
     runner: RunnerConfig = RunnerConfig()
+    prompt: PromptConfig = PromptConfig()
 
 
 def parse_config(text: str, path: Path) -> Config:

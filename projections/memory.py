@@ -345,8 +345,13 @@ def _apply_written(state: MemoryState, event: CardWritten) -> None:
     _put(state, old, card)
 
 
-def recent_cards(state: MemoryState, limit: int) -> list[Card]:
-    """Up to ``limit`` active cards, the most recently changed first."""
+def recent_cards(state: MemoryState, limit: int, kind: str | None = None) -> list[Card]:
+    """Up to ``limit`` active cards (of ``kind`` if given), the most recently changed first.
+
+    Walks ``recent`` from its newest end, so it costs what it looks at: about
+    ``limit`` ids (times the number of kinds when filtering by a common one), not the
+    store's size. Only a kind with fewer than ``limit`` cards among the newest walks the
+    whole list."""
     found: list[Card] = []
     seen: set[str] = set()
     for cid in reversed(state.recent):
@@ -356,7 +361,7 @@ def recent_cards(state: MemoryState, limit: int) -> list[Card]:
             continue
         seen.add(cid)
         card = state.cards.get(cid)
-        if card is not None and card.active:
+        if card is not None and card.active and (kind is None or card.kind == kind):
             found.append(card)
     return found
 

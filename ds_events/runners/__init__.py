@@ -44,8 +44,8 @@ def scheduler_for(
 ) -> Any:
     """A :class:`~ds_events.services.scheduler.QuestScheduler` for ``quest``: the runner
     and model named here, else the home's ``runner`` config."""
-    from ds_events.services.prompt_interim import build_prompt
     from ds_events.services.scheduler import QuestScheduler
+    from ds_events.services.turns import turn_prompt
 
     config = quest.home.config().runner
     name = runner or config.name
@@ -53,5 +53,5 @@ def scheduler_for(
     make_runner(name, config, **options)  # refuse an unknown runner or a bad trajectory now
     return QuestScheduler(
         quest, make_runner=lambda n: make_runner(n, config, **options), runner=name,
-        model=model if model is not None else config.model, config=config, build_prompt=build_prompt,
+        model=model if model is not None else config.model, config=config, build_prompt=turn_prompt,
     )  # fmt: skip

@@ -12,7 +12,6 @@ would add a near-duplicate or a config-polluted title *answers* with a status in
 from __future__ import annotations
 
 import hashlib
-import heapq
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -32,7 +31,7 @@ from ds_events.memory.cards import (
 )
 from ds_events.memory.store import MemoryContext, MemoryStore, check_scope
 from ds_events.memory.text import DUPLICATE_THRESHOLD, config_pollution, is_near_duplicate, similarity_of, word_set, word_sets
-from projections.memory import KINDS, RECORD_TYPES, RESERVED_KEYS, SINGULAR, Card, MemoryState, render_card
+from projections.memory import KINDS, RECORD_TYPES, RESERVED_KEYS, SINGULAR, Card, MemoryState, recent_cards, render_card
 
 from .memory_commands import (
     CardInfo,
@@ -186,11 +185,12 @@ def search(mem: MemoryContext, cmd: SearchCards, *, records_only: bool = False) 
     fetch = max(limit * 4, 20) if cmd.diverse else limit
     found: list[tuple[float, MemoryStore, Card, str]] = []
     for store in mem.readable(cmd.scope):
-        state = store.state()
-        for hit in store.synced_index().search(query, limit=fetch, kind=kind, tags=tags, records_only=records_only):
-            card = state.cards.get(hit.card_id)
-            if card is not None and card.active:
-                found.append((hit.score, store, card, hit.snippet))
+        hits = store.synced_index().search(query, limit=fetch, kind=kind, tags=tags, records_only=records_only)
+        with store.lent_state() as state:  # only its (immutable) cards are kept
+            for hit in hits:
+                card = state.cards.get(hit.card_id)
+                if card is not None and card.active:
+                    found.append((hit.score, store, card, hit.snippet))
     found.sort(key=lambda x: -x[0])
     chosen = _mmr(found, limit) if cmd.diverse else found[:limit]
     results = [info(store, card, SearchHit, score=score, snippet=snippet) for score, store, card, snippet in chosen]
@@ -203,8 +203,11 @@ def list_recent(mem: MemoryContext, cmd: ListRecent) -> CardsResult:
     kind = check_kind(cmd.kind) if cmd.kind else None
     rows: list[tuple[str, int, MemoryStore, Card]] = []
     for store in mem.readable(cmd.scope):
-        cards = (c for c in store.state().cards.values() if c.active and (kind is None or c.kind == kind))
-        rows.extend((c.updated_at, c.seq, store, c) for c in heapq.nlargest(limit, cards, key=lambda c: c.seq))
+        # Lent, not handed out (nothing is copied on the next event), and walked from the
+        # newest change: a prompt lists recent cards of several kinds every turn.
+        with store.lent_state() as state:
+            cards = recent_cards(state, limit, kind)
+        rows.extend((c.updated_at, c.seq, store, c) for c in cards)
     rows.sort(key=lambda r: (r[0], r[1]), reverse=True)
     results = [info(store, card) for _, _, store, card in rows[:limit]]
     return CardsResult(count=len(results), results=results)

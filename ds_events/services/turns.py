@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import re
 import signal
 import socket
 import time
@@ -34,7 +33,7 @@ from typing import Any
 import msgspec
 
 from ds_events.bash import procs
-from ds_events.errors import Conflict, Invalid
+from ds_events.errors import Conflict
 from ds_events.events import Event, new_event_id
 from ds_events.events.interaction import MailboxDelivered
 from ds_events.events.runner import (
@@ -48,9 +47,11 @@ from ds_events.events.runner import (
     TurnStarted,
 )
 from ds_events.home import Quest
+from ds_events.paths import write_atomic
 from projections import interactions as mailbox
 from projections import turns as view
 
+from . import prompt as prompt_service
 from .tool_calls import bounded
 
 __all__ = [
@@ -60,7 +61,7 @@ __all__ = [
     "PromptRequest",
     "TurnRecorder",
     "next_action",
-    "select_skill",
+    "turn_prompt",
     "claim_turn",
     "finish_turn",
     "recover_turns",
@@ -71,7 +72,6 @@ __all__ = [
 
 MCP_NAMESPACES = ("memory", "artifact", "bash_exec")
 STAGE_SKILLS = ("scout", "baseline", "idea", "experiment", "analysis-campaign", "write", "finalize")
-_RUN_ID = re.compile(r"^run-[0-9a-f]{32}$")
 
 
 class Host(msgspec.Struct, frozen=True, kw_only=True):
@@ -142,10 +142,26 @@ class TurnSpec(msgspec.Struct, frozen=True, kw_only=True):
 
 
 def run_dir(quest: Quest, run_id: str) -> Path:
-    """``<quest>/.ds/runs/<run_id>``; ``run_id`` must be one the scheduler minted."""
-    if not _RUN_ID.match(run_id):
-        raise Invalid(f"not a run id: {run_id!r}", code="invalid_run_id")
-    return quest.root / ".ds" / "runs" / run_id
+    """``<quest>/.ds/runs/<run_id>`` (confined: a bad id is ``invalid_run_id``)."""
+    return prompt_service.prompt_path(quest, run_id).parent
+
+
+def turn_prompt(quest: Quest, request: PromptRequest) -> str:
+    """The scheduler's prompt builder: :mod:`ds_events.services.prompt` over the quest's
+    projections, with the messages this turn delivers and a note for a continuation or
+    a retry."""
+    note = ""
+    if request.retry_of:
+        note = (f"This is attempt {request.attempt} of a turn whose last attempt ({request.retry_of}) did not "
+                "finish: check what it already recorded before redoing anything.")  # fmt: skip
+    elif request.continuation:
+        note = ("The previous turn was cut off (paused, or its host stopped) before it finished: continue where it "
+                "stopped; check running bash sessions and open requests first.")  # fmt: skip
+    built = prompt_service.prepare_prompt(
+        quest, run_id=request.run_id, runner=request.runner, model=request.model, messages=request.messages,
+        turn_note=note, write=False,
+    )  # fmt: skip
+    return built.text
 
 
 # -- decisions --------------------------------------------------------------------------
@@ -170,19 +186,6 @@ def next_action(status: str, turns: view.State, inbox: mailbox.State) -> Action:
     return Action(kind="idle", reason="nothing queued")
 
 
-def select_skill(anchor: str, inbox: mailbox.State, messages: list[mailbox.InboundItem]) -> tuple[str, str]:
-    """The skill a turn uses, and why: a reply to an open blocking request is a
-    ``decision``; otherwise the active anchor when it is a stage; otherwise ``decision``."""
-    for item in messages:
-        if item.kind == "reply" and item.interaction_id:
-            record = inbox.interactions.get(item.interaction_id)
-            if record is not None and record.reply_mode == "blocking":
-                return "decision", f"reply to blocking request {item.interaction_id}"
-    if anchor in STAGE_SKILLS:
-        return anchor, f"active anchor {anchor}"
-    return "decision", f"anchor {anchor!r} is not a stage"
-
-
 # -- commands ---------------------------------------------------------------------------
 
 
@@ -197,7 +200,7 @@ def claim_turn(
     if retried is not None:  # a retry carries the messages the failed attempt carried
         old = [inbox.inbound[i] for i in retried.message_ids if i in inbox.inbound]
         messages = old + [m for m in messages if m.id not in retried.message_ids]
-    skill, skill_reason = select_skill(status.anchor, inbox, messages)
+    skill, skill_reason = prompt_service.select_skill(status, inbox, messages)
     run_id = "run-" + new_event_id()
     request = PromptRequest(
         run_id=run_id, runner=runner, model=model, skill=skill, skill_reason=skill_reason, messages=messages,
@@ -205,9 +208,8 @@ def claim_turn(
     )  # fmt: skip
     prompt = build_prompt(quest, request)
     directory = run_dir(quest, run_id)
-    directory.mkdir(parents=True, exist_ok=True)
-    prompt_file = directory / "prompt.md"
-    prompt_file.write_text(prompt, encoding="utf-8")
+    prompt_file = prompt_service.prompt_path(quest, run_id)
+    write_atomic(prompt_file, prompt.encode("utf-8"))
     with quest.transaction() as txn:
         now = next_action(quest.state("status").status, quest.state("turns"), quest.state("interactions"))
         if now.kind not in ("start", "retry", "continue"):

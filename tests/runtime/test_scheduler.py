@@ -165,7 +165,8 @@ def test_pause_and_stop_end_the_runner_group_and_the_bash_sessions(
     after = run(quest, traj)
     if action == "pause":
         assert [f.outcome for f in after] == ["completed"]
-        assert "cut off" in Path(quest.root / quest.state("turns").turns[after[0].run_id].prompt_path).read_text()
+        prompt = Path(quest.root / quest.state("turns").turns[after[0].run_id].prompt_path).read_text()
+        assert "cut off" in prompt and "No new message" in prompt
     else:
         assert after == []
 
@@ -267,7 +268,7 @@ def test_a_live_hosts_turn_is_not_recovered(quest: Quest) -> None:
         ("experiment", True, "decision"),
     ],
 )
-def test_skill_selection(quest: Quest, anchor: str, reply_to_blocking: bool, skill: str) -> None:
+def test_the_turn_uses_the_selected_skill(quest: Quest, anchor: str, reply_to_blocking: bool, skill: str) -> None:
     from ds_events.services import interactions as inter
 
     quest_service.change_anchor(quest, quest_service.ChangeAnchor(anchor=anchor))
@@ -277,8 +278,12 @@ def test_skill_selection(quest: Quest, anchor: str, reply_to_blocking: bool, ski
         inter.reply(quest, inter.Reply(interaction_id=sent.interaction_id, text="A"))
     else:
         message(quest, "carry on")
-    inbox = quest.state("interactions")
-    chosen, _ = turns.select_skill(quest.state("status").anchor, inbox, mailbox.pending_items(inbox))
+    spec = turns.claim_turn(
+        quest, runner="scripted", model="", host=turns.Host.this_process(), build_prompt=turns.turn_prompt,
+        action=turns.Action(kind="start"),
+    )  # fmt: skip
+    chosen = spec.skill
+    assert f"skill for this turn: `{skill}`" in Path(spec.prompt_path).read_text()
     assert chosen == skill
 
 
