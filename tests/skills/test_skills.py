@@ -142,9 +142,9 @@ def test_the_system_prompt_names_only_tools_the_servers_offer(catalogue: Catalog
 def test_the_readmes_describe_what_is_there() -> None:
     skills_readme = (REPO / "skills" / "README.md").read_text(encoding="utf-8")
     prompts_readme = (REPO / "prompts" / "README.md").read_text(encoding="utf-8")
-    assert "arrive with" not in skills_readme and "arrive with" not in prompts_readme
-    assert all(name in skills_readme for name in SKILL_NAMES)
-    assert "system.md" in prompts_readme
+    assert all(f"`{name}/`" in skills_readme for name in SKILL_NAMES)
+    assert "ds_events.services.skills" in skills_readme and "ds_events.services.skills" in prompts_readme
+    assert "`system.md`" in prompts_readme
 
 
 # ---------------------------------------------------------------------------
