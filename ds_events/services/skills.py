@@ -49,6 +49,8 @@ __all__ = [
     "tool_calls",
     "tool_references",
     "check_tool_calls",
+    "literal_value",
+    "NOT_LITERAL",
 ]
 
 SKILL_NAMES = ("scout", "baseline", "idea", "experiment", "analysis-campaign", "write", "finalize", "decision")
@@ -247,6 +249,22 @@ def check_tool_calls(text: str, catalogue: Mapping[str, Mapping[str, Any]]) -> l
     return problems
 
 
+NOT_LITERAL = object()
+
+
+def literal_value(source: str) -> Any:
+    """The value an argument's source text spells as a Python or JSON literal, else
+    ``NOT_LITERAL`` (a placeholder such as ``<value>`` written bare)."""
+    try:
+        return ast.literal_eval(source)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        pass
+    try:
+        return json.loads(source)
+    except ValueError:
+        return NOT_LITERAL
+
+
 # ---------------------------------------------------------------------------
 # private helpers
 
@@ -303,24 +321,9 @@ def _parse_call(text: str, namespace: str, tool: str, open_at: int, line: int) -
     )
 
 
-_NOT_LITERAL = object()
-
-
-def _literal(source: str) -> Any:
-    """The value ``source`` spells as a Python or JSON literal, else ``_NOT_LITERAL``."""
-    try:
-        return ast.literal_eval(source)
-    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
-        pass
-    try:
-        return json.loads(source)
-    except ValueError:
-        return _NOT_LITERAL
-
-
 def _value_problem(source: str, schema: Mapping[str, Any]) -> str | None:
-    value = _literal(source)
-    if value is _NOT_LITERAL or value is Ellipsis or _has_ellipsis(value):
+    value = literal_value(source)
+    if value is NOT_LITERAL or value is Ellipsis or _has_ellipsis(value):
         return None
     import jsonschema  # only a checker needs it; the mcp SDK depends on it
 

@@ -16,21 +16,32 @@ from typing import Any
 
 import pytest
 
+from ds_events.artifacts.validate import APPROVAL_VERDICTS, DECISION_ACTIONS
 from ds_events.errors import Invalid, NotFound
 from ds_events.home import Home
+from ds_events.memory.store import SCOPES
 from ds_events.services import skills
+from ds_events.services.arxiv import MODES as ARXIV_MODES
+from ds_events.services.artifacts import SLICE_STATUSES
+from ds_events.services.bash_commands import MODES as BASH_MODES
+from ds_events.services.git import BRANCH_KINDS
+from ds_events.services.interactions import KINDS as INTERACTION_KINDS
+from ds_events.services.interactions import REPLY_MODES
 from ds_events.services.memory_plan import stage_memory_plan
 from ds_events.services.skills import (
     SECTIONS,
     SKILL_NAMES,
     ToolRef,
     check_tool_calls,
+    literal_value,
     load_skill,
     parse_skill,
     section_titles,
     tool_calls,
     tool_references,
 )
+from projections.memory import KINDS as MEMORY_KINDS
+from projections.memory import RECORD_TYPES
 from tests.mcp_support import open_clients
 
 REPO = Path(__file__).resolve().parent.parent.parent
@@ -120,6 +131,44 @@ def test_moving_back_is_recorded_with_its_reason_through_a_decision(name: str) -
     assert decisions, f"{name}: no decision record"
     assert any('"reason"' in c.arguments["payload"] for c in decisions)
     assert "back" in body.lower()
+
+
+# Arguments whose values the schemas describe in words only ("papers | ideas | ..."): the
+# values the services accept, from the services' own constants.
+ENUMERATED: dict[tuple[str, str], tuple[str, ...]] = {
+    **{(ref, "kind"): MEMORY_KINDS for ref in ("memory.write", "memory.search", "memory.list_recent")},
+    **{(ref, "scope"): SCOPES for ref in ("memory.write", "memory.search", "memory.list_recent", "memory.read", "memory.audit")},
+    ("memory.append_memory", "record_type"): RECORD_TYPES,
+    ("artifact.interact", "kind"): INTERACTION_KINDS,
+    ("artifact.interact", "reply_mode"): REPLY_MODES,
+    ("artifact.arxiv", "mode"): ARXIV_MODES,
+    ("artifact.prepare_branch", "branch_kind"): BRANCH_KINDS,
+    ("artifact.record_analysis_slice", "status"): SLICE_STATUSES,
+    ("bash_exec.bash_exec", "mode"): BASH_MODES,
+}
+
+
+@pytest.mark.parametrize("path", [f"skills/{name}/SKILL.md" for name in SKILL_NAMES] + ["prompts/system.md"])
+def test_enumerated_values_in_skills_are_ones_the_services_accept(path: str) -> None:
+    bad = []
+    for call in tool_calls((REPO / path).read_text(encoding="utf-8")):
+        ref = f"{call.namespace}.{call.tool}"
+        for arg, source in call.arguments.items():
+            allowed = ENUMERATED.get((ref, arg))
+            value = literal_value(source)
+            if allowed and isinstance(value, str) and not value.startswith("<") and value not in allowed:
+                bad.append(f"line {call.line}: {ref}({arg}={value!r}) not in {allowed}")
+        if ref == "artifact.record":
+            payload = literal_value(call.arguments.get("payload", ""))
+            if isinstance(payload, dict) and payload.get("kind") == "decision":
+                if payload.get("action") not in DECISION_ACTIONS:
+                    bad.append(f"line {call.line}: decision action {payload.get('action')!r}")
+                if payload.get("next_anchor") not in (*SKILL_NAMES, None):
+                    bad.append(f"line {call.line}: next_anchor {payload.get('next_anchor')!r}")
+            if isinstance(payload, dict) and payload.get("kind") == "approval":
+                if payload.get("verdict") not in APPROVAL_VERDICTS:
+                    bad.append(f"line {call.line}: approval verdict {payload.get('verdict')!r}")
+    assert bad == []
 
 
 # ---------------------------------------------------------------------------
