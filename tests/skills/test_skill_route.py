@@ -104,7 +104,7 @@ async def test_the_route_the_skills_teach_runs_on_the_real_servers(home: Home, q
         await call("memory.search", query="pytorch resnet pitfalls", kind="knowledge", scope="both", limit=5)
         await call("memory.read_memory", task_description="implement and run label smoothing", top_k=5)
         await call("memory.search", query="label smoothing", kind="ideas", limit=3)
-        run = await call("artifact.prepare_branch", run_id="ls-0.1", idea_id=idea)
+        run = await call("artifact.prepare_branch", run_id="ls-0.1", idea_id=idea, start_point=f"idea/{quest.id}-{idea}")
         assert run["branch"] == "run/ls-0.1" and run["start_point"] == f"idea/{quest.id}-{idea}"
         await call("bash_exec.bash_exec", command="echo 'smoothing = 0.1' > train_config.py && echo smoke ok", mode="await", workdir=run["worktree"], wait_timeout_seconds=60)  # fmt: skip
         await call("artifact.checkpoint", message="ls-0.1: label smoothing 0.1 in the loss")
@@ -164,7 +164,8 @@ async def test_the_route_the_skills_teach_runs_on_the_real_servers(home: Home, q
         await call("memory.search", query="report structure", kind="templates", scope="both", limit=3)
         summary = await call("artifact.refresh_summary", reason="before writing")
         assert "rn20" in summary["markdown"]
-        paper = await call("artifact.prepare_branch", run_id="ls-0.1", branch_kind="paper")
+        paper = await call("artifact.prepare_branch", run_id="ls-0.1", branch_kind="paper", start_point="run/ls-0.1")
+        assert paper["branch"] == "paper/ls-0.1"
         await call("artifact.arxiv", paper_id="1512.00567", mode="list")
         await call("bash_exec.bash_exec", command="mkdir -p paper && echo '# Label smoothing' > paper/main.md", mode="await", workdir=paper["worktree"], wait_timeout_seconds=60)  # fmt: skip
         await call("artifact.render_git_graph", max_commits=200)
