@@ -49,6 +49,7 @@ from projections.interactions import InboundItem, InteractionRecord
 from projections.interactions import State as InteractionsState
 from projections.status import StatusState
 
+from . import skills
 from .memory import search
 from .memory_commands import SearchCards
 from .memory_plan import pull_for_stage
@@ -96,7 +97,6 @@ _MIN_PARTIAL = 80  # an item cut to fit shows at least this much of itself, else
 _MAX_TERMS = 12
 _EXCERPT = 240
 _SCAN = 50  # newest records looked at for a bounded list (sessions, campaigns)
-_REPO = Path(__file__).resolve().parent.parent.parent
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -364,11 +364,11 @@ def write_prompt(quest: Quest, run_id: str, built: BuiltPrompt) -> Path:
 
 
 def default_system_prompt_path() -> Path:
-    return _REPO / "prompts" / "system.md"
+    return skills.system_prompt_path()  # $DS_PROMPTS_DIR, else the repository's prompts/
 
 
 def default_skills_dir() -> Path:
-    return _REPO / "skills"
+    return skills.skills_root()  # $DS_SKILLS_DIR, else the repository's skills/
 
 
 # -- blocks -------------------------------------------------------------------------------
