@@ -46,10 +46,12 @@ from ds_events.events.artifact import (
     SummaryRefreshed,
 )
 from ds_events.errors import Conflict, Invalid, NotFound
-from ds_events.events import Event
+from ds_events.events import Event, QuestAnchorChanged
 from ds_events.home import Quest
 from ds_events.log import Transaction
 from projections.artifacts import record_path
+
+from .quests import ANCHORS
 
 from . import git
 from .artifact_commands import (
@@ -92,6 +94,12 @@ _MAX_CAMPAIGN_PROBES = 1000
 def record(quest: Quest, cmd: Record) -> RecordResult:
     """Record an artifact of ``payload['kind']``; returns its id and file path."""
     kind, artifact_id, clean = check_record(cmd.payload, quest.root)
+    next_anchor = clean.get("next_anchor") if kind == "decision" else None
+    if next_anchor is not None and next_anchor not in ANCHORS:
+        raise Invalid(
+            f"next_anchor {next_anchor!r} is not a stage: use one of {', '.join(ANCHORS)}",
+            code="invalid_anchor", allowed=list(ANCHORS),
+        )  # fmt: skip
     with quest.transaction() as txn:
         state = quest.state("artifacts")
         if artifact_id is None:
@@ -102,7 +110,14 @@ def record(quest: Quest, cmd: Record) -> RecordResult:
         elif state.id_taken(artifact_id):
             raise Conflict(f"artifact id {artifact_id!r} is taken: omit artifact_id for a fresh one", code="artifact_exists", artifact_id=artifact_id)
         check_materialised(quest.root, [record_path(kind, artifact_id)])
-        stored = txn.append(ArtifactRecorded(artifact_id=artifact_id, kind=kind, payload=clean, branch=state.active_branch))[0]
+        batch: list[Event] = [ArtifactRecorded(artifact_id=artifact_id, kind=kind, payload=clean, branch=state.active_branch)]
+        previous = quest.state("status").anchor
+        if next_anchor is not None and next_anchor != previous:
+            # A decision that moves the quest to another stage (forward, or back: write ->
+            # experiment, experiment -> idea) moves its anchor, with the decision's reason.
+            reason = str(clean.get("reason") or clean.get("action") or "")[:2000]
+            batch.append(QuestAnchorChanged(anchor=next_anchor, previous=previous, reason=f"{artifact_id}: {reason}"))
+        stored = txn.append(batch)[0]
     return RecordResult(
         artifact_id=artifact_id, kind=kind, path=record_path(kind, artifact_id), branch=state.active_branch, seq=stored.seq
     )

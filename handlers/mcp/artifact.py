@@ -75,14 +75,16 @@ def _records(ns: Namespace, arxiv_fetcher: arxiv_service.Fetcher | None) -> None
         approval or graph you want the quest to remember. What each kind needs is in the
         payload's schema: idea, milestone, report, baseline, graph need `title`; decision
         needs `verdict`, `action` and `reason`; progress and answer need `message`; run
-        needs `run_kind`; approval needs `verdict`.
+        needs `run_kind`; approval needs `verdict`. A decision with `next_anchor` (scout,
+        baseline, idea, experiment, analysis-campaign, write, finalize, decision) also
+        moves the quest to that stage, forward or back, with the decision's reason.
 
         Returns: artifact_id, kind, path, branch (the active branch), seq.
 
         Examples:
           record(payload={"kind": "idea", "title": "Label smoothing 0.1", "summary": "..."})
           record(payload={"kind": "decision", "verdict": "promising", "action": "launch_experiment",
-                          "reason": "smoke run beat the baseline"})
+                          "reason": "smoke run beat the baseline", "next_anchor": "experiment"})
         """
         return service.record(tc.quest, cmd)
 
