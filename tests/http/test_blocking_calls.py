@@ -10,12 +10,16 @@ import sys
 import threading
 from typing import Any
 
+import pytest
+
+from ds_events.errors import LogError
 from ds_events.home import Home, Quest
 from ds_events.memory.index import MemoryIndex
 from ds_events.memory.store import MemoryContext
 from ds_events.services import memory as memory_service
 from ds_events.services.memory_commands import WriteCard
 from ds_events.services.quests import PostMessage, post_message
+from handlers.http.hub import Hub
 
 from ..helpers import wait_until
 from .sse import take
@@ -111,3 +115,25 @@ async def test_concurrent_requests_on_one_quest_are_all_answered_correctly(clien
     assert all(s == searches[0] for s in searches) and len(searches[0]) == 5
     assert sorted(seqs) == list(range(before + 1, before + 7))  # every message appended once, no gap
     assert sorted(e.content for e in quest.log.read(before)) == sorted(f"concurrent {i}" for i in range(6))
+
+
+async def test_shutdown_waits_for_a_running_call_before_closing_the_quests_then_refuses_calls(home: Home, quest: Quest) -> None:
+    hub = Hub(home)
+    q = await hub.run(hub.quest, "q1")
+    entered, release = threading.Event(), threading.Event()
+
+    def slow() -> int:
+        entered.set()
+        release.wait(30)
+        return q.log.last_seq  # reads the quest's log after shutdown began: it must still be open
+
+    call = asyncio.ensure_future(hub.run(slow))
+    assert await asyncio.to_thread(entered.wait, 30)
+    closing = asyncio.ensure_future(hub.close())
+    await asyncio.sleep(0)  # let close() run up to its wait for the running call
+    assert not closing.done()
+    release.set()
+    assert await asyncio.wait_for(call, 30) == quest.log.last_seq
+    await asyncio.wait_for(closing, 30)
+    with pytest.raises(LogError, match="shutting down"):
+        await hub.run(lambda: None)
