@@ -47,6 +47,7 @@ __all__ = [
     "Checkpoint",
     "KIND_DIRS",
     "record_path",
+    "newest_records",
     "render_graph_svg",
 ]
 
@@ -177,6 +178,11 @@ class State(msgspec.Struct, kw_only=True):
     records: dict[str, Record] = {}
     counters: dict[str, int] = {}  # kind -> records of that kind (ids are numbered from it)
     recent: dict[str, list[str]] = {}  # kind -> the last record ids, newest last
+    # An index for listing the newest records (of a kind) at the cost of what is listed
+    # (see newest_records): the seq of every record event -> (its artifact id, the seq of
+    # the record of the same kind before it, or 0), in seq order; and each kind's newest.
+    by_seq: dict[int, tuple[str, int]] = {}
+    newest: dict[str, int] = {}
     baselines: dict[str, Baseline] = {}
     attached: dict[str, str | None] | None = None  # {"baseline_id", "variant_id"}
     confirmed_baseline: str | None = None  # the most recently confirmed baseline id
@@ -206,6 +212,35 @@ def record_path(kind: str, artifact_id: str) -> str:
     return f"artifacts/{KIND_DIRS[kind]}/{artifact_id}.json"
 
 
+def newest_records(state: State, limit: int, *, kind: str | None = None) -> list[Record]:
+    """The newest ``limit`` records (of ``kind`` if given), newest first.
+
+    Costs what it returns, not the number of records: it walks the ``by_seq`` index back
+    from the newest record event (of that kind). Ids are unique in a log the artifact
+    service wrote; an id recorded again (a hand-made log) is listed once, at its latest
+    recording, under the kind it has now.
+    """
+    out: list[Record] = []
+    if limit <= 0:
+        return out
+    if kind is None:
+        for seq in reversed(state.by_seq):
+            record = state.records.get(state.by_seq[seq][0])
+            if record is not None and record.seq == seq:  # not superseded by a later recording
+                out.append(record)
+                if len(out) >= limit:
+                    break
+        return out
+    seq = state.newest.get(kind, 0)
+    while seq and len(out) < limit:
+        artifact_id, before = state.by_seq[seq]
+        record = state.records.get(artifact_id)
+        if record is not None and record.seq == seq:
+            out.append(record)
+        seq = before
+    return out
+
+
 # -- apply ------------------------------------------------------------------------------
 
 
@@ -224,6 +259,8 @@ def apply(state: State, event: Event) -> State:
             state.records[event.artifact_id] = _copy(Record, event)
             state.counters[event.kind] = state.counters.get(event.kind, 0) + 1
             state.recent[event.kind] = [*state.recent.get(event.kind, ()), event.artifact_id][-_RECENT:]
+            state.by_seq[event.seq] = (event.artifact_id, state.newest.get(event.kind, 0))
+            state.newest[event.kind] = event.seq
         case BranchPrepared():
             state.branches[event.branch] = _copy(BranchInfo, event, kind=event.branch_kind, head_sha=event.start_sha)
             if event.activate:
@@ -518,5 +555,11 @@ def _esc(text: str) -> str:
 
 
 PROJECTION = Projection(
-    name="artifacts", state_type=State, initial=State, apply=apply, render=render, render_changed=render_changed
+    name="artifacts",
+    state_type=State,
+    initial=State,
+    apply=apply,
+    render=render,
+    render_changed=render_changed,
+    version=2,  # 2: the by_seq / newest index (a version-1 snapshot lacks it: refolded)
 )

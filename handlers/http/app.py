@@ -13,7 +13,7 @@ from ds_events.home import Home
 from . import routes_quests, routes_state, routes_views
 from .auth import auth_middleware
 from .errors import error_middleware
-from .hub import Hub
+from .hub import DEFAULT_WORKERS, Hub
 from .stream import STREAM_SETTINGS, events_route
 
 __all__ = ["make_app", "HUB", "HOME", "DEFAULT_MAX_BODY"]
@@ -32,6 +32,7 @@ def make_app(
     poll_interval: float = 0.05,
     keepalive: float = 15.0,
     retry_ms: int = 2000,
+    workers: int = DEFAULT_WORKERS,
 ) -> web.Application:
     """The daemon's aiohttp application over ``home``.
 
@@ -44,7 +45,7 @@ def make_app(
     if token:
         middlewares.append(auth_middleware(token))
     app = web.Application(middlewares=middlewares, client_max_size=max_body)
-    hub = Hub(home, poll_interval=poll_interval, queue_size=queue_size)
+    hub = Hub(home, poll_interval=poll_interval, queue_size=queue_size, workers=workers)
     app[HOME] = home
     app[HUB] = hub
     app[STREAM_SETTINGS] = {"keepalive": keepalive, "retry_ms": retry_ms}
@@ -59,7 +60,7 @@ def make_app(
 
     async def hub_ctx(app: web.Application) -> AsyncIterator[None]:
         yield
-        await hub.close()  # followers cancelled and awaited, quests closed
+        await hub.close()  # followers cancelled and awaited, running calls waited for, quests closed
 
     async def end_streams(app: web.Application) -> None:
         hub.end_streams()  # open streams write their last frame and end cleanly

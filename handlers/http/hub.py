@@ -7,20 +7,35 @@ this process wake it at once; other processes' are seen within the poll interval
 hands each event to every subscriber's bounded buffer. A subscriber whose buffer is
 full is dropped, never waited for: one slow client cannot stall the others or grow
 memory without bound; it is told where to resume (see ``stream.py``).
+
+Everything that may block (opening a quest, reading the log, git, a memory search that
+waits for its SQLite index, an append that syncs) runs on the hub's worker threads
+(:meth:`Hub.run`), never on the event loop that feeds every stream. A quest's log and
+views are safe from several threads; its memory stores are not, so memory calls on one
+quest take turns (:meth:`Hub.with_memory`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import collections
+import concurrent.futures
 import contextlib
-from collections.abc import AsyncIterator
+import functools
+import threading
+from collections.abc import AsyncIterator, Callable
+from typing import TypeVar
 
+from ds_events.errors import LogError
 from ds_events.events import Event
 from ds_events.home import Home, Quest
 from ds_events.memory.store import MemoryContext
 
-__all__ = ["Hub", "Subscription"]
+__all__ = ["Hub", "Subscription", "DEFAULT_WORKERS"]
+
+T = TypeVar("T")
+DEFAULT_WORKERS = 8  # threads for blocking calls; streams never wait for them
+_CLOSE_WAIT = 30.0  # seconds shutdown waits for calls still running on worker threads
 
 
 class Subscription:
@@ -86,9 +101,12 @@ class _Follower:
 
 
 class Hub:
-    """The daemon's open quests and one log follower per streamed quest."""
+    """The daemon's open quests, the worker threads their calls run on, and one log
+    follower per streamed quest."""
 
-    def __init__(self, home: Home, *, poll_interval: float = 0.05, queue_size: int = 1000) -> None:
+    def __init__(
+        self, home: Home, *, poll_interval: float = 0.05, queue_size: int = 1000, workers: int = DEFAULT_WORKERS
+    ) -> None:
         self.home = home
         self.poll_interval = poll_interval
         self.queue_size = queue_size
@@ -97,27 +115,66 @@ class Hub:
         self._followers: dict[str, _Follower] = {}
         self._subs: set[Subscription] = set()
         self.closing = False
+        self._executor = concurrent.futures.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="ds-http")
+        self._running: set[concurrent.futures.Future[object]] = set()
+        # Guards the dicts below; a per-quest lock is held for as long as one quest opens
+        # (a replay of its log) or one memory call runs, so other quests never wait.
+        self._locks_guard = threading.Lock()
+        self._opening: dict[str, threading.Lock] = {}
+        self._memory_locks: dict[str, threading.Lock] = {}
+
+    async def run(self, fn: Callable[..., T], /, *args: object) -> T:
+        """``fn(*args)`` on a worker thread; the loop (every stream) goes on meanwhile.
+
+        A call still running when the daemon shuts down is waited for (a bounded time)
+        before the quests close under it, even if the request that made it is gone.
+        """
+        try:
+            future = self._executor.submit(functools.partial(fn, *args))
+        except RuntimeError:  # closed: the quests are closing or closed
+            raise LogError("the daemon is shutting down") from None
+        self._running.add(future)  # type: ignore[arg-type]
+        future.add_done_callback(self._running.discard)  # type: ignore[arg-type]
+        return await asyncio.wrap_future(future)
 
     def quest(self, quest_id: str) -> Quest:
-        """The open quest (opened on first use); unknown ids raise ``unknown_quest``."""
+        """The open quest (opened on first use); unknown ids raise ``unknown_quest``.
+
+        Blocking the first time (opening replays the log from a snapshot): call it
+        through :meth:`run`. Two threads asking for a quest that is not open yet open
+        it once.
+        """
         q = self._quests.get(quest_id)
-        if q is None:
-            self.home.require_quest(quest_id)  # NotFound(unknown_quest); also checks the id's shape
-            q = self._quests[quest_id] = self.home.open_quest(quest_id, actor="daemon")
+        if q is not None:
+            return q
+        with self._lock(self._opening, quest_id):
+            q = self._quests.get(quest_id)
+            if q is None:
+                self.home.require_quest(quest_id)  # NotFound(unknown_quest); also checks the id's shape
+                q = self._quests[quest_id] = self.home.open_quest(quest_id, actor="daemon")
         return q
 
-    def memory(self, quest_id: str) -> MemoryContext:
-        """The open quest's memory stores, kept open like the quest (their search index
-        is an SQLite file: opened once, not per request)."""
-        mem = self._memory.get(quest_id)
-        if mem is None:
-            mem = self._memory[quest_id] = MemoryContext(quest=self.quest(quest_id), actor="daemon")
-        return mem
+    def with_memory(self, quest_id: str, fn: Callable[[MemoryContext], T]) -> T:
+        """``fn`` over the quest's memory stores, one call per quest at a time.
+
+        The stores are kept open like the quest (their search index is an SQLite file:
+        opened once, not per request), and a store's connection and caches are not safe
+        for two threads at once. Blocking: call it through :meth:`run`.
+        """
+        quest = self.quest(quest_id)
+        with self._lock(self._memory_locks, quest_id):
+            mem = self._memory.get(quest_id)
+            if mem is None:
+                mem = self._memory[quest_id] = MemoryContext(quest=quest, actor="daemon")
+            return fn(mem)
 
     def adopt(self, quest: Quest) -> Quest:
         """Keep a quest this daemon created open."""
-        self._quests.setdefault(quest.id, quest)
-        return self._quests[quest.id]
+        with self._locks_guard:
+            kept = self._quests.setdefault(quest.id, quest)
+        if kept is not quest:
+            quest.close()
+        return kept
 
     @contextlib.asynccontextmanager
     async def subscribe(self, quest_id: str) -> AsyncIterator[Subscription]:
@@ -148,8 +205,11 @@ class Hub:
             sub.close()
 
     async def close(self) -> None:
-        """Shutdown, last step: stop the followers, close the quests."""
+        """Shutdown, last step: stop the followers, let running calls end, close the quests."""
         self.end_streams()
+        if self._running:
+            await asyncio.to_thread(concurrent.futures.wait, set(self._running), _CLOSE_WAIT)
+        self._executor.shutdown(wait=False, cancel_futures=True)
         for f in self._followers.values():
             f.task.cancel()
         for f in self._followers.values():
@@ -162,3 +222,7 @@ class Hub:
         for q in self._quests.values():
             q.close()
         self._quests.clear()
+
+    def _lock(self, locks: dict[str, threading.Lock], quest_id: str) -> threading.Lock:
+        with self._locks_guard:
+            return locks.setdefault(quest_id, threading.Lock())

@@ -1,4 +1,7 @@
-"""Quests: health, list, create, show, post a message, pause/stop/resume."""
+"""Quests: health, list, create, show, post a message, pause/stop/resume.
+
+Bodies are read on the loop; the service calls (opening quests, appending, git) run on
+a worker thread (:meth:`Hub.run`)."""
 
 from __future__ import annotations
 
@@ -13,6 +16,7 @@ from ds_events.services.commands import Command, decode_command
 
 from .errors import read_json
 from .hub import Hub
+from .respond import answer
 
 __all__ = ["add_routes", "NewQuest"]
 
@@ -27,31 +31,51 @@ class NewQuest(Command):
 
 def add_routes(app: web.Application, hub: Hub) -> None:
     async def health(request: web.Request) -> web.Response:
-        return web.json_response({"status": "ok", "quests": len(hub.home.quest_ids())})
+        return await answer(hub, lambda: {"status": "ok", "quests": len(hub.home.quest_ids())})
 
     async def list_quests(request: web.Request) -> web.Response:
-        return web.json_response({"quests": [_summary(hub, qid) for qid in hub.home.quest_ids()]})
+        return await answer(hub, lambda: {"quests": [_summary(hub, qid) for qid in hub.home.quest_ids()]})
 
     async def create_quest(request: web.Request) -> web.Response:
         cmd = decode_command(NewQuest, await read_json(request))
-        q = hub.adopt(hub.home.create_quest(cmd.title, quest_id=cmd.id, brief=cmd.brief, actor="daemon"))
-        return web.json_response({"quest_id": q.id, "root": str(q.root), "last_seq": q.log.last_seq}, status=201)
+
+        def work() -> dict[str, object]:
+            q = hub.adopt(hub.home.create_quest(cmd.title, quest_id=cmd.id, brief=cmd.brief, actor="daemon"))
+            return {"quest_id": q.id, "root": str(q.root), "last_seq": q.log.last_seq}
+
+        return await answer(hub, work, status=201)
 
     async def show_quest(request: web.Request) -> web.Response:
-        q = hub.quest(request.match_info["quest_id"])
-        return web.json_response(msgspec.to_builtins(q.state("status")) | {"root": str(q.root)})
+        qid = request.match_info["quest_id"]
+
+        def work() -> dict[str, object]:
+            q = hub.quest(qid)
+            return msgspec.to_builtins(q.state("status")) | {"root": str(q.root)}
+
+        return await answer(hub, work)
 
     async def post_message(request: web.Request) -> web.Response:
-        q = hub.quest(request.match_info["quest_id"])
+        qid = request.match_info["quest_id"]
+        await hub.run(hub.quest, qid)  # an unknown quest is a 404 before the body is judged
         cmd = decode_command(quest_service.PostMessage, await read_json(request))
-        event = quest_service.post_message(q, cmd, source="http")
-        return web.json_response({"seq": event.seq, "id": event.id}, status=201)
+
+        def work() -> dict[str, object]:
+            event = quest_service.post_message(hub.quest(qid), cmd, source="http")
+            return {"seq": event.seq, "id": event.id}
+
+        return await answer(hub, work, status=201)
 
     async def control(request: web.Request) -> web.Response:
-        q = hub.quest(request.match_info["quest_id"])
+        qid = request.match_info["quest_id"]
+        await hub.run(hub.quest, qid)
         cmd = decode_command(quest_service.Control, await read_json(request))
-        event = quest_service.control(q, cmd)
-        return web.json_response({"seq": event.seq, "action": cmd.action, "status": q.state("status").status})
+
+        def work() -> dict[str, object]:
+            q = hub.quest(qid)
+            event = quest_service.control(q, cmd)
+            return {"seq": event.seq, "action": cmd.action, "status": q.state("status").status}
+
+        return await answer(hub, work)
 
     app.router.add_get("/api/health", health)
     app.router.add_get("/api/quests", list_quests)

@@ -1,5 +1,8 @@
 """The read models of the views helper (``services/read_models.py``): workflow, node
-traces and the three Canvas views (JSON, or SVG with ``format=svg``)."""
+traces and the three Canvas views (JSON, or SVG with ``format=svg``).
+
+Each runs on a worker thread (:meth:`Hub.run`): the branch view reads git, and any of
+them may first fold events other processes appended."""
 
 from __future__ import annotations
 
@@ -11,6 +14,7 @@ from ds_events.errors import Invalid
 
 from .hub import Hub
 from .params import int_param
+from .respond import answer
 
 __all__ = ["add_routes"]
 
@@ -22,31 +26,39 @@ def _models() -> Any:
 
 
 def add_routes(app: web.Application, hub: Hub) -> None:
-    def quest(request: web.Request) -> Any:
-        return hub.quest(request.match_info["quest_id"])
-
     async def workflow(request: web.Request) -> web.Response:
-        q = quest(request)
-        limit = int_param(request, "limit", 200, lo=1, hi=2000, code="invalid_limit")
-        return web.json_response(_models().workflow(q, limit=limit))
+        qid = request.match_info["quest_id"]
+
+        def work() -> Any:
+            q = hub.quest(qid)  # an unknown quest is a 404 whatever else is wrong
+            limit = int_param(request, "limit", 200, lo=1, hi=2000, code="invalid_limit")
+            return _models().workflow(q, limit=limit)
+
+        return await answer(hub, work)
 
     async def node_traces(request: web.Request) -> web.Response:
-        q = quest(request)  # an unknown quest is a 404 whatever else is wrong
-        return web.json_response(_models().node_traces(q))
+        qid = request.match_info["quest_id"]
+        return await answer(hub, lambda: _models().node_traces(hub.quest(qid)))
 
     async def node_trace(request: web.Request) -> web.Response:
-        q = quest(request)
-        return web.json_response(_models().node_trace(q, request.match_info["ref"]))
+        qid, ref = request.match_info["quest_id"], request.match_info["ref"]
+        return await answer(hub, lambda: _models().node_trace(hub.quest(qid), ref))
 
     async def canvas(request: web.Request) -> web.Response:
-        q = quest(request)
+        qid = request.match_info["quest_id"]
         view = request.query.get("view", "branch")
         fmt = request.query.get("format", "json")
-        if fmt not in ("json", "svg"):
-            raise Invalid(f"unknown format {fmt!r}: use json or svg", code="invalid_format", argument="format")
+
+        def check() -> Any:
+            q = hub.quest(qid)
+            if fmt not in ("json", "svg"):
+                raise Invalid(f"unknown format {fmt!r}: use json or svg", code="invalid_format", argument="format")
+            return q
+
         if fmt == "svg":
-            return web.Response(text=_models().canvas_svg(q, view), content_type="image/svg+xml")
-        return web.json_response(_models().canvas(q, view))
+            svg = await hub.run(lambda: _models().canvas_svg(check(), view))
+            return web.Response(text=svg, content_type="image/svg+xml")
+        return await answer(hub, lambda: _models().canvas(check(), view))
 
     app.router.add_get("/api/quests/{quest_id}/workflow", workflow)
     app.router.add_get("/api/quests/{quest_id}/node-traces", node_traces)

@@ -28,6 +28,7 @@ from ds_events.events import Event
 
 from .hub import Hub
 from .params import int_param
+from .respond import answer
 
 __all__ = ["events_route", "EventsQuery", "parse_query", "MAX_LIMIT", "STREAM_SETTINGS"]
 
@@ -90,10 +91,10 @@ def parse_query(request: web.Request) -> EventsQuery:
 async def events_route(request: web.Request, hub: Hub) -> web.StreamResponse:
     quest_id = request.match_info["quest_id"]
     query = parse_query(request)
-    quest = hub.quest(quest_id)
+    quest = await hub.run(hub.quest, quest_id)  # opening replays: never on the loop
     if query.mode == "json":
-        return web.json_response(_page(quest, query))
-    return await _stream(request, hub, quest_id, query)
+        return await answer(hub, lambda: _page(quest, query))
+    return await _stream(request, hub, quest, query)
 
 
 # -- pages --------------------------------------------------------------------------------
@@ -128,8 +129,8 @@ def _encode(event: Event, fmt: str, quest_id: str) -> dict[str, Any]:
 # -- streams ------------------------------------------------------------------------------
 
 
-async def _stream(request: web.Request, hub: Hub, quest_id: str, q: EventsQuery) -> web.StreamResponse:
-    quest = hub.quest(quest_id)
+async def _stream(request: web.Request, hub: Hub, quest: Any, q: EventsQuery) -> web.StreamResponse:
+    quest_id = quest.id
     cfg = request.app[STREAM_SETTINGS]
     wanted = set(q.types) if q.types else None
     sse = q.mode == "sse"
@@ -144,11 +145,12 @@ async def _stream(request: web.Request, hub: Hub, quest_id: str, q: EventsQuery)
             await resp.write(f"retry: {cfg['retry_ms']}\n\n".encode())
         last = q.after  # every seq <= last has been handled (sent or filtered out)
         if q.tail:
-            start = quest.log.tail(q.limit, types=q.types)
+            start = await hub.run(quest.log.tail, q.limit, q.types)
             last = start[0].seq - 1 if start else quest.log.last_seq
-        # Catch-up from the log, page by page (a long backlog never sits in memory).
+        # Catch-up from the log, page by page (a long backlog never sits in memory),
+        # each page read on a worker thread: the loop serves the other streams meanwhile.
         while not sub.closed:
-            page = quest.log.read(last, limit=CATCH_UP_PAGE)
+            page = await hub.run(quest.log.read, last, CATCH_UP_PAGE)
             if not page:
                 break
             for event in page:
