@@ -46,13 +46,20 @@ def resolve(value: Any, saved: dict[str, Any]) -> Any:
     return value
 
 
+class TemplateError(Exception):
+    """A ``{{name.path}}`` that names nothing saved."""
+
+
 def lookup(path: str, saved: dict[str, Any]) -> Any:
     head, *rest = path.split(".")
     if head == "env":
         return os.environ.get(".".join(rest), "")
-    value: Any = saved[head]
-    for part in rest:
-        value = value[int(part)] if isinstance(value, list) else value[part]
+    try:
+        value: Any = saved[head]
+        for part in rest:
+            value = value[int(part)] if isinstance(value, list) else value[part]
+    except (KeyError, IndexError, ValueError, TypeError):
+        raise TemplateError(f"{{{{{path}}}}} names nothing in the saved results ({', '.join(saved) or 'none saved'})") from None
     return value
 
 
@@ -125,7 +132,11 @@ def main(argv: list[str] | None = None) -> int:
     if ns.turn > len(trajectory.turns):
         emit(type="message", text="Nothing left in my script: I stop here.")
         return 0
-    return asyncio.run(play(trajectory.turns[ns.turn - 1].steps, ns.attempt))
+    try:
+        return asyncio.run(play(trajectory.turns[ns.turn - 1].steps, ns.attempt))
+    except TemplateError as exc:
+        emit(type="error", message=str(exc))
+        return 1
 
 
 if __name__ == "__main__":
