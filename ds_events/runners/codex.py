@@ -50,6 +50,7 @@ from pathlib import Path
 from typing import Any
 
 from ds_events.config import RunnerConfig
+from ds_events.services.scheduler import RunResult
 from ds_events.services.turns import MCP_NAMESPACES, TurnRecorder, TurnSpec
 
 from .base import LineRunner, agent_env, mcp_server_command
@@ -130,8 +131,11 @@ class CodexRunner(LineRunner):
         self.warnings: list[str] = []  # non-fatal error items (kept in the raw stream)
         self._open_calls: set[str] = set()  # item ids whose tool_call is recorded
 
-    def command(self, spec: TurnSpec) -> list[str]:
+    async def run(self, spec: TurnSpec, recorder: TurnRecorder) -> RunResult:
         self.prepare_home(spec)
+        return await super().run(spec, recorder)
+
+    def command(self, spec: TurnSpec) -> list[str]:
         argv = self.executable("codex") + ["exec", "--json", "--cd", self.workspace(spec), "--skip-git-repo-check"]
         if spec.model:
             argv += ["--model", spec.model]
