@@ -4,7 +4,9 @@ endpoint on loopback, through the scheduler and through ``ds run``."""
 
 from __future__ import annotations
 
+import asyncio
 import json
+import random
 import subprocess
 import sys
 import tomllib
@@ -24,7 +26,7 @@ from ds_events.runners.codex import CodexRunner, _toml, codex_home, render_confi
 from ds_events.services import quests as quest_service
 from ds_events.services import turns
 from ds_events.services.turns import MCP_NAMESPACES, Host, TurnRecorder, TurnSpec
-from tests.helpers import DS, ds_env
+from tests.helpers import DS, ds_env, wait_until_async
 
 from .codex_support import CODEX_FIXTURES, SCRIPTED_MODEL, codex_executable, responses_server, write_runner_config
 
@@ -386,3 +388,38 @@ def test_ds_run_with_the_real_codex_records_a_failed_model_stream(quest: Quest, 
     types = [e.type for e in quest.log.read() if e.run_id == rows[0]["run_id"]]
     assert types[-1] == "runner.turn_finished" and "runner.tool_result" in types
     assert "runner.turn_retry_scheduled" not in types  # max_attempts: 1
+
+
+def _processes_with(needle: bytes) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if needle in (entry / "cmdline").read_bytes():
+                    found.append(int(entry.name))
+            except OSError:
+                continue
+    return found
+
+
+@pytest.mark.slow
+async def test_pausing_a_real_codex_turn_ends_codex_and_the_command_it_runs(quest: Quest) -> None:
+    # Codex runs its shell commands in sessions of their own (not in its process group);
+    # the pause's TERM reaches Codex, which ends them before it exits.
+    codex = codex_executable()
+    seconds = f"300.{random.randrange(10**6):06d}"  # a sleep no other process runs
+    script = [
+        {"items": [{"call": "exec_command", "arguments": {"cmd": f"sleep {seconds}", "yield_time_ms": 30000}}]},
+        {"items": [{"say": "slept"}]},
+    ]
+    quest_service.post_message(quest, quest_service.PostMessage(text="sleep on it"), source="cli")
+    async with responses_server().ResponsesServer(script) as server:
+        write_runner_config(quest.home, codex=codex, base_url=server.base_url)
+        task = asyncio.create_task(scheduler_for(quest).run_until_idle())
+        needle = b"sleep\x00" + seconds.encode()
+        await wait_until_async(lambda: _processes_with(needle), timeout=60, what="codex to start the command")
+        await asyncio.to_thread(quest_service.control, quest, quest_service.Control(action="pause", reason="test"))
+        finished = await asyncio.wait_for(task, timeout=60)
+    assert [(f.outcome, f.reason) for f in finished] == [("interrupted", "paused")]
+    await wait_until_async(lambda: not _processes_with(needle), timeout=15, what="the command to be gone")
+    assert len(server.requests) == 1  # the model never heard back
