@@ -19,6 +19,20 @@ the isolated home) unless ``runner.codex_provider`` names a Responses-API endpoi
 then a ``[model_providers.<name>]`` table with ``wire_api = "responses"``, ``base_url``,
 ``env_key`` and the retry limits.
 
+For example, in ``DS_HOME/config.yaml``:
+
+.. code-block:: yaml
+
+    runner:
+      name: codex
+      model: gpt-5-codex                  # else Codex's own default
+      commands: {codex: [/opt/node/bin/codex]}   # else ``codex`` on PATH
+      codex_sandbox: workspace-write      # Codex's own shell commands; our servers run outside it
+      codex_provider:                     # else OpenAI with the user's Codex login
+        name: gateway
+        base_url: http://127.0.0.1:8000/v1
+        env_key: GATEWAY_API_KEY
+
 Codex prints one JSON object per line (``thread.started``, ``turn.started``,
 ``item.started`` / ``item.updated`` / ``item.completed``, ``turn.completed`` with usage,
 ``turn.failed``, ``error``); :meth:`CodexRunner.handle` turns them into turn events:
@@ -50,6 +64,7 @@ from pathlib import Path
 from typing import Any
 
 from ds_events.config import RunnerConfig
+from ds_events.errors import Invalid
 from ds_events.services.scheduler import RunResult
 from ds_events.services.turns import MCP_NAMESPACES, TurnRecorder, TurnSpec
 
@@ -57,15 +72,8 @@ from .base import LineRunner, agent_env, mcp_server_command
 
 __all__ = ["CodexRunner", "codex_home", "render_config", "TOOL_ITEMS"]
 
-# Thread items that are tool calls, and the tool name each is recorded under (MCP and
-# collab calls are named from their payload).
-TOOL_ITEMS = {
-    "mcp_tool_call": "",
-    "command_execution": "shell",
-    "file_change": "file_change",
-    "web_search": "web_search",
-    "collab_tool_call": "",
-}
+# Thread items that are tool calls (named by _tool_of); the rest are text or warnings.
+TOOL_ITEMS = frozenset({"mcp_tool_call", "command_execution", "file_change", "web_search", "collab_tool_call"})
 _ITEM_FIELDS = ("id", "type", "status")  # not arguments of a non-MCP tool item
 _MCP_STARTUP_TIMEOUT_SEC = 60  # our servers are Python processes on a possibly busy machine
 
@@ -132,6 +140,13 @@ class CodexRunner(LineRunner):
         self._open_calls: set[str] = set()  # item ids whose tool_call is recorded
 
     async def run(self, spec: TurnSpec, recorder: TurnRecorder) -> RunResult:
+        program = self.executable("codex")[0]
+        if shutil.which(program) is None:
+            raise Invalid(
+                f"the Codex CLI {program!r} is not installed or not executable: install it "
+                "(npm install -g @openai/codex) or set runner.commands.codex in DS_HOME/config.yaml",
+                code="runner_not_found",
+            )  # fmt: skip
         self.prepare_home(spec)
         return await super().run(spec, recorder)
 

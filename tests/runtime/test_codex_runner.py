@@ -423,3 +423,14 @@ async def test_pausing_a_real_codex_turn_ends_codex_and_the_command_it_runs(ques
     assert [(f.outcome, f.reason) for f in finished] == [("interrupted", "paused")]
     await wait_until_async(lambda: not _processes_with(needle), timeout=15, what="the command to be gone")
     assert len(server.requests) == 1  # the model never heard back
+
+
+async def test_a_missing_codex_cli_fails_the_turn_saying_how_to_install_it(quest: Quest) -> None:
+    (quest.home.root / "config.yaml").write_text(
+        "runner: {name: codex, max_attempts: 1, commands: {codex: [/nonexistent/bin/codex]}}\n", encoding="utf-8"
+    )
+    quest_service.post_message(quest, quest_service.PostMessage(text="go"), source="cli")
+    finished = await scheduler_for(quest).run_until_idle()
+    assert [f.outcome for f in finished] == ["failed"]
+    assert "runner.commands.codex" in finished[0].reason and "npm install" in finished[0].reason
+    assert not [e for e in quest.log.read() if e.type == "runner.process_started"]
