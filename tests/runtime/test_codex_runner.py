@@ -434,3 +434,28 @@ async def test_a_missing_codex_cli_fails_the_turn_saying_how_to_install_it(quest
     assert [f.outcome for f in finished] == ["failed"]
     assert "runner.commands.codex" in finished[0].reason and "npm install" in finished[0].reason
     assert not [e for e in quest.log.read() if e.type == "runner.process_started"]
+
+
+@pytest.mark.slow
+async def test_a_message_queued_while_codex_works_reaches_it_through_interact_once(quest: Quest) -> None:
+    codex = codex_executable()
+    quest_service.post_message(quest, quest_service.PostMessage(text="Record the warmup finding."), source="cli")
+    queued: list[int] = []
+
+    def while_the_model_thinks(n: int, body: dict[str, Any]) -> None:
+        if n == 2:  # Codex is between the write and the interact call
+            queued.append(quest_service.post_message(quest, quest_service.PostMessage(text="Also try 1000 steps."), source="cli").seq)
+
+    server_module = responses_server()
+    async with server_module.ResponsesServer(WRITE_THEN_INTERACT, on_request=while_the_model_thinks) as server:
+        write_runner_config(quest.home, codex=codex, base_url=server.base_url)
+        finished = await scheduler_for(quest).run_until_idle()
+    # One turn: the message went to the running agent, not to a second turn.
+    assert [f.outcome for f in finished] == ["completed"] and queued
+    log = list(quest.log.read())
+    result = next(e for e in log if e.type == "runner.tool_result" and e.output.get("new_message_count") is not None)
+    assert [m["text"] for m in result.output["new_messages"]] == ["Also try 1000 steps."]
+    deliveries = [e for e in log if e.type == "mailbox.delivered" and queued[0] in e.message_seqs]
+    assert len(deliveries) == 1  # once, by interact; no turn claimed it
+    outputs = server_module.function_outputs(server.requests[2])
+    assert "Also try 1000 steps." in json.dumps(outputs["call_interact"])  # the model saw it
