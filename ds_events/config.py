@@ -117,7 +117,8 @@ class CodexProviderConfig(_Section):
     "responses"`` for a custom provider, so that is what the runner writes."""
 
     base_url: Annotated[str, Meta(pattern=r"^https?://\S+$")]  # e.g. http://127.0.0.1:8000/v1
-    name: Annotated[str, Meta(pattern=r"^[A-Za-z0-9_-]{1,64}$")] = "ds"  # the [model_providers.<name>] table
+    # The [model_providers.<name>] table; Codex's built-in ids cannot be redefined.
+    name: Annotated[str, Meta(pattern=r"^(?!(openai|ollama|lmstudio|oss)$)[A-Za-z0-9_-]{1,64}$")] = "ds"
     env_key: _ENV_NAME | None = None  # the variable holding the API key (none: no Authorization header)
     request_max_retries: Annotated[int, Meta(ge=0, le=100)] = 4
     stream_max_retries: Annotated[int, Meta(ge=0, le=100)] = 5

@@ -239,6 +239,7 @@ def test_a_bad_provider_in_the_config_is_refused(tmp_path: Path) -> None:
     for section, word in (
         ({"codex_provider": {"base_url": "ftp://example"}}, "base_url"),
         ({"codex_provider": {"base_url": "http://127.0.0.1/v1", "name": "has space"}}, "name"),
+        ({"codex_provider": {"base_url": "http://127.0.0.1/v1", "name": "openai"}}, "name"),  # Codex's own
         ({"codex_provider": {"name": "x"}}, "base_url"),
         ({"codex_provider": {"base_url": "http://127.0.0.1/v1", "env_key": "1BAD"}}, "env_key"),
         ({"codex_provider": {"base_url": "http://127.0.0.1/v1", "wire_api": "chat"}}, "wire_api"),
