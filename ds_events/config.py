@@ -42,6 +42,7 @@ __all__ = [
     "ArxivConfig",
     "ServeConfig",
     "RunnerConfig",
+    "CodexProviderConfig",
     "RUNNER_NAMES",
     "PromptConfig",
     "PromptBudgets",
@@ -108,6 +109,22 @@ class ServeConfig(_Section):
 
 RUNNER_NAMES = ("codex", "claude", "acp", "scripted")
 
+_ENV_NAME = Annotated[str, Meta(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")]
+
+
+class CodexProviderConfig(_Section):
+    """The codex runner's model provider when it is not Codex's own default (OpenAI,
+    with the user's login): any OpenAI Responses-API endpoint (a gateway, a local model
+    server, a scripted test endpoint on loopback). Codex accepts only ``wire_api =
+    "responses"`` for a custom provider, so that is what the runner writes."""
+
+    base_url: Annotated[str, Meta(pattern=r"^https?://\S+$")]  # e.g. http://127.0.0.1:8000/v1
+    # The [model_providers.<name>] table; Codex's built-in ids cannot be redefined.
+    name: Annotated[str, Meta(pattern=r"^(?!(openai|ollama|lmstudio|oss)$)[A-Za-z0-9_-]{1,64}$")] = "ds"
+    env_key: _ENV_NAME | None = None  # the variable holding the API key (none: no Authorization header)
+    request_max_retries: Annotated[int, Meta(ge=0, le=100)] = 4
+    stream_max_retries: Annotated[int, Meta(ge=0, le=100)] = 5
+
 
 class RunnerConfig(_Section):
     """Turns: which agent runs them (a quest's own setting and ``ds run --runner`` win)
@@ -127,6 +144,12 @@ class RunnerConfig(_Section):
     # ``acp: ["codex-acp"]`` or ``codex: ["/opt/node/bin/codex"]``.
     commands: dict[str, list[str]] = {}
     trajectory: str | None = None  # the scripted runner's trajectory file
+    # The codex runner: its model provider (none: Codex's default) and the sandbox its
+    # own shell commands run in (our MCP servers run outside it either way).
+    codex_provider: CodexProviderConfig | None = None
+    codex_sandbox: Literal["read-only", "workspace-write", "danger-full-access"] = "workspace-write"
+
+
 _Budget = Annotated[int, Meta(ge=200, le=1_000_000)]
 
 

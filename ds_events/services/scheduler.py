@@ -149,10 +149,6 @@ class QuestScheduler:
                     stopped = requested or "stalled"
                     await self._interrupt(runner)
             result = task.result()
-            if stopped is None and not result.ok:
-                # Killed by a pause or stop from another process before we looked: the
-                # control event is in the log before the signal, so the view knows.
-                stopped = self.quest.state("turns").stop_requested
         except asyncio.CancelledError:
             # The host is shutting down: end the agent, leave the turn for recovery
             # to record (this host is alive until it exits, then it is not).
@@ -161,6 +157,11 @@ class QuestScheduler:
             raise
         except Exception as exc:  # a runner bug or an agent that could not start
             error = f"{type(exc).__name__}: {exc}"
+        if stopped is None and not (result is not None and result.ok):
+            # A pause or stop whose signal ended the agent before the loop above looked
+            # (``ds control`` in another process, a control in a worker thread) is still
+            # why the turn ended; an agent that finished its work completed it.
+            stopped = self.quest.state("turns").stop_requested
         outcome, reason = _outcome(stopped, result, error, self.config.stall_seconds)
         finished = await asyncio.to_thread(
             turns.finish_turn, self.quest, spec.run_id, outcome=outcome, reason=reason,
