@@ -156,8 +156,11 @@ def test_pause_and_stop_end_the_runner_group_and_the_bash_sessions(
     assert [(f.outcome, f.reason) for f in finished] == [(outcome, "paused" if action == "pause" else "stopped")]
     record = quest.state("turns").turns[finished[0].run_id]
     assert record.pgid is not None and not procs.group_exists(record.pgid)
+    # The sessions were told to end (TERM, then KILL); their monitors record the ends.
+    wait_until(lambda: all(s.status != "running" for s in quest.state("bash_sessions").sessions.values()),
+               what="the quest's bash sessions ended")  # fmt: skip
     sessions = quest.state("bash_sessions").sessions.values()
-    assert sessions and all(s.status != "running" for s in sessions)
+    assert sessions and all(s.kill_reason == f"quest_{action}" for s in sessions)
     for s in sessions:
         assert not procs.group_exists(s.pgid)
     # Resume: a paused turn is continued without a new message; a stopped one is not.
