@@ -59,6 +59,7 @@ STOP_REASONS: dict[str, tuple[bool, str]] = {
     "max_tokens": (False, "the agent hit its token limit"),
     "max_turn_requests": (False, "the agent hit its limit of model requests in one turn"),
 }
+EXIT_GRACE_SECONDS = 15.0  # for the agent to exit at EOF (it closes its MCP servers first)
 _WRITE_REFUSED = (".ds", ".git")  # the log and the repository: never written by an agent
 _MCP_TITLE = re.compile(r"^(?:mcp__(?P<a>[^_].*?)__(?P<at>.+)|(?P<b>[A-Za-z_][\w-]*)[./](?P<bt>[\w.-]+))$")
 
@@ -127,6 +128,7 @@ class AcpRunner:
                 ok, error = await self._converse(conn, spec, client, recorder)
             except asyncio.CancelledError:
                 stop_group(proc)  # the host is going away: so does the agent
+                stderr.cancel()
                 raise
             except (ConnectionError, acp.RequestError) as exc:
                 ok, error = False, _describe(exc)
@@ -183,20 +185,21 @@ class AcpRunner:
         return ok, why
 
     async def _end(self, proc: asyncio.subprocess.Process) -> int | None:
-        """Close the agent's stdin (an ACP agent exits at EOF), wait a grace for it, then
-        signal the group; whatever the agent left in its group goes too."""
-        grace = self.config.kill_grace_seconds
+        """Close the agent's stdin (an ACP agent exits at EOF) and wait for it to exit;
+        one that does not is signalled (TERM, then KILL), and whatever it left in its
+        group goes too. The exit code, or None when the agent had to be signalled."""
         with contextlib.suppress(Exception):
             proc.stdin.close()  # type: ignore[union-attr]
+        code: int | None = None
         try:
-            code = await asyncio.wait_for(proc.wait(), timeout=grace)
+            code = await asyncio.wait_for(proc.wait(), timeout=EXIT_GRACE_SECONDS)
         except asyncio.TimeoutError:
             procs.signal_group(proc.pid, signal.SIGTERM)
             try:
-                code = await asyncio.wait_for(proc.wait(), timeout=grace)
+                await asyncio.wait_for(proc.wait(), timeout=self.config.kill_grace_seconds)
             except asyncio.TimeoutError:
                 stop_group(proc)
-                code = await proc.wait()
+                await proc.wait()
         if procs.group_alive(proc.pid):
             procs.signal_group(proc.pid, signal.SIGKILL)
         return code
