@@ -25,9 +25,11 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from pathlib import Path
 from typing import Any
 
+from ds_events.services.scheduler import RunResult
 from ds_events.services.turns import MCP_NAMESPACES, TurnRecorder, TurnSpec
 
 from .base import LineRunner, mcp_server_command
@@ -76,6 +78,15 @@ class ClaudeRunner(LineRunner):
         if spec.model:
             argv += ["--model", spec.model]
         return argv
+
+    async def run(self, spec: TurnSpec, recorder: TurnRecorder) -> RunResult:
+        program = self.executable("claude")[0]
+        if shutil.which(program) is None:
+            return RunResult(
+                ok=False,
+                error=f"cannot start {program!r}: not found; install Claude Code or set runner.commands.claude",
+            )
+        return await super().run(spec, recorder)
 
     def handle(self, item: dict[str, Any], recorder: TurnRecorder) -> None:
         kind = item.get("type")

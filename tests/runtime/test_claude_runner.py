@@ -222,3 +222,16 @@ def _payload(e: Any) -> Any:
         return (e.call_id, e.tool, e.server, e.arguments)
     output = e.output["status"] if isinstance(e.output, dict) and "status" in e.output else e.output
     return (e.call_id, e.status, output)
+
+
+async def test_a_missing_claude_executable_fails_the_turn_with_how_to_fix_it(quest: Quest, tmp_path: Path) -> None:
+    missing = str(tmp_path / "bin" / "claude")
+    cfg = RunnerConfig(name="claude", commands={"claude": [missing]}, max_attempts=1)
+    quest_service.post_message(quest, quest_service.PostMessage(text="go"), source="cli")
+    sched = QuestScheduler(quest, make_runner=lambda n: make_runner(n, cfg), runner="claude", model="",
+                           config=cfg, build_prompt=build_prompt)  # fmt: skip
+    finished = await sched.run_until_idle()
+    assert [(f.outcome, f.reason) for f in finished] == [
+        ("failed", f"failed: cannot start {missing!r}: not found; install Claude Code or set runner.commands.claude")
+    ]
+    assert not any(e.type == "runner.process_started" for e in quest.log.read())
