@@ -161,11 +161,6 @@ class QuestScheduler:
             raise
         except Exception as exc:  # a runner bug or an agent that could not start
             error = f"{type(exc).__name__}: {exc}"
-        if stopped is None and not (result is not None and result.ok):
-            # A pause or stop from another process signals the agent's group itself
-            # (quests.control): the agent can die before the next poll sees the request,
-            # and that request is still why the turn ended.
-            stopped = self.quest.state("turns").stop_requested
         outcome, reason = _outcome(stopped, result, error, self.config.stall_seconds)
         finished = await asyncio.to_thread(
             turns.finish_turn, self.quest, spec.run_id, outcome=outcome, reason=reason,
