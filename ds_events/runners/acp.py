@@ -156,7 +156,9 @@ class AcpRunner:
 
     # -- the conversation -------------------------------------------------------------
 
-    async def _converse(self, conn: Any, spec: TurnSpec, client: TurnClient, recorder: TurnRecorder) -> tuple[bool, str]:
+    async def _converse(
+        self, conn: Any, spec: TurnSpec, client: TurnClient, recorder: TurnRecorder
+    ) -> tuple[bool, str]:
         init = await conn.initialize(
             protocol_version=acp.PROTOCOL_VERSION,
             client_capabilities=schema.ClientCapabilities(
@@ -275,17 +277,20 @@ class TurnClient:
         for wanted in ("allow_always", "allow_once"):
             for option in options:
                 if option.kind == wanted:
-                    return schema.RequestPermissionResponse(outcome=schema.AllowedOutcome(option_id=option.option_id, outcome="selected"))
+                    chosen = schema.AllowedOutcome(option_id=option.option_id, outcome="selected")
+                    return schema.RequestPermissionResponse(outcome=chosen)
         return schema.RequestPermissionResponse(outcome=schema.DeniedOutcome(outcome="cancelled"))
 
-    async def read_text_file(self, session_id: str, path: str, line: int | None = None, limit: int | None = None, **_: Any) -> Any:
+    async def read_text_file(
+        self, session_id: str, path: str, line: int | None = None, limit: int | None = None, **_: Any
+    ) -> Any:
         target = self._inside(path, writing=False)
         try:
             text = await asyncio.to_thread(target.read_text, encoding="utf-8", errors="replace")
         except FileNotFoundError:
             raise acp.RequestError.resource_not_found(path) from None
         except OSError as exc:
-            raise acp.RequestError.invalid_params({"error": "unreadable", "path": path, "message": exc.strerror}) from None
+            raise _refused("unreadable", path, exc.strerror or str(exc)) from None
         if line is not None or limit is not None:
             lines = text.splitlines(keepends=True)
             start = max((line or 1) - 1, 0)
@@ -303,18 +308,14 @@ class TurnClient:
         and ``.git``); anything else is refused with a structured error."""
         raw = Path(path)
         if not raw.is_absolute():
-            raise acp.RequestError.invalid_params({"error": "relative_path", "path": path, "message": "ACP paths are absolute"})
+            raise _refused("relative_path", path, "ACP paths are absolute")
         target = raw.resolve()
         if not target.is_relative_to(self.root):
-            raise acp.RequestError.invalid_params(
-                {"error": "outside_quest", "path": path, "message": f"only files under {self.root} are served"}
-            )
+            raise _refused("outside_quest", path, f"only files under {self.root} are served")
         if writing:
             first = target.relative_to(self.root).parts[:1]
             if first and first[0] in _WRITE_REFUSED:
-                raise acp.RequestError.invalid_params(
-                    {"error": "protected_path", "path": path, "message": f"{first[0]}/ is the runtime's, not the agent's"}
-                )
+                raise _refused("protected_path", path, f"{first[0]}/ is the runtime's, not the agent's")
         return target
 
 
@@ -345,10 +346,16 @@ class _Traffic:
         self.recorder = recorder
 
     def __call__(self, event: Any) -> None:
-        line = {"dir": "in" if event.direction.value == "incoming" else "out", "t": round(time.time(), 3), "msg": event.message}
+        way = "in" if event.direction.value == "incoming" else "out"
+        line = {"dir": way, "t": round(time.time(), 3), "msg": event.message}
         self.out.write((json.dumps(line, ensure_ascii=False, default=str) + "\n").encode())
         self.out.flush()
         self.recorder.touch()
+
+
+def _refused(code: str, path: str, message: str) -> acp.RequestError:
+    """A file request we do not serve: JSON-RPC invalid params with our stable code."""
+    return acp.RequestError.invalid_params({"error": code, "path": path, "message": message})
 
 
 def _block_text(block: Any) -> str:

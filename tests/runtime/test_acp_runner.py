@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import subprocess
 import sys
 import threading
 from pathlib import Path
@@ -24,7 +25,7 @@ from ds_events.services import quests as quest_service
 from ds_events.services import turns
 from ds_events.services.scheduler import QuestScheduler
 from ds_events.services.turns import PromptRequest
-from tests.helpers import wait_until_async
+from tests.helpers import DS, ds_env, wait_until_async
 
 REPO = Path(__file__).resolve().parents[2]
 AGENT = [sys.executable, str(REPO / "fixtures" / "acp_agent.py")]
@@ -137,6 +138,10 @@ async def test_a_model_the_agent_does_not_offer_fails_the_turn_before_the_prompt
 
 async def test_file_requests_are_served_inside_the_quest_and_refused_outside_it(quest: Quest) -> None:
     post(quest, "keep a note in a file")
+    outside = quest.home.root.parent / "outside"
+    outside.mkdir()
+    (outside / "x").write_text("not the quest's")
+    (quest.root / "escape").symlink_to(outside)
     before = quest.log.read()
     finished = await scheduler(quest, config("--mode", "fs")).run_until_idle()
     assert finished[0].outcome == "completed"
@@ -146,6 +151,8 @@ async def test_file_requests_are_served_inside_the_quest_and_refused_outside_it(
     assert report["read_back"] == "line two\n"  # line 2, limit 1
     assert report["outside"]["error"] == "outside_quest"
     assert report["protected"]["error"] == "protected_path"
+    assert report["relative"]["error"] == "relative_path"
+    assert report["linked"]["error"] == "outside_quest"  # resolved before it is judged
     # The log was not written by the agent: it still holds everything it held, unchanged.
     assert quest.log.read()[: len(before)] == before
 
@@ -248,3 +255,26 @@ async def test_an_agent_that_cannot_start_fails_the_turn_with_the_reason(quest: 
 )
 def test_tool_titles_name_our_mcp_tools_the_same_way_for_every_agent(title: str, expected: tuple[str, str]) -> None:
     assert tool_name(title) == expected
+
+
+# -- the product path -------------------------------------------------------------------
+
+
+def test_ds_run_with_the_acp_runner_from_the_homes_config(home: Home, quest: Quest) -> None:
+    """``runner.commands.acp`` in config.yaml names the agent; ``ds run --runner acp`` runs it."""
+    config_file = home.root / "config.yaml"
+    config_file.write_text(
+        config_file.read_text() + "runner:\n  max_attempts: 1\n  commands:\n    acp: " + json.dumps(AGENT) + "\n"
+    )
+    done = subprocess.run(
+        [*DS, "run", quest.id, "--runner", "acp", "--message", "note how ACP agents reach our tools", "--json"],
+        env=ds_env(home, PYTHONPATH=str(REPO)), capture_output=True, text=True, timeout=180,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    [row] = json.loads(done.stdout)
+    assert (row["outcome"], row["messages"], row["tool_calls"]) == ("completed", 2, 2)
+    said = [e.text for e in turn_events(quest, row["run_id"]) if e.type == "runner.agent_message"]
+    assert said[-1].startswith("Done: card knowledge-")
+    prompt = next(m["msg"] for m in traffic(quest, row["run_id"]) if m["msg"].get("method") == "session/prompt")
+    sent = prompt["params"]["prompt"][0]["text"]
+    assert sent == (quest.root / ".ds" / "runs" / row["run_id"] / "prompt.md").read_text()  # the built prompt, whole
