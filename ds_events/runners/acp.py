@@ -159,7 +159,7 @@ class AcpRunner:
     async def _converse(
         self, conn: Any, spec: TurnSpec, client: TurnClient, recorder: TurnRecorder
     ) -> tuple[bool, str]:
-        init = await conn.initialize(
+        await conn.initialize(
             protocol_version=acp.PROTOCOL_VERSION,
             client_capabilities=schema.ClientCapabilities(
                 fs=schema.FileSystemCapabilities(read_text_file=True, write_text_file=True), terminal=False
@@ -167,7 +167,6 @@ class AcpRunner:
             client_info=schema.Implementation(name="ds-events", title="ds-events runtime", version=_version()),
         )
         recorder.touch()
-        client.agent = init.agent_info.name if init.agent_info else ""
         session = await conn.new_session(cwd=spec.quest_root, mcp_servers=mcp_servers(spec))
         self._session_id = session.session_id
         recorder.touch()
@@ -215,7 +214,6 @@ class TurnClient:
         self.spec = spec
         self.recorder = recorder
         self.root = Path(spec.quest_root).resolve()
-        self.agent = ""
         self._text: list[str] = []
         self._text_kind = ""  # "message" | "thought": what _text holds
         self._text_id = ""
