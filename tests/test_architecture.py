@@ -62,9 +62,10 @@ ADAPTER_FORBIDDEN_CALLS = {"emit", "emit_async", "transaction"}
 # The network and protocol libraries belong to the adapters: a service that needs the
 # network takes a function from its caller (see services.interactions.Deliver).
 EDGE_LIBRARIES = {"aiohttp", "mcp", "anyio", "acp"}
-# Edge libraries that belong to one adapter only: the Agent Client Protocol SDK is
-# handlers/acp's (projections.acp builds the notifications as plain dicts).
-EDGE_OWNERS = {"acp": "handlers.acp"}
+# Edge libraries that belong to named adapters only: the Agent Client Protocol SDK is
+# handlers/acp's (the agent side, ``ds acp``) and the acp runner's (the client side);
+# projections.acp builds the notifications as plain dicts.
+EDGE_OWNERS = {"acp": ("handlers.acp", "ds_events.runners.acp")}
 
 
 def module_name(path: Path, root: Path = REPO) -> str:
@@ -123,9 +124,9 @@ def edge_library_violations(root: Path = REPO) -> list[str]:
         me = module_name(path, root)
         mine = layer_of(me)
         problems += [
-            f"{me}:{line} imports {name}, which only {EDGE_OWNERS[name]} may use"
+            f"{me}:{line} imports {name}, which only {' and '.join(EDGE_OWNERS[name])} may use"
             for line, name in third_party_imports(path)
-            if name in EDGE_OWNERS and not (me == EDGE_OWNERS[name] or me.startswith(EDGE_OWNERS[name] + "."))
+            if name in EDGE_OWNERS and not any(me == o or me.startswith(o + ".") for o in EDGE_OWNERS[name])
         ]
         if mine is None or mine >= 4:
             continue
@@ -254,7 +255,7 @@ def test_the_checks_catch_planted_violations(tmp_path):
     assert purity_violations(root) == ["projections.view:1 imports os"]
     assert sorted(edge_library_violations(root)) == [
         "ds_events.services.hooks:2 (layer 3) imports aiohttp, which only adapters may use",
-        "handlers.http:1 imports acp, which only handlers.acp may use",
+        "handlers.http:1 imports acp, which only handlers.acp and ds_events.runners.acp may use",
     ]
     assert adapter_violations(root) == ["handlers.mcp:2 calls quest.emit()", "handlers.mcp:3 appends to quest.log"]
 

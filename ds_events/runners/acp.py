@@ -1,0 +1,423 @@
+"""The ``acp`` runner: any Agent Client Protocol agent over stdio, one runner for all.
+
+The agent (Zed's ``codex-acp`` or ``claude-code-acp``, ``gemini --experimental-acp``,
+the scripted ``fixtures/acp_agent.py``) is the command in ``runner.commands.acp``. It is
+started as the leader of its own process group, and this runner is its client, through
+the official SDK's client side (:func:`acp.connect_to_agent`):
+
+1. ``initialize``: we offer file reads and writes (confined to the quest), no terminal.
+2. ``session/new`` in the quest root, with our three MCP servers in ``mcpServers``
+   (stdio, ``ds mcp --namespace ...``, with DS_HOME / DS_QUEST_ID / DS_RUN_ID in their
+   env: an agent hands a server only the env it is given). A configured model is
+   selected through the session's ``model`` config option when the agent offers one.
+3. ``session/prompt`` with the built prompt; ``session/update``s become turn events:
+   ``agent_message_chunk``s are joined into one ``runner.agent_message`` (per message id,
+   until something else arrives), ``agent_thought_chunk``s likewise into
+   ``runner.reasoning``, ``tool_call`` / ``tool_call_update`` into ``runner.tool_call``
+   and, when the call completes or fails, ``runner.tool_result``.
+4. The answer's ``stopReason`` decides: ``end_turn`` is a success; ``refusal``,
+   ``max_tokens``, ``max_turn_requests`` and an unasked ``cancelled`` are failures.
+
+Unattended, ``session/request_permission`` is answered with the agent's "allow" option.
+:meth:`AcpRunner.interrupt` (a pause, a stop, a stall) sends ``session/cancel`` and waits
+for the agent to answer the prompt ``cancelled``; the scheduler then signals the group.
+Every JSON-RPC message both ways is kept in ``.ds/runs/<run_id>/acp.jsonl``, the agent's
+stderr in ``stderr.log``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import re
+import signal
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import acp
+from acp import schema
+
+from ds_events.bash import procs
+from ds_events.config import RunnerConfig
+from ds_events.errors import Invalid
+from ds_events.services.scheduler import RunResult
+from ds_events.services.turns import MCP_NAMESPACES, TurnRecorder, TurnSpec
+
+from .base import agent_env, mcp_server_command, start_agent, stop_group
+
+__all__ = ["AcpRunner", "TurnClient", "mcp_servers", "tool_name", "STOP_REASONS"]
+
+# What a prompt's stopReason means for the turn (ok, and why not).
+STOP_REASONS: dict[str, tuple[bool, str]] = {
+    "end_turn": (True, ""),
+    "cancelled": (False, "the agent cancelled the turn"),
+    "refusal": (False, "the agent refused to continue"),
+    "max_tokens": (False, "the agent hit its token limit"),
+    "max_turn_requests": (False, "the agent hit its limit of model requests in one turn"),
+}
+EXIT_GRACE_SECONDS = 15.0  # for the agent to exit at EOF (it closes its MCP servers first)
+_WRITE_REFUSED = (".ds", ".git")  # the log and the repository: never written by an agent
+_MCP_TITLE = re.compile(r"^(?:mcp__(?P<a>[^_].*?)__(?P<at>.+)|(?P<b>[A-Za-z_][\w-]*)[./](?P<bt>[\w.-]+))$")
+
+
+def mcp_servers(spec: TurnSpec) -> list[schema.McpServerStdio]:
+    """``session/new``'s ``mcpServers``: our three namespaces as stdio servers."""
+    env = {**spec.env, "DS_RUN_ID": spec.run_id}
+    # The servers run this interpreter with ``-m ds_events``: a source tree on PYTHONPATH
+    # (a checkout, a test) must reach them too, and an agent passes on only what it is given.
+    if os.environ.get("PYTHONPATH"):
+        env.setdefault("PYTHONPATH", os.environ["PYTHONPATH"])
+    servers = []
+    for namespace in MCP_NAMESPACES:
+        argv = mcp_server_command(namespace)
+        servers.append(
+            schema.McpServerStdio(
+                name=namespace, command=argv[0], args=argv[1:],
+                env=[schema.EnvVariable(name=k, value=v) for k, v in sorted(env.items())],
+            )  # fmt: skip
+        )
+    return servers
+
+
+def tool_name(title: str) -> tuple[str, str]:
+    """``(tool, server)`` from a tool call's title: ``mcp__memory__write`` and
+    ``memory.write`` are ``("memory.write", "memory")``; anything else is kept as the agent
+    named it, with no server."""
+    match = _MCP_TITLE.match(title.strip())
+    if match:
+        server, tool = (match["a"], match["at"]) if match["a"] else (match["b"], match["bt"])
+        if match["a"] or server in MCP_NAMESPACES:
+            return f"{server}.{tool}", server
+    return title, ""
+
+
+class AcpRunner:
+    name = "acp"
+
+    def __init__(self, config: RunnerConfig, **_: Any) -> None:
+        self.config = config
+        self.argv = list(config.commands.get("acp") or [])
+        if not self.argv:
+            raise Invalid(
+                'the acp runner needs the agent\'s command: set runner.commands.acp, e.g. ["codex-acp"]',
+                code="runner_not_configured",
+            )
+        self._conn: Any = None
+        self._session_id: str | None = None
+        self._interrupted = False
+        self._prompt_done = asyncio.Event()
+
+    async def run(self, spec: TurnSpec, recorder: TurnRecorder) -> RunResult:
+        run_dir = Path(spec.run_dir)
+        try:
+            proc = await start_agent(self.argv, cwd=spec.quest_root, env=agent_env(spec))
+        except OSError as exc:
+            return RunResult(ok=False, error=f"cannot start the ACP agent {self.argv[0]!r}: {exc.strerror or exc}")
+        recorder.process_started(proc.pid, self.argv)
+        assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+        client = TurnClient(spec, recorder)
+        with open(run_dir / "acp.jsonl", "wb") as traffic, open(run_dir / "stderr.log", "wb") as err:
+            stderr = asyncio.create_task(_copy(proc.stderr, err, recorder))
+            conn = acp.connect_to_agent(client, proc.stdin, proc.stdout, observers=[_Traffic(traffic, recorder)])
+            self._conn = conn
+            try:
+                ok, error = await self._converse(conn, spec, client, recorder)
+            except asyncio.CancelledError:
+                stop_group(proc)  # the host is going away: so does the agent
+                stderr.cancel()
+                raise
+            except (ConnectionError, acp.RequestError) as exc:
+                ok, error = False, _describe(exc)
+            finally:
+                client.flush()
+                self._prompt_done.set()
+                await conn.close()
+            code = await self._end(proc)
+            await stderr
+        if not ok and not error.strip():
+            error = "the agent failed"
+        if not ok and code not in (0, None):
+            error = f"{error}; {_tail(run_dir / 'stderr.log')}".strip("; ")
+        return RunResult(ok=ok, exit_code=code, error="" if ok else error)
+
+    async def interrupt(self) -> None:
+        """Ask the agent to cancel the prompt (``session/cancel``) and wait for its answer;
+        the scheduler bounds the wait, then signals the process group."""
+        self._interrupted = True
+        if self._conn is None or self._session_id is None or self._prompt_done.is_set():
+            return
+        with contextlib.suppress(ConnectionError):
+            await self._conn.cancel(session_id=self._session_id)
+        await self._prompt_done.wait()
+
+    # -- the conversation -------------------------------------------------------------
+
+    async def _converse(
+        self, conn: Any, spec: TurnSpec, client: TurnClient, recorder: TurnRecorder
+    ) -> tuple[bool, str]:
+        await conn.initialize(
+            protocol_version=acp.PROTOCOL_VERSION,
+            client_capabilities=schema.ClientCapabilities(
+                fs=schema.FileSystemCapabilities(read_text_file=True, write_text_file=True), terminal=False
+            ),
+            client_info=schema.Implementation(name="ds-events", title="ds-events runtime", version=_version()),
+        )
+        recorder.touch()
+        session = await conn.new_session(cwd=spec.quest_root, mcp_servers=mcp_servers(spec))
+        self._session_id = session.session_id
+        recorder.touch()
+        if spec.model:
+            refused = await _select_model(conn, session, spec.model)
+            if refused:
+                return False, refused
+        if self._interrupted:  # a pause arrived while the agent was starting
+            return False, "interrupted before the prompt"
+        answer = await conn.prompt(session_id=session.session_id, prompt=[acp.text_block(spec.prompt)])
+        client.flush()
+        if answer.usage is not None:
+            recorder.add_usage(answer.usage.model_dump(exclude_none=True, exclude={"field_meta"}))
+        ok, why = STOP_REASONS.get(answer.stop_reason, (False, f"stopReason {answer.stop_reason}"))
+        if answer.stop_reason == "cancelled" and self._interrupted:
+            why = "cancelled on request"
+        return ok, why
+
+    async def _end(self, proc: asyncio.subprocess.Process) -> int | None:
+        """Close the agent's stdin (an ACP agent exits at EOF) and wait for it to exit;
+        one that does not is signalled (TERM, then KILL), and whatever it left in its
+        group goes too. The exit code, or None when the agent had to be signalled."""
+        with contextlib.suppress(Exception):
+            proc.stdin.close()  # type: ignore[union-attr]
+        code: int | None = None
+        try:
+            code = await asyncio.wait_for(proc.wait(), timeout=EXIT_GRACE_SECONDS)
+        except asyncio.TimeoutError:
+            procs.signal_group(proc.pid, signal.SIGTERM)
+            try:
+                await asyncio.wait_for(proc.wait(), timeout=self.config.kill_grace_seconds)
+            except asyncio.TimeoutError:
+                stop_group(proc)
+                await proc.wait()
+        if procs.group_alive(proc.pid):
+            procs.signal_group(proc.pid, signal.SIGKILL)
+        return code
+
+
+class TurnClient:
+    """The client side of one turn's ACP connection: updates become turn events, the
+    agent's permission and file requests get an unattended, quest-confined answer."""
+
+    def __init__(self, spec: TurnSpec, recorder: TurnRecorder) -> None:
+        self.spec = spec
+        self.recorder = recorder
+        self.root = Path(spec.quest_root).resolve()
+        self._text: list[str] = []
+        self._text_kind = ""  # "message" | "thought": what _text holds
+        self._text_id = ""
+        self._calls: dict[str, bool] = {}  # tool call id -> finished
+
+    def on_connect(self, conn: Any) -> None:
+        pass
+
+    # -- session/update ---------------------------------------------------------------
+
+    async def session_update(self, session_id: str, update: Any, **_: Any) -> None:
+        # Synchronous inside: the SDK runs each notification as a task, and a handler that
+        # never suspends keeps them in arrival order.
+        self.recorder.touch()
+        kind = getattr(update, "session_update", "")
+        if kind in ("agent_message_chunk", "agent_thought_chunk"):
+            which = "message" if kind == "agent_message_chunk" else "thought"
+            message_id = getattr(update, "message_id", None) or ""
+            if which != self._text_kind or (message_id and message_id != self._text_id):
+                self.flush()
+            self._text_kind, self._text_id = which, message_id or self._text_id
+            self._text.append(_block_text(update.content))
+        elif kind == "tool_call":
+            self.flush()
+            self._start_call(update)
+            self._maybe_finish_call(update)
+        elif kind == "tool_call_update":
+            self.flush()
+            if update.tool_call_id not in self._calls:
+                self._start_call(update)
+            self._maybe_finish_call(update)
+
+    def flush(self) -> None:
+        """Record the joined chunks (a whole message or thought) and start afresh."""
+        text, kind, message_id = "".join(self._text), self._text_kind, self._text_id
+        self._text, self._text_kind, self._text_id = [], "", ""
+        if kind == "message":
+            self.recorder.agent_message(text, message_id)
+        elif kind == "thought":
+            self.recorder.reasoning(text)
+
+    def _start_call(self, update: Any) -> None:
+        tool, server = tool_name(update.title or update.kind or "tool")
+        self._calls[update.tool_call_id] = False
+        self.recorder.tool_call(update.tool_call_id, tool, update.raw_input, server=server)
+
+    def _maybe_finish_call(self, update: Any) -> None:
+        if update.status not in ("completed", "failed") or self._calls.get(update.tool_call_id):
+            return
+        self._calls[update.tool_call_id] = True
+        output = update.raw_output if update.raw_output is not None else _tool_content(update.content)
+        self.recorder.tool_result(update.tool_call_id, update.status == "completed", output)
+
+    # -- requests from the agent ------------------------------------------------------
+
+    async def request_permission(self, session_id: str, tool_call: Any, options: list[Any], **_: Any) -> Any:
+        """Unattended: pick the agent's broadest "allow" option; none offered is a refusal."""
+        self.recorder.touch()
+        for wanted in ("allow_always", "allow_once"):
+            for option in options:
+                if option.kind == wanted:
+                    chosen = schema.AllowedOutcome(option_id=option.option_id, outcome="selected")
+                    return schema.RequestPermissionResponse(outcome=chosen)
+        return schema.RequestPermissionResponse(outcome=schema.DeniedOutcome(outcome="cancelled"))
+
+    async def read_text_file(
+        self, session_id: str, path: str, line: int | None = None, limit: int | None = None, **_: Any
+    ) -> Any:
+        target = self._inside(path, writing=False)
+        try:
+            text = await asyncio.to_thread(target.read_text, encoding="utf-8", errors="replace")
+        except FileNotFoundError:
+            raise acp.RequestError.resource_not_found(path) from None
+        except OSError as exc:
+            raise _refused("unreadable", path, exc.strerror or str(exc)) from None
+        if line is not None or limit is not None:
+            lines = text.splitlines(keepends=True)
+            start = max((line or 1) - 1, 0)
+            text = "".join(lines[start : start + limit if limit is not None else None])
+        return schema.ReadTextFileResponse(content=text)
+
+    async def write_text_file(self, session_id: str, path: str, content: str, **_: Any) -> Any:
+        target = self._inside(path, writing=True)
+        await asyncio.to_thread(_write_atomically, target, content)
+        self.recorder.touch()
+        return schema.WriteTextFileResponse()
+
+    def _inside(self, path: str, *, writing: bool) -> Path:
+        """``path`` resolved, when it lies in the quest (and, to write, outside ``.ds``
+        and ``.git``); anything else is refused with a structured error."""
+        raw = Path(path)
+        if not raw.is_absolute():
+            raise _refused("relative_path", path, "ACP paths are absolute")
+        target = raw.resolve()
+        if not target.is_relative_to(self.root):
+            raise _refused("outside_quest", path, f"only files under {self.root} are served")
+        if writing:
+            first = target.relative_to(self.root).parts[:1]
+            if first and first[0] in _WRITE_REFUSED:
+                raise _refused("protected_path", path, f"{first[0]}/ is the runtime's, not the agent's")
+        return target
+
+
+# -- helpers ----------------------------------------------------------------------------
+
+
+async def _select_model(conn: Any, session: Any, model: str) -> str:
+    """Choose ``model`` through the session's model option; the reason it could not, or ""."""
+    for option in session.config_options or []:
+        if getattr(option, "category", None) != "model" or getattr(option, "type", "") != "select":
+            continue
+        values = [v for group in option.options for v in (getattr(group, "options", None) or [group])]
+        match = next((v.value for v in values if model in (v.value, v.name)), None)
+        if match is None:
+            offered = ", ".join(v.value for v in values)
+            return f"the agent does not offer model {model!r} (it offers: {offered})"
+        if match != option.current_value:
+            await conn.set_config_option(config_id=option.id, session_id=session.session_id, value=match)
+        return ""
+    return ""  # the agent has no model choice: it runs its own default
+
+
+class _Traffic:
+    """Keeps every JSON-RPC message, both ways, one JSON line each."""
+
+    def __init__(self, out: Any, recorder: TurnRecorder) -> None:
+        self.out = out
+        self.recorder = recorder
+
+    def __call__(self, event: Any) -> None:
+        way = "in" if event.direction.value == "incoming" else "out"
+        line = {"dir": way, "t": round(time.time(), 3), "msg": event.message}
+        self.out.write((json.dumps(line, ensure_ascii=False, default=str) + "\n").encode())
+        self.out.flush()
+        self.recorder.touch()
+
+
+def _refused(code: str, path: str, message: str) -> acp.RequestError:
+    """A file request we do not serve: JSON-RPC invalid params with our stable code."""
+    return acp.RequestError.invalid_params({"error": code, "path": path, "message": message})
+
+
+def _block_text(block: Any) -> str:
+    kind = getattr(block, "type", "")
+    if kind == "text":
+        return block.text
+    if kind == "resource_link":
+        return f"[{block.name}]({block.uri})"
+    return f"[{kind or 'content'}]"
+
+
+def _tool_content(content: list[Any] | None) -> Any:
+    parts: list[Any] = []
+    for item in content or []:
+        kind = getattr(item, "type", "")
+        if kind == "content":
+            parts.append(_block_text(item.content))
+        elif kind == "diff":
+            parts.append({"path": item.path, "new_text": item.new_text})
+        elif kind == "terminal":
+            parts.append({"terminal_id": item.terminal_id})
+    if len(parts) == 1:
+        return parts[0]
+    return parts or None
+
+
+def _write_atomically(target: Path, content: str) -> None:
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(content)
+        os.replace(tmp, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+async def _copy(stream: asyncio.StreamReader, out: Any, recorder: TurnRecorder) -> None:
+    while chunk := await stream.read(65536):
+        out.write(chunk)
+        out.flush()
+        recorder.touch()
+
+
+def _describe(exc: BaseException) -> str:
+    if isinstance(exc, acp.RequestError):
+        data = f": {json.dumps(exc.data, default=str)[:500]}" if exc.data else ""
+        return f"the agent answered an error ({exc.code} {exc}){data}"
+    return "the agent closed the connection"
+
+
+def _tail(path: Path, limit: int = 2000) -> str:
+    try:
+        return path.read_bytes()[-limit:].decode("utf-8", "replace").strip()
+    except OSError:
+        return ""
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("ds-events")
+    except PackageNotFoundError:
+        return "0"
