@@ -170,9 +170,9 @@ class Home:
             raise NotFound(f"no quest {quest_id!r} in {self.root}: see `ds quest list`", code="unknown_quest")
         return root
 
-    def open_quest(self, quest_id: str, *, actor: str = "cli", read_only: bool = False) -> Quest:
+    def open_quest(self, quest_id: str, *, actor: str = "cli", read_only: bool = False, run_id: str | None = None) -> Quest:
         self.require_quest(quest_id)
-        return Quest(self, quest_id, actor=actor, read_only=read_only)
+        return Quest(self, quest_id, actor=actor, read_only=read_only, run_id=run_id)
 
     def log_key(self, *, create: bool = True) -> bytes | None:
         """The key that signs this home's log head anchors (created on first use)."""
@@ -183,10 +183,20 @@ class Quest:
     """An open quest: its log, its live views and its materialised files."""
 
     def __init__(
-        self, home: Home, quest_id: str, *, actor: str = "cli", root: Path | None = None, read_only: bool = False
+        self,
+        home: Home,
+        quest_id: str,
+        *,
+        actor: str = "cli",
+        root: Path | None = None,
+        read_only: bool = False,
+        run_id: str | None = None,
     ) -> None:
         """``read_only``: never recover, truncate, append or write a file (``ds quest
-        show``); a torn tail is left in place and reported as ``self.log.torn``."""
+        show``); a torn tail is left in place and reported as ``self.log.torn``.
+        ``run_id``: stamped on every event appended through this handle that names no
+        run itself (the MCP servers a turn's agent starts: their events belong to it)."""
+        self._run_id = run_id
         self.home = home
         self.id = quest_id
         self.root = root if root is not None else home.quest_root(quest_id)
@@ -206,7 +216,7 @@ class Quest:
             self.views.materialise()
 
     def _open_log(self) -> EventLog:
-        return EventLog(
+        log = EventLog(
             self.root / ".ds" / "events.jsonl",
             quest_id=self.id,
             actor=self._actor,
@@ -215,6 +225,8 @@ class Quest:
             key=self.home.log_key(create=not self._read_only),
             max_event_bytes=self._max_event_bytes,
         )
+        log.run_id = self._run_id
+        return log
 
     def _writable_log(self) -> EventLog:
         """The log handle to append through. After a failed write (a full disk) a

@@ -89,6 +89,9 @@ class EventLog:
         self.path = os.fspath(path)
         self.quest_id = quest_id
         self.actor = actor
+        # Stamped on every event appended through this handle that names no run of its
+        # own: an MCP server started for a turn (DS_RUN_ID) ties its events to the turn.
+        self.run_id: str | None = None
         self.policy: Policy = policy
         self.read_only = read_only
         self.recovered: LogRecovered | None = None
@@ -388,6 +391,7 @@ class EventLog:
             offset=self._size,
             quest_id=self.quest_id,
             actor=self.actor,
+            run_id=self.run_id,
             known=self._id_seq if may_scan else self._id_seq_if_known,
             stored=self._stored,
             max_bytes=self.max_event_bytes,

@@ -132,6 +132,7 @@ def encode_batches(
     quest_id: str,
     actor: str,
     known: Callable[[str], int | None],
+    run_id: str | None = None,
     stored: Callable[[int], Event],
     max_bytes: int | None = None,
 ) -> Encoded:
@@ -189,6 +190,7 @@ def encode_batches(
                 ts=event.ts or ts,
                 quest_id=event.quest_id or quest_id,
                 actor=event.actor or actor,
+                run_id=event.run_id or run_id,
                 prev=prev,
                 more=more,
             )

@@ -110,7 +110,8 @@ class QuestBinding:
         Home(self.home).require_quest(self.quest_id)
 
     def open(self, actor: str) -> Quest:
-        return Home(self.home).open_quest(self.quest_id, actor=actor)
+        # A server started for a turn (the runner sets DS_RUN_ID) ties its events to it.
+        return Home(self.home).open_quest(self.quest_id, actor=actor, run_id=os.environ.get("DS_RUN_ID") or None)
 
 
 class ToolContext:

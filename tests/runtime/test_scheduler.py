@@ -72,6 +72,9 @@ def test_a_message_starts_a_turn_that_delivers_it_once(quest: Quest, tmp_path: P
     import hashlib
 
     assert hashlib.sha256(prompt.encode()).hexdigest() == started.prompt_sha256
+    # What the agent's MCP servers appended belongs to the turn.
+    own = [e for e in quest.log.read() if e.actor == "mcp:artifact"]
+    assert own and all(e.run_id == started.run_id for e in own)
     # Idle now: another run starts nothing.
     assert run(quest, traj) == []
 
