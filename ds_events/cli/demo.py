@@ -1,12 +1,19 @@
-"""``ds demo``: one quest end to end, in a throwaway or given home.
+"""``ds demo``: an agent runs a small research quest, in a throwaway or given home.
 
-It drives the same service calls the MCP tools and the CLI use: quest lifecycle,
-memory cards and search, artifacts on a git branch with a metric contract, the
-mailbox, and a durable shell session. Then it verifies the log and replays it.
+The user's side is played by this command: it posts a message, and the real scheduler
+runs a turn of the scripted agent (``ds_events/runners/trajectories/demo.yaml``), which
+works through the real ``memory`` / ``artifact`` / ``bash_exec`` MCP servers exactly as
+a coding agent would: scout notes into memory, a baseline with a metric contract, an
+idea on its own branch, the main experiment as a detached shell job with progress, a
+one-slice analysis campaign, and a blocking decision request that the user answers
+while the turn waits (the reply is queued mid-turn and reaches the agent through
+``artifact.interact``). Then it verifies the log, replays it, and says where to look.
+``--serve`` then serves the quest (``ds serve``) until Ctrl-C.
 """
 
 from __future__ import annotations
 
+import asyncio
 import tempfile
 from pathlib import Path
 
@@ -19,7 +26,20 @@ from ds_events.verify import verify_log
 
 from .common import out
 
-__all__ = ["demo", "run_demo"]
+__all__ = ["demo", "run_demo", "DEMO_TRAJECTORY"]
+
+DEMO_TRAJECTORY = Path(__file__).resolve().parent.parent / "runners" / "trajectories" / "demo.yaml"
+
+# What the user says before each turn (the agent's decisions move the stage between them).
+USER_MESSAGES = (
+    "Does label smoothing help a small ResNet on CIFAR-10? Find the comparator first.",
+    "Good. Reproduce that baseline and pin its metric.",
+    "Pick the idea worth testing first.",
+    "Run the main experiment.",
+    "Check the gain with one ablation before we write anything.",
+    "Write it up.",
+)
+REPLY = "Write it up"
 
 
 @click.command()
@@ -30,153 +50,112 @@ __all__ = ["demo", "run_demo"]
     default=None,
     help="Home to create the demo quest in (default: a new temporary directory).",
 )
-def demo(demo_home: Path | None) -> None:
-    """Create a demo quest, drive it through every namespace, print its status and log.
+@click.option("--serve", "serve_after", is_flag=True, help="Then serve the quest over HTTP (ds serve) until Ctrl-C.")
+@click.option("--port", type=int, default=8765, show_default=True, help="Port for --serve (0 picks a free one).")
+def demo(demo_home: Path | None, serve_after: bool, port: int) -> None:
+    """An agent runs a research quest: six turns through the real scheduler and MCP servers.
 
     Example: ds demo --home /tmp/ds-demo
     """
     home = Home(demo_home if demo_home is not None else tempfile.mkdtemp(prefix="ds-demo-"))
     run_demo(home)
+    if serve_after:
+        from .serve import serve_home
+
+        serve_home(home, "127.0.0.1", port, None, None)
 
 
 def run_demo(home: Home) -> str:
     home.init()
     quest = home.create_quest(
         "Demo: does label smoothing help a small CIFAR-10 ResNet?",
-        brief="Reproduce the baseline, try label smoothing 0.1, and report the accuracy delta.",
+        brief="Reproduce the ResNet-20 baseline, try label smoothing 0.1, check the gain with an ablation, write it up.",
     )
-    with quest:
+    with Quest(home, quest.id, actor="scheduler") as host:
         out(f"home:    {home.root}")
-        out(f"quest:   {quest.id}")
-        quest_service.post_message(quest, quest_service.PostMessage(text="Start with the published ResNet-20 baseline, please."))
-        quest_service.change_anchor(quest, quest_service.ChangeAnchor(anchor="baseline", reason="scouting done: baseline paper found"))
-        _memory(quest)
-        _artifacts(quest)
-        _mailbox(quest)
-        _shell(quest)
-        quest_service.control(quest, quest_service.Control(action="pause", reason="user reviews the results"))
-        quest_service.control(quest, quest_service.Control(action="resume"))
-        _summary(quest)
-        return quest.id
+        out(f"quest:   {quest.id}   (the agent: scripted, {DEMO_TRAJECTORY.name}; every step below is a real MCP call)")
+        out("")
+        asyncio.run(_turns(host))
+        out("")
+        _summary(host)
+    quest.close()
+    return quest.id
 
 
-def _memory(quest: Quest) -> None:
-    from ds_events.memory.store import MemoryContext
-    from ds_events.services import memory as memory_service
-    from ds_events.services.memory import SearchCards, WriteCard
+async def _turns(quest: Quest) -> None:
+    from ds_events.runners import scheduler_for
 
-    mem = MemoryContext(quest, actor="demo")
-    try:
-        memory_service.write(mem, WriteCard(
-            kind="knowledge", title="ResNet-20 baseline needs weight decay on BN",
-            body="Without it we were 1.5 points under the paper.", tags=["baseline"],
-        ))  # fmt: skip
-        memory_service.write(mem, WriteCard(
-            kind="papers", title="Label smoothing (Szegedy et al.): 0.1 is the usual value",
-            body="Hurts teacher calibration in distillation.",
-        ))  # fmt: skip
-        dup = memory_service.write(mem, WriteCard(
-            kind="knowledge", title="ResNet-20 baseline needs BN weight decay", body="We were 1.5 points under the paper without it."
-        ))  # fmt: skip
-        out(f"memory:  a near-duplicate write was refused ({dup.status}, like {dup.candidates[0].id})")
-        for hit in memory_service.search(mem, SearchCards(query="why is our baseline below the paper", limit=2)).results:
-            out(f"         search found {hit.id}: {hit.title}")
-    finally:
-        mem.close()
+    scheduler = scheduler_for(quest, runner="scripted", trajectory=str(DEMO_TRAJECTORY))
+    for n, text in enumerate(USER_MESSAGES, 1):
+        quest_service.post_message(quest, quest_service.PostMessage(text=text), source="demo")
+        out(f"you:     {text}")
+        answering = asyncio.create_task(_answer_blocking_requests(quest))
+        try:
+            finished = await scheduler.run_until_idle()
+        finally:
+            answering.cancel()
+        state = quest.state("turns")
+        for end in finished[-1:] if finished else []:
+            record = state.turns[end.run_id]
+            said = _last_agent_message(quest, end.run_id)
+            out(
+                f"turn {n}:  {record.skill:<18} {record.outcome:<10} {record.tool_calls:>2} tool calls "
+                f"{record.duration_ms / 1000:5.1f} s   agent: {said}"
+            )
+        scheduler.finished.clear()
 
 
-def _artifacts(quest: Quest) -> None:
-    from ds_events.services import artifact_commands as cmd
-    from ds_events.services import artifacts as artifact_service
-    from ds_events.services import git as git_service
-
-    idea = artifact_service.record(
-        quest, cmd.Record(payload={"kind": "idea", "title": "Label smoothing 0.1", "hypothesis": "better calibration"})
-    )
-    branch = git_service.prepare_branch(quest, cmd.PrepareBranch(run_id="ls-0.1", idea_id=idea.artifact_id))
-    assert branch.worktree_path is not None
-    (Path(branch.worktree_path) / "train.py").write_text("LABEL_SMOOTHING = 0.1\n")
-    cp = git_service.checkpoint(quest, cmd.Checkpoint(message="label smoothing 0.1: training script"))
-    artifact_service.confirm_baseline(
-        quest,
-        cmd.ConfirmBaseline(
-            baseline_path="baselines/resnet20",
-            baseline_id="resnet20",
-            metric_contract={
-                "metrics": {
-                    "top1": {
-                        "description": "CIFAR-10 test top-1",
-                        "derivation": "correct / 10000",
-                        "source_ref": "He et al. 2016, Table 6",
-                    }
-                },
-                "evaluation_protocol": {"split": "test"},
-            },
-            metrics_summary={"top1": 0.916},
-            primary_metric="top1",
-            summary="ResNet-20 reproduced",
-        ),
-    )
-    quest_service.change_anchor(quest, quest_service.ChangeAnchor(anchor="experiment", reason="baseline confirmed"))
-    run = artifact_service.record_main_experiment(
-        quest, cmd.RecordMainExperiment(run_id="ls-0.1", title="Label smoothing 0.1", metrics_summary={"top1": 0.921})
-    )
-    out(
-        f"artifact: idea {idea.artifact_id} on branch {branch.branch}, checkpoint {cp.sha[:10]}; "
-        f"top1 {run.primary['delta']:+.3f} vs the confirmed baseline"
-    )
-
-
-def _mailbox(quest: Quest) -> None:
+async def _answer_blocking_requests(quest: Quest) -> None:
+    """The user watches for a blocking decision request during the turn and answers it:
+    the reply is queued while the agent waits in ``interact`` and reaches it there."""
     from ds_events.services import interactions
 
-    quest_service.post_message(quest, quest_service.PostMessage(text="Please report the accuracy delta with a 95% CI."))
-    progress = interactions.Interact(message="Baseline reproduced at 91.6% top-1.")
-    first = interactions.interact(quest, progress, consumer="demo")
-    out(f"mailbox: interact() delivered {first.new_message_count} new message(s): {[m.text for m in first.new_messages]}")
-    again = interactions.interact(quest, progress, consumer="demo")
-    out(f"         the same progress again was suppressed: {again.suppressed}")
-    ask = interactions.interact(
-        quest,
-        interactions.Interact(
-            kind="decision_request",
-            message="Label smoothing helped (+0.5). Next?",
-            options=[{"id": "sweep", "label": "Sweep 0.05-0.2"}, {"id": "write", "label": "Write it up"}],
-        ),
-    )
-    assert ask.interaction_id is not None
-    interactions.reply(
-        quest, interactions.Reply(interaction_id=ask.interaction_id, text="Write it up", option_id="write"), source="demo"
-    )
-    reply = interactions.interact(quest, interactions.Interact(message="Writing the report."), consumer="demo").new_messages[0]
-    out(f"         the decision request was answered: {reply.text!r} (option {reply.option_id})")
+    answered: set[str] = set()
+    while True:
+        state = quest.state("interactions")
+        for iid in state.open_requests:
+            if iid not in answered:
+                record = state.interactions[iid]
+                out(f"agent asks: {record.message}")
+                out(f"you reply:  {REPLY!r} (while the turn waits)")
+                await asyncio.to_thread(
+                    interactions.reply, quest,
+                    interactions.Reply(interaction_id=iid, text=REPLY, option_id="write"), source="demo",
+                )  # fmt: skip
+                answered.add(iid)
+        await asyncio.sleep(0.1)
 
 
-def _shell(quest: Quest) -> None:
-    import asyncio
-
-    from ds_events.services import bash_commands as bash
-    from ds_events.services import bash_exec as bash_service
-
-    command = 'for i in 1 2 3; do echo "epoch $i"; done; echo \'__DS_PROGRESS__ {"epoch": 3, "acc": 0.921}\''
-    session = bash_service.start(quest, bash.StartSession(command=command))
-    session = asyncio.run(bash_service.await_session(quest, bash.AwaitSession(id=session.id, wait_timeout_seconds=30)))
-    out(f"bash:    session {session.id} {session.status} (exit {session.exit_code}), progress {session.progress}")
-    for line in bash_service.read_output(quest, bash.ReadOutput(id=session.id, tail=2)).output.splitlines():
-        out(f"         | {line}")
+def _last_agent_message(quest: Quest, run_id: str) -> str:
+    said = [e.text for e in quest.log.read(types=["runner.agent_message"]) if e.run_id == run_id]
+    text = said[-1] if said else "(nothing)"
+    return text if len(text) <= 90 else text[:87] + "..."
 
 
 def _summary(quest: Quest) -> None:
-    quest.views.materialise()  # take in what the session's monitor process appended
+    quest.views.materialise()  # take in what the MCP servers and shell monitors appended
     s = quest.state("status")
-    out(f"status:  {s.status}, anchor {s.anchor}, {s.last_seq} events")
-    out("events by type:")
-    for kind, n in sorted(s.counts.items()):
-        out(f"  {kind:<36} {n}")
+    turns = quest.state("turns")
+    artifacts = quest.state("artifacts")
+    out(f"status:  {s.status}, stage {s.anchor}, {s.last_seq} events, {turns.total} turns ({_outcomes(turns.outcomes)})")
+    counts = s.counts
+    out(
+        f"record:  {counts.get('memory.card_written', 0)} memory cards, {len(artifacts.records)} artifacts, "
+        f"{counts.get('bash.session_started', 0)} shell sessions, {counts.get('runner.tool_call', 0)} tool calls, "
+        f"{counts.get('git.branch_prepared', 0)} branches"
+    )
     report = verify_log(quest.log.path)
     out(f"verify:  {'ok, hash chain intact' if report.ok else report.problems}")
     result = replay_quest(quest.root, quest_id=quest.id)
     out(f"replay:  {result.events} events folded, {len(result.files_written)} file(s) differed (0 means the files match the log)")
-    files = sorted(p.relative_to(quest.root).as_posix() for p in Path(quest.root).rglob("*") if p.is_file() and ".git" not in p.parts and ".ds" not in p.parts)
-    out(f"files:   {len(files)} materialised, e.g. {', '.join(files[:6])}")
-    out(f"try:     ds --home {quest.home.root} events tail {quest.id}")
+    home = quest.home.root
+    out("look:")
+    out(f"  ds --home {home} events tail {quest.id} --format text     every event, in order")
+    out(f"  ds --home {home} quest show {quest.id}")
+    out(f"  {quest.root}/SUMMARY.md, memory/, artifacts/, .ds/runs/<run>/prompt.md")
+    out(f"  ds --home {home} serve   then   curl -N localhost:8765/api/quests/{quest.id}/events?stream=1")
+    out(f"                                  open localhost:8765/api/quests/{quest.id}/canvas?view=stage&format=svg")
+
+
+def _outcomes(outcomes: dict[str, int]) -> str:
+    return ", ".join(f"{n} {k}" for k, n in sorted(outcomes.items())) or "none"

@@ -16,7 +16,7 @@ from ds_events.home import Home
 
 from .common import CliError, cli, out, pass_home
 
-__all__ = ["serve", "is_loopback"]
+__all__ = ["serve", "serve_home", "is_loopback"]
 
 
 @cli.command()
@@ -58,6 +58,12 @@ def serve(
         config = home.config().runner
         name = runner or config.name
         make_runner(name, config, **({"trajectory": trajectory} if name == "scripted" else {}))
+    serve_home(home, host, port, token, turns)
+
+
+def serve_home(home: Home, host: str, port: int, token: str | None, turns: dict[str, str | None] | None) -> None:
+    """Serve ``home`` until SIGINT/SIGTERM (``turns``: host its quests' turns with these
+    runner options; None hosts none)."""
     asyncio.run(_run(home, host, port, token, turns))
 
 

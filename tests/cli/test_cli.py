@@ -6,6 +6,7 @@ Errors must be one line on stderr that says what to do, with a non-zero exit.
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import time
@@ -15,6 +16,7 @@ import click
 import pytest
 
 from ds_events.cli import cli, main
+from ds_events.home import Home
 from tests.helpers import DS, ds_env
 
 
@@ -109,13 +111,30 @@ def test_verify_repair_replay_through_the_cli(home, capsys, q):
     assert (home.quests_dir / q / "status.md").exists()
 
 
+@pytest.mark.slow
 def test_demo_runs_in_a_given_home(tmp_path, capsys):
     out = ok(capsys, "demo", "--home", str(tmp_path / "demo"))
-    assert "verify:  ok" in out and "quest.created" in out
+    # Six turns of the scripted agent through the real scheduler, each completed.
+    stages = ["scout", "baseline", "idea", "experiment", "analysis-campaign", "write"]
+    for n, stage in enumerate(stages, 1):
+        assert re.search(rf"turn {n}:\s+{stage}\s+completed", out), out
+    assert "you reply:  'Write it up' (while the turn waits)" in out and "agent: You chose: Write it up" in out
+    assert "verify:  ok" in out and "6 turns (6 completed)" in out
     assert "0 file(s) differed" in out  # what was written live equals what replay renders
-    assert "near-duplicate write was refused" in out
-    assert "suppressed: True" in out and "option write" in out
-    assert "completed (exit 0), progress {'epoch': 3, 'acc': 0.921}" in out
+    home = Home(tmp_path / "demo")
+    (quest_id,) = home.quest_ids()
+    with home.open_quest(quest_id) as quest:
+        events = quest.log.read()
+        types = [e.type for e in events]
+        # The main experiment ran as a detached shell job that reported progress.
+        assert "bash.progress" in types and "artifact.main_experiment_recorded" in types
+        main = next(e for e in events if e.type == "artifact.main_experiment_recorded")
+        assert main.metrics_summary == {"top1": 0.921}
+        # The blocking request was answered mid-turn and delivered through interact.
+        reply = next(e for e in events if e.type == "interaction.replied")
+        delivered = [e for e in events if e.type == "mailbox.delivered" and reply.id in e.message_ids]
+        assert len(delivered) == 1 and delivered[0].consumer.startswith("mcp")
+        assert quest.state("status").anchor == "write"
 
 
 # -- error paths ---------------------------------------------------------------------
