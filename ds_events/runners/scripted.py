@@ -62,8 +62,27 @@ class Trajectory(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     turns: list[TurnScript]
 
 
+_checked: dict[tuple[str, int, int], Trajectory] = {}  # (path, mtime_ns, size) -> the file, checked
+
+
 def load_trajectory(path: str | Path) -> Trajectory:
-    """Read and check a trajectory file; a bad one is :class:`Invalid` (``bad_trajectory``)."""
+    """Read and check a trajectory file; a bad one is :class:`Invalid` (``bad_trajectory``).
+    A file unchanged since it was last checked is not parsed again (a runner is made
+    per turn, and YAML is slow to parse)."""
+    try:
+        stat = Path(path).stat()
+        key = (str(path), stat.st_mtime_ns, stat.st_size)
+    except OSError:
+        key = None
+    if key is not None and key in _checked:
+        return _checked[key]
+    trajectory = _load(path)
+    if key is not None:
+        _checked[key] = trajectory
+    return trajectory
+
+
+def _load(path: str | Path) -> Trajectory:
     try:
         raw = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
     except OSError as exc:

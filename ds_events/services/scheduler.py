@@ -35,6 +35,9 @@ from .turns import Host, PromptBuilder, TurnRecorder, TurnSpec
 __all__ = ["Runner", "RunResult", "QuestScheduler"]
 
 POLL_SECONDS = 0.1  # how often a running turn's pause/stop/stall is checked
+# How often an idle quest's log is checked for another process's append (a message from
+# `ds message` or the HTTP API's own handle): the latency a new turn can wait for.
+NEWS_POLL_SECONDS = 0.02
 
 
 class RunResult(msgspec.Struct, kw_only=True):
@@ -196,7 +199,7 @@ class QuestScheduler:
 
     async def _wait_for_news(self, timeout: float | None) -> None:
         """Return when the log moves past what the views have seen, or after ``timeout``."""
-        follower = self.quest.log.follow(self.quest.views.last_seq)
+        follower = self.quest.log.follow(self.quest.views.last_seq, poll_interval=NEWS_POLL_SECONDS)
         try:
             await asyncio.wait_for(anext(follower), timeout)
         except asyncio.TimeoutError:
