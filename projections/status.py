@@ -19,6 +19,7 @@ from ds_events.events import (
     QuestCompleted,
     QuestControl,
     QuestCreated,
+    QuestRunnerSet,
 )
 
 from .base import Files, Projection
@@ -43,6 +44,8 @@ class StatusState(msgspec.Struct, kw_only=True):
     assistant_messages: int = 0
     last_user_message: str = ""
     completed_summary: str = ""
+    runner: str = ""  # the quest's own runner and model ("": the home's config)
+    model: str = ""
 
 
 def initial() -> StatusState:
@@ -71,6 +74,8 @@ def apply(state: StatusState, event: Event) -> StatusState:
         case QuestControl(action=action):
             if state.status != "completed":
                 state.status = _STATUS_AFTER_CONTROL[action]
+        case QuestRunnerSet(runner=runner, model=model):
+            state.runner, state.model = runner, model
         case QuestCompleted(summary=summary):
             state.status = "completed"
             state.completed_summary = summary

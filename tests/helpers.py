@@ -107,6 +107,7 @@ _MAKERS: dict[str, Callable[[random.Random, list[str]], Event]] = {
     "quest.anchor_changed": lambda r, _i: ev.QuestAnchorChanged(anchor=r.choice(("scout", "idea", "write"))),
     "quest.control": lambda r, _i: ev.QuestControl(action=r.choice(("pause", "stop", "resume"))),
     "quest.completed": lambda r, _i: ev.QuestCompleted(summary=_text(r)),
+    "quest.runner_set": lambda r, _i: ev.QuestRunnerSet(runner=r.choice(("", "codex", "claude")), model=r.choice(("", "m1"))),
     "conversation.message": lambda r, _i: ev.ConversationMessage(
         role=r.choice(("user", "user", "assistant", "system")), content=_text(r), source=r.choice(("cli", "web"))
     ),

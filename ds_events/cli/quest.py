@@ -88,9 +88,30 @@ def quest_show(home: Home, quest_id: str, as_json: bool) -> None:
             emit_json(msgspec.to_builtins(s) | {"root": str(q.root)})
             return
         out(f"quest:   {s.quest_id}\ntitle:   {s.title}\nstatus:  {s.status}\nanchor:  {s.anchor}")
+        if s.runner or s.model:
+            out(f"runner:  {s.runner or '(config)'}{f', model {s.model}' if s.model else ''}")
         out(f"events:  {s.last_seq} (last at {s.updated_at})\nroot:    {q.root}")
         for kind, n in sorted(s.counts.items()):
             out(f"  {kind:<28} {n}")
+
+
+@quest.command("set-runner")
+@click.argument("quest_id")
+@click.option("--runner", "-r", default="", help="codex | claude | acp | scripted (empty: the config's runner.name).")
+@click.option("--model", "-m", default="", help="The model the agent uses (empty: runner.model, else the agent's own).")
+@json_option
+@pass_home
+def quest_set_runner(home: Home, quest_id: str, runner: str, model: str, as_json: bool) -> None:
+    """Choose the agent (and model) that runs this quest's turns, from the next turn on.
+
+    Example: ds quest set-runner tok-abl --runner claude --model claude-sonnet-4-5
+    """
+    with open_quest(home, quest_id) as q:
+        event = quest_service.set_runner(q, quest_service.SetRunner(runner=runner, model=model))
+        if as_json:
+            emit_json({"seq": event.seq, "runner": runner, "model": model})
+        else:
+            out(f"{quest_id}: runner {runner or '(config)'}{f', model {model}' if model else ''} from the next turn")
 
 
 @cli.command()

@@ -11,6 +11,7 @@ __all__ = [
     "QuestAnchorChanged",
     "QuestControl",
     "QuestCompleted",
+    "QuestRunnerSet",
     "ConversationMessage",
     "LogRecovered",
     "LogRepaired",
@@ -52,6 +53,13 @@ class QuestCompleted(Event, tag="quest.completed", kw_only=True):
     summary: str = ""
 
 
+class QuestRunnerSet(Event, tag="quest.runner_set", kw_only=True):
+    """The agent that runs this quest's turns (empty: the home's ``runner`` config)."""
+
+    runner: str = ""
+    model: str = ""
+
+
 class ConversationMessage(Event, tag="conversation.message", kw_only=True):
     """A message in the quest's conversation, from the user or the assistant."""
 
@@ -90,6 +98,7 @@ EVENTS = (
     QuestAnchorChanged,
     QuestControl,
     QuestCompleted,
+    QuestRunnerSet,
     ConversationMessage,
     LogRecovered,
     LogRepaired,

@@ -43,15 +43,20 @@ def scheduler_for(
     quest: Any, *, runner: str | None = None, model: str | None = None, trajectory: str | None = None
 ) -> Any:
     """A :class:`~ds_events.services.scheduler.QuestScheduler` for ``quest``: the runner
-    and model named here, else the home's ``runner`` config."""
+    and model named here, else the quest's own (``ds quest set-runner``), else the
+    home's ``runner`` config."""
     from ds_events.services.scheduler import QuestScheduler
     from ds_events.services.turns import turn_prompt
 
     config = quest.home.config().runner
-    name = runner or config.name
-    options: dict[str, Any] = {"trajectory": trajectory} if name == "scripted" else {}
-    make_runner(name, config, **options)  # refuse an unknown runner or a bad trajectory now
+    status = quest.state("status")
+    name = runner or status.runner or config.name
+    options: dict[str, Any] = {"trajectory": trajectory} if trajectory is not None else {}
+
+    def build(n: str) -> Any:
+        return make_runner(n, config, **(options if n == "scripted" else {}))
+
+    build(name)  # refuse an unknown runner or a bad trajectory now
     return QuestScheduler(
-        quest, make_runner=lambda n: make_runner(n, config, **options), runner=name,
-        model=model if model is not None else config.model, config=config, build_prompt=turn_prompt,
+        quest, make_runner=build, runner=runner, model=model, config=config, build_prompt=turn_prompt,
     )  # fmt: skip

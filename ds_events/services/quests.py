@@ -6,7 +6,8 @@ from typing import Annotated
 
 from msgspec import Meta
 
-from ds_events.events import ConversationMessage, Event, QuestAnchorChanged, QuestCompleted, QuestControl
+from ds_events.config import RUNNER_NAMES
+from ds_events.events import ConversationMessage, Event, QuestAnchorChanged, QuestCompleted, QuestControl, QuestRunnerSet
 from ds_events.home import Quest
 
 from ds_events.errors import Conflict, Invalid
@@ -14,8 +15,8 @@ from ds_events.errors import Conflict, Invalid
 from .commands import Command
 
 __all__ = [
-    "PostMessage", "Control", "ChangeAnchor", "Complete",
-    "post_message", "control", "change_anchor", "complete", "ANCHORS", "CONTROL_ACTIONS",
+    "PostMessage", "Control", "ChangeAnchor", "Complete", "SetRunner",
+    "post_message", "control", "change_anchor", "complete", "set_runner", "ANCHORS", "CONTROL_ACTIONS",
 ]  # fmt: skip
 
 ANCHORS = ("scout", "baseline", "idea", "experiment", "analysis-campaign", "write", "finalize", "decision")
@@ -48,6 +49,13 @@ class Complete(Command):
     """Mark the quest completed."""
 
     summary: Annotated[str, Meta(description="What the quest found.")] = ""
+
+
+class SetRunner(Command):
+    """Choose the agent that runs this quest's turns (empty: the home's runner config)."""
+
+    runner: Annotated[str, Meta(description="codex | claude | acp | scripted, or empty for the home's runner.name.")] = ""
+    model: Annotated[str, Meta(description="The model the agent uses, or empty for runner.model / the agent's own.")] = ""
 
 
 def post_message(quest: Quest, cmd: PostMessage, *, source: str = "cli") -> Event:
@@ -97,3 +105,12 @@ def complete(quest: Quest, cmd: Complete) -> Event:
     if quest.state("status").status == "completed":
         raise Conflict("the quest is already completed", code="quest_completed")
     return quest.emit(QuestCompleted(summary=summary))[0]
+
+
+def set_runner(quest: Quest, cmd: SetRunner) -> Event:
+    """Record the quest's runner and model; the next turn uses them."""
+    if cmd.runner and cmd.runner not in RUNNER_NAMES:
+        raise Invalid(f"unknown runner {cmd.runner!r}: use one of {', '.join(RUNNER_NAMES)}", code="unknown_runner")
+    if len(cmd.model) > 200 or any(c.isspace() for c in cmd.model):
+        raise Invalid("a model is a name without spaces, at most 200 characters", code="invalid_model")
+    return quest.emit(QuestRunnerSet(runner=cmd.runner, model=cmd.model))[0]

@@ -68,14 +68,16 @@ class QuestScheduler:
         quest: Quest,
         *,
         make_runner: Callable[[str], Runner],
-        runner: str,
-        model: str,
+        runner: str | None,
+        model: str | None,
         config: RunnerConfig,
         build_prompt: PromptBuilder,
         host: Host | None = None,
     ) -> None:
         self.quest = quest
         self.make_runner = make_runner
+        # Given here, they win; else each turn takes the quest's own setting
+        # (``quest.runner_set``), else the home's ``runner`` config.
         self.runner_name = runner
         self.model = model
         self.config = config
@@ -122,8 +124,11 @@ class QuestScheduler:
     # -- one turn ---------------------------------------------------------------------
 
     async def _take_turn(self, action: turns.Action) -> bool:
+        status = self.quest.state("status")
+        runner = self.runner_name or status.runner or self.config.name
+        model = self.model if self.model is not None else (status.model or self.config.model)
         spec = await asyncio.to_thread(
-            turns.claim_turn, self.quest, runner=self.runner_name, model=self.model, host=self.host,
+            turns.claim_turn, self.quest, runner=runner, model=model, host=self.host,
             build_prompt=self.build_prompt, action=action,
         )  # fmt: skip
         if spec is None:

@@ -77,12 +77,24 @@ def add_routes(app: web.Application, hub: Hub) -> None:
 
         return await answer(hub, work)
 
+    async def set_runner(request: web.Request) -> web.Response:
+        qid = request.match_info["quest_id"]
+        await hub.run(hub.quest, qid)
+        cmd = decode_command(quest_service.SetRunner, await read_json(request))
+
+        def work() -> dict[str, object]:
+            event = quest_service.set_runner(hub.quest(qid), cmd)
+            return {"seq": event.seq, "runner": cmd.runner, "model": cmd.model}
+
+        return await answer(hub, work)
+
     app.router.add_get("/api/health", health)
     app.router.add_get("/api/quests", list_quests)
     app.router.add_post("/api/quests", create_quest)
     app.router.add_get("/api/quests/{quest_id}", show_quest)
     app.router.add_post("/api/quests/{quest_id}/messages", post_message)
     app.router.add_post("/api/quests/{quest_id}/control", control)
+    app.router.add_post("/api/quests/{quest_id}/runner", set_runner)
 
 
 def _summary(hub: Hub, quest_id: str) -> dict[str, object]:

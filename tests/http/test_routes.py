@@ -79,6 +79,18 @@ async def test_control_pauses_and_resumes_and_refuses_an_unknown_action(client: 
     await _error(await client.post("/api/quests/q1/control", json={"action": "explode"}), 400, "invalid_action")
 
 
+async def test_the_quest_runner_is_set_and_a_bad_one_refused_like_the_cli(client: Any, quest: Any) -> None:
+    resp = await client.post("/api/quests/q1/runner", json={"runner": "claude", "model": "m-1"})
+    assert resp.status == 200 and (await resp.json())["runner"] == "claude"
+    shown = await (await client.get("/api/quests/q1")).json()
+    assert (shown["runner"], shown["model"]) == ("claude", "m-1")
+    before = quest.log.last_seq
+    await _error(await client.post("/api/quests/q1/runner", json={"runner": "gpt"}), 400, "unknown_runner")
+    await _error(await client.post("/api/quests/q1/runner", json={"runner": "codex", "modell": "x"}), 400, "unknown_argument")
+    await _error(await client.post("/api/quests/nope/runner", json={"runner": "codex"}), 404, "unknown_quest")
+    assert quest.log.last_seq == before
+
+
 async def test_token_required_on_every_route_when_configured(make_client: Any) -> None:
     client = await make_client(token="s3cret")
     await _error(await client.get("/api/health"), 401, "unauthorized")

@@ -313,3 +313,21 @@ def test_bad_runner_and_bad_trajectory_are_refused_before_anything_runs(quest: Q
     with pytest.raises(Invalid) as err:
         turns.run_dir(quest, "../../etc")
     assert err.value.code == "invalid_run_id"
+
+
+def test_the_quests_own_runner_and_model_run_its_turns(quest: Quest, tmp_path: Path) -> None:
+    traj = trajectory(tmp_path, [{"say": "scripted by the quest's setting"}])
+    configure(quest.home, name="codex", trajectory=traj)  # the home says codex ...
+    scheduler = scheduler_for(quest)
+    quest_service.set_runner(quest, quest_service.SetRunner(runner="scripted", model="m-7"))  # ... the quest says scripted
+    message(quest, "go")
+    finished = asyncio.run(scheduler.run_until_idle())
+    assert [f.outcome for f in finished] == ["completed"]
+    started = next(e for e in quest.log.read() if e.type == "runner.turn_started")
+    assert (started.runner, started.model) == ("scripted", "m-7")
+    before = quest.log.last_seq
+    with pytest.raises(Invalid) as err:
+        quest_service.set_runner(quest, quest_service.SetRunner(runner="gpt"))
+    assert err.value.code == "unknown_runner" and quest.log.last_seq == before
+    out = subprocess.run([*DS, "quest", "set-runner", quest.id, "--runner", "gpt"], env=ds_env(quest.home), capture_output=True, text=True)
+    assert out.returncode == 1 and "unknown runner 'gpt'" in out.stderr
