@@ -112,17 +112,41 @@ def test_verify_repair_replay_through_the_cli(home, capsys, q):
 
 
 @pytest.mark.slow
-def test_demo_runs_in_a_given_home(tmp_path, capsys):
-    out = ok(capsys, "demo", "--home", str(tmp_path / "demo"))
-    # Six turns of the scripted agent through the real scheduler, each completed.
-    stages = ["scout", "baseline", "idea", "experiment", "analysis-campaign", "write"]
-    for n, stage in enumerate(stages, 1):
-        assert re.search(rf"turn {n}:\s+{stage}\s+completed", out), out
-    assert "you reply:  'Write it up' (while the turn waits)" in out and "agent: You chose: Write it up" in out
-    assert "verify:  ok" in out and "6 turns (6 completed)" in out
-    assert "0 file(s) differed" in out  # what was written live equals what replay renders
-    home = Home(tmp_path / "demo")
-    (quest_id,) = home.quest_ids()
+def test_demo_runs_an_agent_through_six_turns_then_serves_the_quest(tmp_path):
+    """`ds demo --serve` as a user runs it: a real process; the quest it made is served."""
+    import urllib.request
+
+    proc = subprocess.Popen(
+        [*DS, "demo", "--home", str(tmp_path / "demo"), "--serve", "--port", "0"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ds_env(Home(tmp_path / "unused")),
+    )  # fmt: skip
+    lines: list[str] = []
+    try:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            lines.append(line)
+            if line.startswith("serving"):
+                break
+        out = "".join(lines)
+        assert lines and lines[-1].startswith("serving"), out + (proc.stderr.read() if proc.stderr else "")
+        port = int(lines[-1].rsplit(":", 1)[1].split()[0])
+        # Six turns of the scripted agent through the real scheduler, each completed.
+        stages = ["scout", "baseline", "idea", "experiment", "analysis-campaign", "write"]
+        for n, stage in enumerate(stages, 1):
+            assert re.search(rf"turn {n}:\s+{stage}\s+completed", out), out
+        assert "you reply:  'Write it up' (while the turn waits)" in out and "agent: You chose: Write it up" in out
+        assert "verify:  ok" in out and "6 turns (6 completed)" in out
+        assert "0 file(s) differed" in out  # what was written live equals what replay renders
+        home = Home(tmp_path / "demo")
+        (quest_id,) = home.quest_ids()
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/quests/{quest_id}/canvas?view=stage&format=svg", timeout=30) as r:
+            assert r.status == 200 and b"<svg" in r.read()
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+        for stream in (proc.stdout, proc.stderr):
+            if stream is not None:
+                stream.close()
     with home.open_quest(quest_id) as quest:
         events = quest.log.read()
         types = [e.type for e in events]

@@ -32,7 +32,7 @@ def _start_serve(home: Home, *extra: str) -> tuple[subprocess.Popen[str], int]:
 @pytest.mark.slow
 async def test_events_from_an_mcp_process_and_ds_message_reach_an_sse_client_live_in_order(home: Home, quest: Quest) -> None:
     start = quest.log.last_seq
-    proc, port = _start_serve(home)
+    proc, port = _start_serve(home, "--no-turns")  # the stream, not turns: the message must start none
     try:
         async with aiohttp.ClientSession() as session:
             url = f"http://127.0.0.1:{port}/api/quests/q1/events?stream=1&after={start}"
