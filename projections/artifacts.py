@@ -358,11 +358,23 @@ def render(state: State) -> Files:
     return files
 
 
+# What SUMMARY.md shows changes only with these events: the quest's identity, status and
+# stage, and the artifact domain's own. A memory card, a shell session, a turn or a tool
+# call's record leaves it as it was, so they do not render it again.
+_SUMMARY_TAGS = frozenset(
+    {"quest.created", "quest.anchor_changed", "quest.control", "quest.completed"}
+    | {"artifact.recorded", "git.branch_prepared", "git.checkpointed", "artifact.baseline_published",
+       "artifact.baseline_attached", "artifact.baseline_confirmed", "artifact.main_experiment_recorded",
+       "artifact.analysis_campaign_created", "artifact.analysis_slice_recorded", "artifact.summary_refreshed",
+       "git.graph_rendered"}
+)  # fmt: skip
+
+
 def render_changed(state: State, events: Iterable[Event]) -> Files:
     files: Files = {}
-    any_event = False
+    summary = False
     for event in events:
-        any_event = True
+        summary = summary or event.TAG in _SUMMARY_TAGS
         match event:
             case ArtifactRecorded():
                 files.update(_record_file(state, event.artifact_id))
@@ -374,8 +386,7 @@ def render_changed(state: State, events: Iterable[Event]) -> Files:
                 files.update(_campaign_file(state, event.campaign_id))
             case GitGraphRendered():
                 files.update(_graph_files(state))
-    if any_event:
-        # SUMMARY.md shows status, anchor and counts, which any event may change.
+    if summary:
         files.update(_summary_file(state))
     return files
 
