@@ -329,3 +329,29 @@ def test_a_card_with_the_same_title_words_is_found_by_one_lookup_whatever_the_bo
     finally:
         mem.close()
         quest.close()
+
+
+def _segments(conn: sqlite3.Connection) -> int:
+    """How many b-tree segments the full-text index has (a query looks each word up in each)."""
+    return int(conn.execute("SELECT count(DISTINCT segid) FROM fts_idx").fetchone()[0])
+
+
+def test_the_full_text_index_keeps_few_segments_however_many_small_folds_made_it(home: Home):
+    """Every fold is one SQLite transaction, and FTS5 writes each as a new segment; left to
+    its defaults it lets 16 pile up on a level, and the near-duplicate query, which looks
+    each word up in every segment, cost three times as much."""
+    mem = _store_with(home, "segments", 20)
+    store = mem.store("quest")
+    try:
+        with contextlib.closing(sqlite3.connect(str(store.index.file))) as conn:
+            counts = []
+            for i in range(120):
+                mem.quest.emit(CardWritten(card_id=f"knowledge-f{i:07x}", kind="knowledge", title=f"Fold {i}",
+                                           body=f"words{i} of card {i}"))  # fmt: skip
+                store.index.sync()  # one fold, one transaction, one new segment
+                counts.append(_segments(conn))
+        assert max(counts) <= 8, counts
+        assert len(svc.search(mem, svc.SearchCards(query="words7 words119", limit=5)).results) == 2
+    finally:
+        mem.close()
+        mem.quest.close()
