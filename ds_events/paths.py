@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import errno
 import os
+import stat
 import tempfile
 from pathlib import Path
 
@@ -28,16 +29,24 @@ _NAME_MAX = 255
 def confined(root: str | os.PathLike[str], rel: str, *, field: str = "path") -> Path:
     """``root / rel``, refusing anything that would land outside ``root``.
 
-    Checked lexically (relative, no ``..``, no NUL, no over-long names) and then through
-    the real path of the nearest existing ancestor directory, so a symlinked directory
-    cannot lead out either. Raises :class:`Invalid` (``path_outside_root``).
+    Checked lexically (relative, no ``..``, no NUL, no over-long names), then by walking
+    the existing directories from ``root`` without following links; only when the walk
+    meets a link (or anything but a directory) is the real path of the nearest existing
+    ancestor directory compared with the root's, so a symlinked directory cannot lead
+    out, while one that stays inside is allowed. Raises :class:`Invalid`
+    (``path_outside_root``).
     """
     root = Path(root)
-    parts = Path(rel).parts if isinstance(rel, str) else ()
-    if not isinstance(rel, str) or not rel or "\x00" in rel or Path(rel).is_absolute() or ".." in parts:
+    relpath = Path(rel) if isinstance(rel, str) else None
+    parts = relpath.parts if relpath is not None else ()
+    if relpath is None or not rel or "\x00" in rel or relpath.is_absolute() or ".." in parts:
         raise Invalid(f"{field} {rel!r} must be a relative path inside {root.name}", code="path_outside_root", field=field)
-    check_name_lengths(rel, field=field)
-    target = root / rel
+    _check_parts(parts, field)
+    target = root / relpath
+    if _no_link_on_the_way(root, parts):
+        return target
+    # A link somewhere on the way (or something odd, such as a file where a directory
+    # should be): it may still lead inside the root, which the real paths decide.
     base = os.path.realpath(root)
     ancestor = target.parent
     while not ancestor.exists() and ancestor != root and root in ancestor.parents:
@@ -82,9 +91,52 @@ def read_confined(root: str | os.PathLike[str], rel: str, *, field: str = "path"
 
 def check_name_lengths(rel: str, *, field: str = "path") -> None:
     """Refuse path components longer than the file system allows (255 bytes)."""
-    for part in Path(rel).parts:
-        if len(part.encode("utf-8", "surrogateescape")) > _NAME_MAX:
+    _check_parts(Path(rel).parts, field)
+
+
+def _check_parts(parts: tuple[str, ...], field: str) -> None:
+    for part in parts:
+        if len(part) * 4 > _NAME_MAX and len(part.encode("utf-8", "surrogateescape")) > _NAME_MAX:
             raise Invalid(f"{field}: a path component is longer than {_NAME_MAX} bytes", code="path_too_long", field=field)
+
+
+# Directories are opened only to be walked through: O_PATH (Linux) needs no read
+# permission and reads nothing.
+_WALK = getattr(os, "O_PATH", os.O_RDONLY) | os.O_DIRECTORY | os.O_CLOEXEC
+
+
+def _no_link_on_the_way(root: Path, parts: tuple[str, ...]) -> bool:
+    """Whether ``root / *parts`` is plainly inside ``root``: each directory on the way that
+    exists is a real directory (opened relative to the one before, never following a
+    link) and the last part, if it exists, is not a link. Then no real path can lead
+    out, and :func:`confined` skips resolving them (two ``realpath`` calls stat every
+    component of the absolute path, most of a card write's path checks). False for
+    anything else, which the real paths then decide."""
+    if not parts:
+        return False
+    try:
+        fd = os.open(root, _WALK)
+    except OSError:
+        return False
+    try:
+        for name in parts[:-1]:
+            try:
+                below = os.open(name, _WALK | os.O_NOFOLLOW, dir_fd=fd)
+            except FileNotFoundError:
+                return True  # nothing exists below here, so no link either
+            except OSError:
+                return False  # a link (ELOOP / ENOTDIR under O_PATH), a file in the way, ...
+            os.close(fd)
+            fd = below
+        try:
+            st = os.stat(parts[-1], dir_fd=fd, follow_symlinks=False)
+        except FileNotFoundError:
+            return True
+        except OSError:
+            return False
+        return not stat.S_ISLNK(st.st_mode)
+    finally:
+        os.close(fd)
 
 
 def write_atomic(path: str | os.PathLike[str], data: bytes) -> None:
