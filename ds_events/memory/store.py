@@ -86,18 +86,24 @@ class MemoryStore:
         return self.views.state(self.projection_name)  # type: ignore[no-any-return]
 
     @contextlib.contextmanager
-    def lent_state(self) -> Iterator[MemoryState]:
+    def lent_state(self, *, catch_up: bool = True) -> Iterator[MemoryState]:
         """The caught-up state for the length of the block, without copying it
         (:meth:`Views.lend`): what a write reads under the log's lock. Keep only its
-        immutable records (cards) past the block."""
-        self.views.catch_up()
+        immutable records (cards) past the block.
+
+        ``catch_up=False`` skips reading the log for news, for a caller that knows the
+        views are current: inside :meth:`transaction`, which caught them up when it took
+        the lock (nobody appends until it ends), or right after one, whose
+        materialisation caught them up past its own events."""
+        if catch_up:
+            self.views.catch_up()
         with self.views.lend(self.projection_name) as state:
             yield state
 
-    def card(self, card_id: str) -> Card | None:
+    def card(self, card_id: str, *, catch_up: bool = True) -> Card | None:
         """One card of the caught-up state (None if unknown), without handing the whole
         state out (see :meth:`lent_state`)."""
-        with self.lent_state() as state:
+        with self.lent_state(catch_up=catch_up) as state:
             return state.cards.get(card_id)
 
     def synced_index(self) -> MemoryIndex:
