@@ -183,7 +183,7 @@ class MemoryIndex:
 
         With ``max_lag``, an index behind the log by at most that many events is left as
         it is (0 returned): a write's near-duplicate check reads those few events itself
-        (``MemoryStore.changed_since``), and folding several cards in one transaction
+        (``projections.memory.changed_after``), and folding several cards in one transaction
         costs less than one each.
 
         The log is read *before* the index is locked, never while: a thread that holds

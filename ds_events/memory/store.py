@@ -18,14 +18,13 @@ from typing import Any
 import msgspec
 
 from ds_events.errors import Invalid, NotFound
-from ds_events.events import decode_line
 from ds_events.home import Home, Quest
 from ds_events.log import EventLog, LogError, Transaction
 from ds_events.paths import confined, read_confined
 from ds_events.views import Views
 from projections.memory import GLOBAL_PROJECTION, PROJECTION, Card, MemoryState, card_path, render_card
 
-from .index import MemoryIndex, is_memory_line
+from .index import MemoryIndex
 
 __all__ = ["MemoryStore", "MemoryContext", "Drift", "SCOPES", "INDEX_FILE"]
 
@@ -117,8 +116,9 @@ class MemoryStore:
         The index is caught up *before* the lock is taken, never while it is held: an
         index that is busy (another process folding a long log into it) must not hold
         up every appender of the quest. Inside, the index may lag by what others
-        appended in between: :meth:`changed_since` names those cards, so checks made
-        under the lock (near-duplicates) see every card. Nor is the index updated after
+        appended in between: the caught-up state names those cards
+        (:func:`projections.memory.changed_after`), so checks made under the lock
+        (near-duplicates) see every card. Nor is the index updated after
         the append: once the events are in the log the call has succeeded, and an
         index failing at that moment must not turn it into a reported failure. The
         next read (or write) catches it up.
@@ -134,16 +134,6 @@ class MemoryStore:
                 self.views.catch_up()
                 yield txn
             self.views.materialise(txn.appended)
-
-    def changed_since(self, seq: int) -> set[str]:
-        """Ids of the cards that memory events after ``seq`` wrote or changed (read from
-        the log, so it costs what was appended since, not the store's size)."""
-        ids: set[str] = set()
-        for _seq, line in self.log.iter_lines(after_seq=seq):
-            if is_memory_line(line):
-                event = decode_line(line)
-                ids.update(x for x in (getattr(event, "card_id", None), getattr(event, "global_card_id", None)) if x)
-        return ids
 
     def rel_path(self, card: Card) -> str:
         """The card's file relative to the store root."""

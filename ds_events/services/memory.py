@@ -31,7 +31,7 @@ from ds_events.memory.cards import (
 )
 from ds_events.memory.store import MemoryContext, MemoryStore, check_scope
 from ds_events.memory.text import DUPLICATE_THRESHOLD, config_pollution, is_near_duplicate, similarity_of, word_set, word_sets
-from projections.memory import KINDS, RECORD_TYPES, RESERVED_KEYS, SINGULAR, Card, MemoryState, recent_cards, render_card
+from projections.memory import KINDS, RECORD_TYPES, RESERVED_KEYS, SINGULAR, Card, MemoryState, changed_after, recent_cards, render_card
 
 from .memory_commands import (
     CardInfo,
@@ -315,13 +315,14 @@ def near_duplicates(
 
     Candidates are a bounded set, never every card: the index's best matches on the
     card's rarest words (:meth:`MemoryIndex.similar`), plus every card changed since the
-    index's seq (it may lag under the log's lock: see ``MemoryStore.transaction``).
+    index's seq (it may lag under the log's lock: see ``MemoryStore.transaction``), which
+    ``state`` (caught up with the log) names without reading the log.
     """
     index = store.index
     applied = index.applied_seq
     hits = index.similar(title, body, limit=_SIMILAR_CANDIDATES, kind=kind, records_only=records_only)
     ranked = [h.card_id for h in hits]
-    fresh = [c for c in store.changed_since(applied) if c not in ranked]
+    fresh = [c for c in changed_after(state, applied) if c not in ranked]
     mine = word_sets(title, body)
     out = []
     for card_id in [*ranked, *fresh]:
