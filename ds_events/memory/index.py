@@ -182,9 +182,9 @@ class MemoryIndex:
         """Apply every memory event appended since the index's seq; returns how many.
 
         With ``max_lag``, an index behind the log by at most that many events is left as
-        it is (0 returned): a write's near-duplicate check reads those few events itself
-        (``projections.memory.changed_after``), and folding several cards in one transaction
-        costs less than one each.
+        it is (0 returned): a write's near-duplicate check takes those few cards from the
+        caught-up state itself (``projections.memory.changed_after``), and folding several
+        cards in one transaction costs less than one each.
 
         The log is read *before* the index is locked, never while: a thread that holds
         the log's lock (a write checking for duplicates) may be waiting for the index,
