@@ -113,8 +113,8 @@ def write(mem: MemoryContext, cmd: WriteCard, *, record_type: str = "", extra: d
         raise Invalid(f"unknown record_type {record_type!r}: use {', '.join(RECORD_TYPES)}", code="invalid_record_type")
     store = mem.store(scope)
     # The state is lent, not handed out: nothing here keeps it past the lock, so the
-    # fold need not copy the whole card map before the next event.
-    # The transaction caught the views up when it took the lock: no need to look again.
+    # fold need not copy the whole card map before the next event. The transaction
+    # caught the views up when it took the lock: no need to read the log again.
     with store.transaction() as txn, store.lent_state(catch_up=False) as state:
         old = _check_supersedes(store, state, cmd.supersedes, kind) if cmd.supersedes else None
         keys = guard_keys(mem, state if store.scope == "quest" else None)
