@@ -150,8 +150,10 @@ def write_atomic(path: str | os.PathLike[str], data: bytes) -> None:
     over: ext4 starts writing the new file's data back on a rename over an existing file
     (``auto_da_alloc``) and waits for the disk queue to take it, which under other
     processes' I/O took 0.4-4 ms where the swap takes 0.05 ms. Readers still see the old
-    bytes or the new, never neither; as for a file written under a new name (a card
-    written for the first time), nothing is synced (these are files the log rebuilds)."""
+    bytes or the new, never neither. Nothing is synced, as before: after a power cut the
+    file may be old, new or empty (as a file written under a new name always could be).
+    Every caller writes what the log rebuilds (materialised views, snapshots, caches) or
+    a file that did not exist; a file that must survive a power cut needs its own sync."""
     path = Path(path)
     fd, tmp = _create_temp(path)
     try:
