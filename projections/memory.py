@@ -53,6 +53,7 @@ __all__ = [
     "render_digest",
     "digest_line",
     "frontmatter_of",
+    "changed_after",
 ]
 
 KINDS: tuple[str, ...] = ("papers", "ideas", "decisions", "episodes", "knowledge", "templates")
@@ -363,6 +364,25 @@ def recent_cards(state: MemoryState, limit: int, kind: str | None = None) -> lis
         card = state.cards.get(cid)
         if card is not None and card.active and (kind is None or card.kind == kind):
             found.append(card)
+    return found
+
+
+def changed_after(state: MemoryState, seq: int) -> list[str]:
+    """Ids of the active cards last changed after ``seq``, the most recent first.
+
+    Walks ``recent`` back from its end and stops at the first card whose last change is
+    at or before ``seq``: every entry is appended at a change of its card, so that entry
+    and all before it were appended at or before ``seq``. It costs what changed since,
+    not the store's size."""
+    found: list[str] = []
+    seen: set[str] = set()
+    for cid in reversed(state.recent):
+        card = state.cards.get(cid)
+        if card is None or card.seq <= seq:
+            break
+        if card.active and cid not in seen:
+            seen.add(cid)
+            found.append(cid)
     return found
 
 

@@ -153,7 +153,7 @@ class SharedSqlite:
                     self.close()  # whatever happened, the next attempt starts from the name
                     if is_corrupt(exc) and recoveries < _RECOVERIES:
                         recoveries += 1
-                        self._replace(self._opened_file or self.base)
+                        self._replace(self.opened_file or self.base)
                         continue
                     code = getattr(exc, "sqlite_errorcode", -1) & 0xFF
                     if code in _REOPEN_CODES and not reopened:
@@ -163,6 +163,20 @@ class SharedSqlite:
                         f"the memory index at {self.current_path.name} failed ({exc}); the next call reopens it",
                         code="index_unavailable",
                     ) from exc
+
+    @property
+    def opened_file(self) -> Path | None:
+        """The file of the open connection (None before the first :meth:`run`); read it
+        inside an operation to know which generation that operation saw."""
+        return self._opened[0] if self._opened else None
+
+    def renew(self, stale: Path) -> None:
+        """Publish a fresh, empty generation in place of ``stale`` (a file usable but
+        out of date, e.g. made with older settings), unless another process already has.
+        Like a broken file's replacement: nobody's open file is touched, and every
+        process moves to the new one at its next operation."""
+        with self._mutex:
+            self._replace(stale)
 
     def close(self) -> None:
         with self._mutex:
@@ -175,10 +189,6 @@ class SharedSqlite:
 
     def _count_busy(self) -> None:
         self.busy_waits += 1
-
-    @property
-    def _opened_file(self) -> Path | None:
-        return self._opened[0] if self._opened else None
 
     def _connection(self) -> sqlite3.Connection:
         for _ in range(_RECOVERIES + 2):

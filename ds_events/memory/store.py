@@ -18,14 +18,13 @@ from typing import Any
 import msgspec
 
 from ds_events.errors import Invalid, NotFound
-from ds_events.events import decode_line
 from ds_events.home import Home, Quest
 from ds_events.log import EventLog, LogError, Transaction
 from ds_events.paths import confined, read_confined
 from ds_events.views import Views
 from projections.memory import GLOBAL_PROJECTION, PROJECTION, Card, MemoryState, card_path, render_card
 
-from .index import MemoryIndex, is_memory_line
+from .index import MemoryIndex
 
 __all__ = ["MemoryStore", "MemoryContext", "Drift", "SCOPES", "INDEX_FILE"]
 
@@ -86,18 +85,24 @@ class MemoryStore:
         return self.views.state(self.projection_name)  # type: ignore[no-any-return]
 
     @contextlib.contextmanager
-    def lent_state(self) -> Iterator[MemoryState]:
+    def lent_state(self, *, catch_up: bool = True) -> Iterator[MemoryState]:
         """The caught-up state for the length of the block, without copying it
         (:meth:`Views.lend`): what a write reads under the log's lock. Keep only its
-        immutable records (cards) past the block."""
-        self.views.catch_up()
+        immutable records (cards) past the block.
+
+        ``catch_up=False`` skips reading the log for news, for a caller that knows the
+        views are current: inside :meth:`transaction`, which caught them up when it took
+        the lock (nobody appends until it ends), or right after one, whose
+        materialisation caught them up past its own events."""
+        if catch_up:
+            self.views.catch_up()
         with self.views.lend(self.projection_name) as state:
             yield state
 
-    def card(self, card_id: str) -> Card | None:
+    def card(self, card_id: str, *, catch_up: bool = True) -> Card | None:
         """One card of the caught-up state (None if unknown), without handing the whole
         state out (see :meth:`lent_state`)."""
-        with self.lent_state() as state:
+        with self.lent_state(catch_up=catch_up) as state:
             return state.cards.get(card_id)
 
     def synced_index(self) -> MemoryIndex:
@@ -111,8 +116,9 @@ class MemoryStore:
         The index is caught up *before* the lock is taken, never while it is held: an
         index that is busy (another process folding a long log into it) must not hold
         up every appender of the quest. Inside, the index may lag by what others
-        appended in between: :meth:`changed_since` names those cards, so checks made
-        under the lock (near-duplicates) see every card. Nor is the index updated after
+        appended in between: the caught-up state names those cards
+        (:func:`projections.memory.changed_after`), so checks made under the lock
+        (near-duplicates) see every card. Nor is the index updated after
         the append: once the events are in the log the call has succeeded, and an
         index failing at that moment must not turn it into a reported failure. The
         next read (or write) catches it up.
@@ -128,16 +134,6 @@ class MemoryStore:
                 self.views.catch_up()
                 yield txn
             self.views.materialise(txn.appended)
-
-    def changed_since(self, seq: int) -> set[str]:
-        """Ids of the cards that memory events after ``seq`` wrote or changed (read from
-        the log, so it costs what was appended since, not the store's size)."""
-        ids: set[str] = set()
-        for _seq, line in self.log.iter_lines(after_seq=seq):
-            if is_memory_line(line):
-                event = decode_line(line)
-                ids.update(x for x in (getattr(event, "card_id", None), getattr(event, "global_card_id", None)) if x)
-        return ids
 
     def rel_path(self, card: Card) -> str:
         """The card's file relative to the store root."""

@@ -43,6 +43,8 @@ _SUFFIXES = ("ing", "ed", "es", "s")
 # with up to 25 others per write, and stemming word by word was most of its time.
 _CONTENT: dict[str, str] = {}
 _CONTENT_MAX = 200_000
+_SETS: dict[tuple[str, str], tuple[frozenset[str], frozenset[str]]] = {}
+_SETS_MAX = 1024
 
 
 def words(text: str) -> list[str]:
@@ -82,9 +84,19 @@ def similarity(title_a: str, body_a: str, title_b: str, body_b: str) -> float:
 def word_sets(title: str, body: str) -> tuple[frozenset[str], frozenset[str]]:
     """(title words, title and body words): one side of :func:`similarity`, computed once
     when a card is compared with many. (Words never span the line break that joins title
-    and body in :func:`word_set`, so the union is the same set.)"""
-    head = frozenset(content_words(title))
-    return head, head | frozenset(content_words(body))
+    and body in :func:`word_set`, so the union is the same set.)
+
+    Remembered for the last :data:`_SETS_MAX` texts: consecutive writes compare with
+    the same cards the index has not folded yet (up to 16 of them, every write), and
+    tokenising a card was most of a comparison's cost."""
+    key = (title, body)  # the strings of a card in the view, whose hashes Python keeps
+    found = _SETS.get(key)
+    if found is None:
+        if len(_SETS) >= _SETS_MAX:
+            _SETS.clear()
+        head = frozenset(content_words(title))
+        found = _SETS[key] = (head, head | frozenset(content_words(body)))
+    return found
 
 
 def similarity_of(a: tuple[frozenset[str], frozenset[str]], title_b: str, body_b: str) -> float:

@@ -31,7 +31,7 @@ from ds_events.memory.cards import (
 )
 from ds_events.memory.store import MemoryContext, MemoryStore, check_scope
 from ds_events.memory.text import DUPLICATE_THRESHOLD, config_pollution, is_near_duplicate, similarity_of, word_set, word_sets
-from projections.memory import KINDS, RECORD_TYPES, RESERVED_KEYS, SINGULAR, Card, MemoryState, recent_cards, render_card
+from projections.memory import KINDS, RECORD_TYPES, RESERVED_KEYS, SINGULAR, Card, MemoryState, changed_after, recent_cards, render_card
 
 from .memory_commands import (
     CardInfo,
@@ -113,10 +113,12 @@ def write(mem: MemoryContext, cmd: WriteCard, *, record_type: str = "", extra: d
         raise Invalid(f"unknown record_type {record_type!r}: use {', '.join(RECORD_TYPES)}", code="invalid_record_type")
     store = mem.store(scope)
     # The state is lent, not handed out: nothing here keeps it past the lock, so the
-    # fold need not copy the whole card map before the next event.
-    with store.transaction() as txn, store.lent_state() as state:
+    # fold need not copy the whole card map before the next event. The transaction
+    # caught the views up when it took the lock: no need to read the log again.
+    with store.transaction() as txn, store.lent_state(catch_up=False) as state:
         old = _check_supersedes(store, state, cmd.supersedes, kind) if cmd.supersedes else None
-        polluted = config_pollution([title, str(metadata.get("summary", ""))], guard_keys(mem))
+        keys = guard_keys(mem, state if store.scope == "quest" else None)
+        polluted = config_pollution([title, str(metadata.get("summary", ""))], keys)
         if polluted:
             return WriteResult(
                 status="config_polluted",
@@ -148,7 +150,7 @@ def write(mem: MemoryContext, cmd: WriteCard, *, record_type: str = "", extra: d
         if old is not None:
             events.append(CardSuperseded(card_id=old.id, by_card_id=card_id, reason="superseded on write"))
         stored = txn.append(events)
-    card = store.card(card_id)
+    card = store.card(card_id, catch_up=False)
     assert card is not None  # just appended, and the views caught up on materialising
     summary = card_summary(store, card)
     summary.pop("status", None)
@@ -262,12 +264,16 @@ def configure_guard(mem: MemoryContext, cmd: ConfigureGuard) -> GuardResult:
     return GuardResult(status="configured", config_keys=clean, seq=stored[0].seq)
 
 
-def guard_keys(mem: MemoryContext) -> list[str]:
+def guard_keys(mem: MemoryContext, quest_state: MemoryState | None = None) -> list[str]:
     """The quest's guarded config keys (its ``memory.guard_configured``), else config.yaml's
-    ``memory.config_guard_keys``. They apply to the quest's writes in either scope."""
-    with mem.store("quest").lent_state() as state:
-        if state.guard_keys:
-            return list(state.guard_keys)
+    ``memory.config_guard_keys``. They apply to the quest's writes in either scope.
+    ``quest_state``: the quest's memory state, when the caller holds it current."""
+    if quest_state is None:
+        with mem.store("quest").lent_state() as state:
+            if state.guard_keys:
+                return list(state.guard_keys)
+    elif quest_state.guard_keys:
+        return list(quest_state.guard_keys)
     keys = mem.config.get("config_guard_keys") or []
     return [str(k) for k in keys] if isinstance(keys, list) else []
 
@@ -309,13 +315,14 @@ def near_duplicates(
 
     Candidates are a bounded set, never every card: the index's best matches on the
     card's rarest words (:meth:`MemoryIndex.similar`), plus every card changed since the
-    index's seq (it may lag under the log's lock: see ``MemoryStore.transaction``).
+    index's seq (it may lag under the log's lock: see ``MemoryStore.transaction``), which
+    ``state`` (caught up with the log) names without reading the log.
     """
     index = store.index
     applied = index.applied_seq
     hits = index.similar(title, body, limit=_SIMILAR_CANDIDATES, kind=kind, records_only=records_only)
     ranked = [h.card_id for h in hits]
-    fresh = [c for c in store.changed_since(applied) if c not in ranked]
+    fresh = [c for c in changed_after(state, applied) if c not in ranked]
     mine = word_sets(title, body)
     out = []
     for card_id in [*ranked, *fresh]:

@@ -61,6 +61,19 @@ def test_the_near_duplicate_measure_and_threshold():
     assert similarity("Mixup for ViT", "a", "mixup for vit", "b") == 1.0  # same title words
 
 
+def test_remembered_word_sets_are_those_of_the_text_and_the_memory_stays_bounded():
+    from ds_events.memory import text
+
+    first = text.word_sets("Warmup stops early divergence", "AdamW diverged without warmup")
+    assert first == (frozenset({"warmup", "stop", "early", "divergence"}),
+                     frozenset({"warmup", "stop", "early", "divergence", "adamw", "diverg", "without"}))  # fmt: skip
+    assert text.word_sets("Warmup stops early divergence", "AdamW diverged without warmup") is first  # remembered
+    assert text.word_sets("Warmup stops early divergence", "a different body")[1] == first[0] | {"different", "body"}
+    for i in range(3 * text._SETS_MAX):
+        text.word_sets(f"title {i}", f"body {i}")
+    assert len(text._SETS) <= text._SETS_MAX
+
+
 def test_config_pollution_matches_guarded_keys_only():
     assert config_pollution(["lr=3e-4 and LR: 0.1", "clr=1, lr mentioned"], ["lr"]) == ["lr=3e-4", "LR: 0.1"]
     assert config_pollution(["optimizer.lr = 0.1"], ["optimizer.lr"]) == ["optimizer.lr = 0.1"]

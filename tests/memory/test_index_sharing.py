@@ -236,6 +236,36 @@ conn.execute("ROLLBACK")
 """
 
 
+def test_an_index_made_without_the_merge_setting_is_replaced_and_every_open_handle_moves_on(
+    home: Home, quest: Quest, mem: MemoryContext
+):
+    """An index file an older version made lacks FTS5's merge setting. Writing it into the
+    file in use would fail the next query of every process that has the file open, so a
+    fresh generation takes its place, refilled from the log, and the others follow."""
+    ids = [svc.write(mem, WriteCard(kind="episodes", title=f"Run {i} finished", body=_words(f"m{i}"))).id for i in range(6)]
+    old = mem.store("quest").synced_index().file
+    with contextlib.closing(sqlite3.connect(old)) as conn:
+        conn.execute("DELETE FROM fts_config WHERE k = 'crisismerge'")  # as an older version made it
+        conn.commit()
+    assert [h.id for h in svc.search(mem, SearchCards(query="m2w1")).results] == [ids[2]]  # open handle: checked already
+    newcomer_quest = home.open_quest("q1", actor="newcomer")
+    newcomer = MemoryContext(newcomer_quest)
+    try:
+        query = " ".join(f"m{i}w3" for i in range(6))
+        assert {h.id for h in svc.search(newcomer, SearchCards(query=query, limit=10)).results} == set(ids)
+        index = newcomer.store("quest").index
+        assert index.file != old  # a new generation, refilled from the log
+        with contextlib.closing(sqlite3.connect(index.file)) as conn:
+            assert conn.execute("SELECT v FROM fts_config WHERE k = 'crisismerge'").fetchone() == (4,)
+        # The handle that had the old file open moves to the new one without an error.
+        more = svc.write(mem, WriteCard(kind="episodes", title="Run 6 finished", body=_words("m6"))).id
+        assert [h.id for h in svc.search(newcomer, SearchCards(query="m6w0")).results] == [more]
+        assert mem.store("quest").index.file == index.file
+    finally:
+        newcomer.close()
+        newcomer_quest.close()
+
+
 def test_a_write_whose_event_landed_is_never_reported_failed_because_of_the_index(quest: Quest, mem: MemoryContext):
     # Another process holds the index's write lock for as long as it likes. The write
     # needs only to read the (up to date) index for its duplicate check; the index

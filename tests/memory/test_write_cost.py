@@ -329,3 +329,69 @@ def test_a_card_with_the_same_title_words_is_found_by_one_lookup_whatever_the_bo
     finally:
         mem.close()
         quest.close()
+
+
+def _segments(conn: sqlite3.Connection) -> int:
+    """How many b-tree segments the full-text index has (a query looks each word up in each)."""
+    return int(conn.execute("SELECT count(DISTINCT segid) FROM fts_idx").fetchone()[0])
+
+
+def test_the_full_text_index_keeps_few_segments_however_many_small_folds_made_it(home: Home):
+    """Every fold is one SQLite transaction, and FTS5 writes each as a new segment; left to
+    its defaults it lets 16 pile up on a level, and the near-duplicate query, which looks
+    each word up in every segment, cost three times as much."""
+    mem = _store_with(home, "segments", 20)
+    store = mem.store("quest")
+    try:
+        with contextlib.closing(sqlite3.connect(str(store.index.file))) as conn:
+            counts = []
+            for i in range(120):
+                mem.quest.emit(CardWritten(card_id=f"knowledge-f{i:07x}", kind="knowledge", title=f"Fold {i}",
+                                           body=f"words{i} of card {i}"))  # fmt: skip
+                store.index.sync()  # one fold, one transaction, one new segment
+                counts.append(_segments(conn))
+        assert max(counts) <= 8, counts
+        assert len(svc.search(mem, svc.SearchCards(query="words7 words119", limit=5)).results) == 2
+    finally:
+        mem.close()
+        mem.quest.close()
+
+
+def test_the_cards_changed_after_a_seq_are_exactly_the_active_ones_changed_since_whatever_the_history() -> None:
+    """What the near-duplicate check adds to the index's candidates (the cards the index
+    has not folded yet) comes from the state's order of changes, not from the log: it
+    must equal a scan of every card, after writes, rewrites, supersedes, imports,
+    promotions and compactions of that order."""
+    import random
+
+    from projections.memory import _RECENT_SLACK, changed_after
+
+    rng = random.Random(8)
+    events: list[Any] = []
+    superseded: set[str] = set()
+    for seq in range(1, 2 * _RECENT_SLACK + 400):
+        cid = f"knowledge-{rng.randrange(60):04x}"
+        roll = rng.random()
+        if roll < 0.03 and cid not in superseded:
+            event: Any = CardSuperseded(card_id=cid, by_card_id="knowledge-ffff")
+            superseded.add(cid)
+        elif roll < 0.08:
+            event = CardImported(card_id=cid, kind="knowledge", title=f"edit {seq}", body="by hand")
+        elif roll < 0.1:
+            event = CardPromoted(card_id=cid, global_card_id=f"knowledge-g{seq}", source_quest="q1")
+        else:
+            event = CardWritten(card_id=cid, kind="knowledge", title=f"t{seq}", body=f"b{seq}")
+        events.append(msgspec.structs.replace(event, seq=seq, ts="2026-01-01T00:00:00.000000Z"))
+    state = PROJECTION.initial()
+    checked = 0
+    for event in events:
+        state = PROJECTION.apply(state, event)
+        if event.seq % 37 == 0:
+            for back in (0, 1, 5, 16, 200):
+                after = max(0, event.seq - back)
+                expected = {c.id for c in state.cards.values() if c.active and c.seq > after}
+                got = changed_after(state, after)
+                assert set(got) == expected and len(got) == len(expected), (event.seq, back)
+                assert [state.cards[c].seq for c in got] == sorted((state.cards[c].seq for c in got), reverse=True)
+                checked += 1
+    assert checked > 100 and superseded
