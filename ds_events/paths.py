@@ -15,11 +15,9 @@ from __future__ import annotations
 
 import errno
 import os
-import secrets
 import stat
-import sys
+import tempfile
 from pathlib import Path
-from typing import Any
 
 from .errors import Invalid
 
@@ -142,92 +140,18 @@ def _no_link_on_the_way(root: Path, parts: tuple[str, ...]) -> bool:
 
 
 def write_atomic(path: str | os.PathLike[str], data: bytes) -> None:
-    """Write ``data`` to ``path`` via a temp file and a rename: never half-written, and a
-    symlink at ``path`` is replaced, not followed.
-
-    A regular file already at ``path`` is swapped out (``renameat2`` with
-    ``RENAME_EXCHANGE``, where the system has it) and then deleted, rather than renamed
-    over: ext4 starts writing the new file's data back on a rename over an existing file
-    (``auto_da_alloc``) and waits for the disk queue to take it, which under other
-    processes' I/O took 0.4-4 ms where the swap takes 0.05 ms. Readers still see the old
-    bytes or the new, never neither. Nothing is synced, as before: after a power cut the
-    file may be old, new or empty (as a file written under a new name always could be).
-    Every caller writes what the log rebuilds (materialised views, snapshots, caches) or
-    a file that did not exist; a file that must survive a power cut needs its own sync."""
+    """Write ``data`` to ``path`` via a temp file and ``os.replace``: never half-written,
+    and a symlink at ``path`` is replaced, not followed."""
     path = Path(path)
-    fd, tmp = _create_temp(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name[:200]}.", suffix=".tmp")
     try:
-        try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view) :]
-        finally:
-            os.close(fd)
-        if not _swap(tmp, path):
-            os.replace(tmp, path)
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
     except BaseException:
         try:
             os.unlink(tmp)
         except FileNotFoundError:
             pass
         raise
-
-
-def _create_temp(path: Path) -> tuple[int, str]:
-    """A new empty file (mode 0600, as ``tempfile.mkstemp`` makes it) next to ``path``,
-    the parent directories made if missing."""
-    prefix = f"{path.parent}{os.sep}.{path.name[:200]}."
-    for attempt in range(100):
-        tmp = f"{prefix}{secrets.token_hex(6)}.tmp"
-        try:
-            return os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600), tmp
-        except FileNotFoundError:
-            if attempt:
-                raise
-            path.parent.mkdir(parents=True, exist_ok=True)
-        except FileExistsError:
-            continue
-    raise FileExistsError(errno.EEXIST, "no free temporary file name", prefix)
-
-
-_AT_FDCWD = -100
-_RENAME_EXCHANGE = 2
-_renameat2: Any = None  # resolved on first use: False where the system has none
-
-
-def _swap(tmp: str, path: Path) -> bool:
-    """Exchange ``tmp`` with the regular file at ``path`` and delete the old one; False
-    (nothing done) where there is no regular file there, or no way to exchange."""
-    try:
-        if not stat.S_ISREG(os.lstat(path).st_mode):
-            return False  # nothing, a link or a directory: os.replace's answer stands
-    except OSError:
-        return False
-    exchange = _exchange_function()
-    if exchange is None or exchange(_AT_FDCWD, os.fsencode(tmp), _AT_FDCWD, os.fsencode(path), _RENAME_EXCHANGE) != 0:
-        return False  # no such call here, or this file system refuses it
-    try:
-        os.unlink(tmp)  # the old file, now under the temporary name
-    except IsADirectoryError:
-        # A directory was put at ``path`` since the lstat: put it back, and let
-        # os.replace refuse as it would have.
-        exchange(_AT_FDCWD, os.fsencode(tmp), _AT_FDCWD, os.fsencode(path), _RENAME_EXCHANGE)
-        return False
-    return True
-
-
-def _exchange_function() -> Any:
-    global _renameat2
-    if _renameat2 is None:
-        _renameat2 = False
-        if sys.platform.startswith("linux"):
-            try:
-                import ctypes  # only here: most processes never replace a file
-
-                fn = ctypes.CDLL(None, use_errno=True).renameat2
-                fn.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
-                fn.restype = ctypes.c_int
-                _renameat2 = fn
-            except (OSError, AttributeError):
-                pass
-    return _renameat2 or None

@@ -89,37 +89,3 @@ def test_a_dangling_link_or_a_file_on_the_way_is_never_written_through(root: Pat
     (root / "memory" / "file").write_text("not a directory")
     assert _code(root, "memory/file/x.md") == "ok"  # as before: the write itself fails
     assert not os.path.exists(root.parent / "outside" / "x.md")
-
-
-def test_write_atomic_replaces_a_file_leaving_readers_of_the_old_one_and_no_temp_files(root: Path):
-    target = root / "memory" / "MEMORY.md"
-    write_atomic(target, b"first\n")
-    with open(target, "rb") as reader:  # opened before the rewrite: keeps the old bytes
-        for i in range(3):
-            write_atomic(target, f"version {i}\n".encode())
-        assert reader.read() == b"first\n"
-    assert target.read_bytes() == b"version 2\n"
-    assert sorted(p.name for p in target.parent.iterdir()) == ["MEMORY.md", "ideas"]
-    assert target.stat().st_mode & 0o777 == 0o600  # as tempfile.mkstemp made it
-
-
-def test_write_atomic_makes_missing_directories(root: Path):
-    write_atomic(root / "new" / "deeper" / "x.md", b"x")
-    assert (root / "new" / "deeper" / "x.md").read_bytes() == b"x"
-
-
-def test_write_atomic_replaces_a_link_without_writing_through_it(root: Path):
-    secret = root.parent / "outside" / "secret.md"
-    link = root / "memory" / "ideas" / "idea-1.md"
-    link.symlink_to(secret)
-    write_atomic(link, b"card\n")
-    assert not link.is_symlink() and link.read_bytes() == b"card\n"
-    assert secret.read_text() == "secret"
-
-
-def test_write_atomic_refuses_a_directory_in_the_way_and_changes_nothing(root: Path):
-    (root / "memory" / "ideas" / "keep.md").write_text("kept")
-    with pytest.raises(IsADirectoryError):
-        write_atomic(root / "memory" / "ideas", b"x")
-    assert (root / "memory" / "ideas" / "keep.md").read_text() == "kept"
-    assert sorted(p.name for p in (root / "memory").iterdir()) == ["ideas"]
