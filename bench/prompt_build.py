@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import statistics
 import sys
 import tempfile
 import time
@@ -38,7 +37,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench._rounds import ratios, spread, verdict  # noqa: E402
-from bench._util import append_in_batches  # noqa: E402
+from bench._util import append_in_batches, median_seconds  # noqa: E402
 from ds_events.events import Event, new_event_id  # noqa: E402
 from ds_events.events.artifact import (  # noqa: E402
     ArtifactRecorded,
@@ -88,7 +87,7 @@ def main() -> None:
             for name, fn in measures.items():
                 for n in sizes:
                     q, m = quests_by_size[n]
-                    times[(name, n)].append(_median_call(lambda: fn(q, m), args.calls))
+                    times[(name, n)].append(median_seconds(lambda: fn(q, m), args.calls))
         for q, m in quests_by_size.values():
             m.close()
             q.close()
@@ -109,15 +108,6 @@ def main() -> None:
 def _prepare(quest: Quest, mem: MemoryContext) -> prompt.BuiltPrompt:
     return prompt.prepare_prompt(quest, run_id="bench-run", runner="scripted", model="m", mem=mem, write=False,
                                  system_prompt=_SYSTEM)  # fmt: skip
-
-
-def _median_call(fn: Callable[[], object], calls: int) -> float:
-    out = []
-    for _ in range(calls):
-        start = time.perf_counter()
-        fn()
-        out.append(time.perf_counter() - start)
-    return statistics.median(out)
 
 
 def _build(root: Path, n: int) -> Quest:

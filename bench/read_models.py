@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import statistics
 import sys
 import tempfile
 import time
@@ -30,7 +29,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench._rounds import ratios, spread, verdict  # noqa: E402
-from bench._util import append_in_batches  # noqa: E402
+from bench._util import append_in_batches, median_seconds  # noqa: E402
 from ds_events.events import Event  # noqa: E402
 from ds_events.events.artifact import ArtifactRecorded, BranchPrepared, GitCheckpointed  # noqa: E402
 from ds_events.events.core import ConversationMessage, QuestAnchorChanged  # noqa: E402
@@ -73,7 +72,7 @@ def main() -> None:
         for _ in range(args.rounds):
             for name, fn in measures.items():
                 for n in sizes:
-                    times[(name, n)].append(_median_call(lambda: fn(quests[n]), args.calls))
+                    times[(name, n)].append(median_seconds(lambda: fn(quests[n]), args.calls))
         for q in quests.values():
             q.close()
 
@@ -90,15 +89,6 @@ def main() -> None:
     raw = times[("raw log.tail(1)", big)]
     for name in ("workflow", "canvas event", "canvas stage"):
         print(f"  {name} / raw log.tail(1) at {big:,} events: {spread(ratios(times[(name, big)], raw), '{:.1f}', 'x')}")
-
-
-def _median_call(fn: Callable[[], object], calls: int) -> float:
-    out = []
-    for _ in range(calls):
-        start = time.perf_counter()
-        fn()
-        out.append(time.perf_counter() - start)
-    return statistics.median(out)
 
 
 def _build(root: Path, n: int) -> Quest:
