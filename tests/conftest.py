@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from ds_events.home import Home, Quest
+from ds_events.memory.store import MemoryContext
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = REPO / "fixtures"
@@ -29,3 +30,12 @@ def quest(home: Home) -> Iterator[Quest]:
         yield q
     finally:
         q.close()
+
+
+@pytest.fixture
+def mem(quest: Quest) -> Iterator[MemoryContext]:
+    m = MemoryContext(quest=quest, actor="test")
+    try:
+        yield m
+    finally:
+        m.close()

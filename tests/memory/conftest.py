@@ -14,15 +14,6 @@ from ds_events.memory.store import MemoryContext
 
 
 @pytest.fixture
-def mem(quest: Quest) -> Iterator[MemoryContext]:
-    m = MemoryContext(quest=quest, actor="test")
-    try:
-        yield m
-    finally:
-        m.close()
-
-
-@pytest.fixture
 async def client(home: Home, quest: Quest) -> AsyncIterator[mcp.Client]:
     # The client's context must be entered and exited in one task (anyio cancel
     # scopes), and pytest-asyncio runs fixture setup and teardown in different ones:

@@ -50,15 +50,6 @@ def skills_dir(tmp_path: Path) -> Path:
     return root
 
 
-@pytest.fixture
-def mem(quest: Quest) -> Iterator[MemoryContext]:
-    m = MemoryContext(quest=quest, actor="test")
-    try:
-        yield m
-    finally:
-        m.close()
-
-
 def build(quest: Quest, skills_dir: Path, mem: MemoryContext | None = None, **over: Any) -> prompt.BuiltPrompt:
     kwargs: dict[str, Any] = dict(run_id="run-0001", runner="scripted", model="fixture-model", system_prompt=SYSTEM,
                                   skills_dir=skills_dir, mem=mem)  # fmt: skip
