@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from typing import Any
 
 import mcp
 import pytest
 
 from ds_events.home import Home, Quest
-from ds_events.memory.store import MemoryContext
 
 
 @pytest.fixture
