@@ -6,12 +6,9 @@ turn once with the right outcome, failed turns retried with a bound."""
 from __future__ import annotations
 
 import asyncio
-import os
 import signal
 import subprocess
-import sys
 import threading
-import time
 from pathlib import Path
 
 import pytest
