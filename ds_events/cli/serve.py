@@ -82,7 +82,8 @@ async def _run(home: Home, host: str, port: int, token: str | None, turns: dict[
 
     from handlers.http import make_app
 
-    runner = web.AppRunner(make_app(home, token=token), handle_signals=False, shutdown_timeout=5.0)
+    app = make_app(home, token=token)
+    runner = web.AppRunner(app, handle_signals=False, shutdown_timeout=5.0)
     await runner.setup()
     site = web.TCPSite(runner, host, port)
     try:
@@ -96,8 +97,11 @@ async def _run(home: Home, host: str, port: int, token: str | None, turns: dict[
     fleet_task = None
     if turns is not None:
         from ds_events.runners.fleet import Fleet
+        from handlers.http.app import HUB
 
-        fleet_task = asyncio.create_task(Fleet(home, **turns).run())
+        # The scheduler works on the hub's open quests: each is opened once, and a message
+        # posted over HTTP wakes its scheduler at once (the same log handle).
+        fleet_task = asyncio.create_task(Fleet(home, opener=app[HUB].quest, **turns).run())
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import sys
+from collections.abc import Callable
 from typing import Any
 
 from ds_events.errors import ServiceError
@@ -34,8 +35,14 @@ class Fleet:
         quest_ids: list[str] | None = None,
         scan_seconds: float = 2.0,
         restart_seconds: float = 5.0,
+        opener: Callable[[str], Quest] | None = None,
     ) -> None:
+        """``opener``: where to get an open quest (``ds serve`` passes its HTTP hub's,
+        so the daemon opens each quest once and a message posted over HTTP wakes the
+        scheduler at once); the quests it gives are its to close. None: the Fleet
+        opens and closes its own."""
         self.home = home
+        self.opener = opener
         self.options: dict[str, Any] = {"runner": runner, "model": model, "trajectory": trajectory}
         self.only = quest_ids
         self.scan_seconds = scan_seconds
@@ -68,7 +75,7 @@ class Fleet:
         while True:
             try:
                 if quest_id not in self.quests:
-                    self.quests[quest_id] = await asyncio.to_thread(self.home.open_quest, quest_id, actor="scheduler")
+                    self.quests[quest_id] = await asyncio.to_thread(self._open, quest_id)
                 scheduler = scheduler_for(self.quests[quest_id], **self.options)
                 await scheduler.serve()
             except asyncio.CancelledError:
@@ -81,6 +88,11 @@ class Fleet:
             await asyncio.sleep(pause)
             pause = min(pause * 2, 60.0)
 
+    def _open(self, quest_id: str) -> Quest:
+        if self.opener is not None:
+            return self.opener(quest_id)
+        return self.home.open_quest(quest_id, actor="scheduler")
+
     async def close(self) -> None:
         tasks = list(self.tasks.values())
         for task in tasks:
@@ -89,6 +101,7 @@ class Fleet:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
         self.tasks.clear()
-        for quest in self.quests.values():
-            quest.close()
+        if self.opener is None:
+            for quest in self.quests.values():
+                quest.close()
         self.quests.clear()
