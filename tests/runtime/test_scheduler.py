@@ -72,6 +72,8 @@ def test_a_message_starts_a_turn_that_delivers_it_once(quest: Quest, tmp_path: P
     # What the agent's MCP servers appended belongs to the turn.
     own = [e for e in quest.log.read() if e.actor == "mcp:artifact"]
     assert own and all(e.run_id == started.run_id for e in own)
+    shown = subprocess.run([*DS, "quest", "show", quest.id], env=ds_env(quest.home), capture_output=True, text=True)
+    assert "turns:   1 (1 completed)" in shown.stdout, shown.stdout + shown.stderr
     # Idle now: another run starts nothing.
     assert run(quest, traj) == []
 
