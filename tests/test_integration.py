@@ -55,7 +55,7 @@ async def artifact_work(home: Home) -> list[str]:
         got: list[str] = []
         for _ in range(6):  # drain the mailbox while ds message keeps queuing
             r = await call(c, "interact", {"message": f"working on {len(got)}", "kind": "progress"})
-            got += [m["text"] for m in r["new_messages"]]
+            got += [m["text"] for m in r["recent_inbound_messages"]]
         return ids + got
 
 
