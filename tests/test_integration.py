@@ -45,7 +45,7 @@ async def memory_work(home: Home) -> list[str]:
             r = await call(c, "write", {"kind": "episodes", "title": f"Episode {i}", "body": f"unique{i} " * 5})
             ids.append(r["id"])
         found = await call(c, "search", {"query": "episode unique3"})
-        assert found["results"][0]["id"] == ids[3]
+        assert found["items"][0]["id"] == ids[3]
         return ids
 
 
