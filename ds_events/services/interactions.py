@@ -75,6 +75,12 @@ MAX_RECENT = 50
 MAX_WAIT_SECONDS = 300.0
 MAX_DEDUPE_KEY = 200
 _SUPPRESSIBLE = ("progress", "milestone")
+# As DeepScientist documents it: the user may answer any update in a thread; only a
+# decision request blocks; an approval result closes a matter and takes no reply.
+_DEFAULT_REPLY_MODE = {
+    "progress": "threaded", "milestone": "threaded", "answer": "threaded",
+    "decision_request": "blocking", "approval_result": "none",
+}
 _OPTION_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 _OPTION_KEYS = {"id", "label", "description", "recommended"}
 _SCHEMA_TYPES = {"object", "string", "number", "integer", "boolean", "array"}
@@ -133,7 +139,8 @@ class Interact(Command):
         "choose) | approval_result (outcome of something the user approved) | answer (you answer a question)."
     ))] = "progress"
     reply_mode: Annotated[str | None, Meta(description=(
-        "none | threaded | blocking. When null: blocking for decision_request, none otherwise. A blocking "
+        "none | threaded | blocking. When null: blocking for decision_request, none for approval_result, "
+        "threaded otherwise (the user may answer in a thread). A blocking "
         "request stays open until the user replies; progress and milestone cannot block; a decision_request "
         "cannot be none."
     ))] = None
@@ -440,7 +447,7 @@ def _validate(quest: Quest, cmd: Interact) -> str:
     if len(message) > MAX_MESSAGE_CHARS:
         raise Invalid(f"a message is at most {MAX_MESSAGE_CHARS} characters; put details in a file or artifact",
                       code="message_too_long", length=len(message))
-    mode = reply_mode if reply_mode is not None else ("blocking" if kind == "decision_request" else "none")
+    mode = reply_mode if reply_mode is not None else _DEFAULT_REPLY_MODE[kind]
     if mode not in REPLY_MODES:
         raise Invalid(f"unknown reply_mode {mode!r}: use none, threaded or blocking", code="invalid_reply_mode")
     if kind == "decision_request" and mode == "none":
