@@ -166,6 +166,10 @@ class Interact(Command):
     )] = None
     reply_to_interaction_id: Annotated[str | None, Meta(description="The interaction id or user message id this answers.")] = None
     dedupe_key: Annotated[str | None, Meta(description="A progress or milestone update reusing a key already sent is suppressed.")] = None
+    suppress_if_unchanged: Annotated[bool | None, Meta(description=(
+        "null or true (default): a progress or milestone update that repeats the previous one (or reuses a "
+        "dedupe_key) is suppressed. false: send it even so."
+    ))] = None
     wait_timeout_seconds: Annotated[float, Meta(description=(
         "Blocking requests only, 0-300: wait this long for the reply and return it in `reply` (status "
         "answered). 0 returns at once."
@@ -263,7 +267,9 @@ def interact(quest: Quest, cmd: Interact, *, consumer: str = "") -> InteractResu
     fingerprint = _fingerprint(cmd.kind, cmd.message)
     with quest.transaction() as txn:
         state: view.State = quest.state("interactions")
-        duplicate_of = _duplicate_of(state, cmd.kind, fingerprint, cmd.dedupe_key)
+        duplicate_of = (
+            None if cmd.suppress_if_unchanged is False else _duplicate_of(state, cmd.kind, fingerprint, cmd.dedupe_key)
+        )
         events: list[Any] = []
         interaction_id: str | None = None
         if duplicate_of is None:

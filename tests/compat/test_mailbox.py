@@ -184,9 +184,12 @@ async def test_an_unchanged_progress_update_answers_suppressed_duplicate_and_wri
                                                 "include_recent_inbound_messages": False})  # fmt: skip
         second = await call(client, "interact", {"kind": "progress", "message": text, "deliver_to_bound_conversations": False,
                                                  "include_recent_inbound_messages": False})  # fmt: skip
+        forced = await call(client, "interact", {"kind": "progress", "message": text, "suppress_if_unchanged": False,
+                                                 "deliver_to_bound_conversations": False})  # fmt: skip
     assert first["status"] == "ok" and second["status"] == "suppressed_duplicate"
     assert second["duplicate_of"] == first["interaction_id"] and second["delivered"] is False
-    assert [e.message for e in of_type(quest, InteractionSent)] == [text]
+    assert forced["status"] == "ok" and forced["interaction_id"] not in (None, first["interaction_id"])
+    assert [e.interaction_id for e in of_type(quest, InteractionSent)] == [first["interaction_id"], forced["interaction_id"]]
 
 
 async def test_bad_reply_schemas_are_refused_with_a_code_and_write_nothing(home: Home, quest: Quest) -> None:
