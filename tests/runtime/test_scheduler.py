@@ -52,7 +52,7 @@ def test_a_message_starts_a_turn_that_delivers_it_once(quest: Quest, tmp_path: P
     traj = trajectory(
         tmp_path,
         [{"say": "hello"}, {"call": "artifact.interact", "args": {"message": "working"}, "save": "r"},
-         {"say": "new: {{r.new_messages}}"}],
+         {"say": "new: {{r.recent_inbound_messages}}"}],
     )  # fmt: skip
     message(quest, "please scout")
     finished = run(quest, traj)
@@ -86,7 +86,7 @@ def test_a_message_while_a_turn_runs_is_queued_and_reaches_the_agent_through_int
         [{"call": "artifact.interact", "args": {"message": "started"}},
          {"sleep": 1.5},
          {"call": "artifact.interact", "args": {"message": "anything new?"}, "save": "r"},
-         {"say": "got {{r.new_messages}}"}],
+         {"say": "got {{r.recent_inbound_messages}}"}],
     )  # fmt: skip
     message(quest, "first")
 
