@@ -286,3 +286,31 @@ async def test_recovery_queries_read_the_conversation_documents_and_state(home: 
             ("get_research_map_status", {"detail": "brief"}, "invalid_detail"),
         ]:
             assert (await refused(client, tool, args))["error"] == code, (tool, args)
+
+
+async def test_the_git_tool_commits_the_activated_branch(home: Home, quest: Quest) -> None:
+    async with artifact_client(home) as client:
+        await confirm_baseline(client)
+        first = await ok(client, "submit_idea", {"title": "A", "idea_id": "idea-a"})
+        await ok(client, "submit_idea", {"title": "B", "idea_id": "idea-b"})
+        await ok(client, "activate_branch", {"idea_id": "idea-a"})
+        (Path(first["worktree_root"]) / "a.txt").write_text("on a\n")
+        done = await ok(client, "git", {"action": "commit", "message": "work on a"})
+        assert done["result"]["branch"] == first["branch"]
+        assert quest.repo().branches.local[first["branch"]].peel().message.startswith("work on a")
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "checkpoint() and record() follow the artifacts view's active branch, which does not fold "
+    "research.branch_activated yet: projections/artifacts.py (h14-artifact's file) needs the three-line case "
+    "given in the h14-tools report. This fails loudly (XPASS) once it is merged: then drop the marker."
+))
+async def test_checkpoint_commits_the_activated_branch(home: Home, quest: Quest) -> None:
+    async with artifact_client(home) as client:
+        await confirm_baseline(client)
+        first = await ok(client, "submit_idea", {"title": "A", "idea_id": "idea-a"})
+        await ok(client, "submit_idea", {"title": "B", "idea_id": "idea-b"})
+        await ok(client, "activate_branch", {"idea_id": "idea-a"})
+        (Path(first["worktree_root"]) / "a.txt").write_text("on a\n")
+        done = await ok(client, "checkpoint", {"message": "work on a"})
+        assert done["branch"] == first["branch"]
