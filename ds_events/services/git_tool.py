@@ -113,7 +113,7 @@ def _commit(repo: pygit2.Repository, ref: str) -> pygit2.Commit:
         found = repo.branches.local.get(ref)
         obj = found.peel(pygit2.Commit) if found is not None else repo.revparse_single(ref).peel(pygit2.Commit)
     except (KeyError, ValueError, TypeError, pygit2.GitError, pygit2.InvalidSpecError):
-        raise NotFound(f"{ref!r} is not a branch or commit of the quest repository", code="unknown_ref", ref=ref) from None
+        raise NotFound(f"{ref!r} is not a branch or commit of the quest repository", code="unknown_ref", ref=ref[:250]) from None
     return obj
 
 
@@ -229,8 +229,11 @@ def _branch(quest: Quest, cmd: Git, branch: str) -> tuple[dict[str, Any], int | 
     if kind not in git_service.BRANCH_KINDS:
         raise Invalid(f"invalid branch name {name!r}: use <kind>/<name> with kind one of {', '.join(git_service.BRANCH_KINDS)}",
                       code="invalid_branch_name", branch=name)  # fmt: skip
+    start = cmd.create_from or branch
+    if len(start) > 250 or "\x00" in start:
+        raise NotFound("create_from is not a branch or commit of the quest repository", code="unknown_start_point")
     done = git_service.prepare_branch(quest, PrepareBranch(
-        branch=name, branch_kind=kind, create_worktree=cmd.checkout_new_branch, start_point=cmd.create_from or branch,
+        branch=name, branch_kind=kind, create_worktree=cmd.checkout_new_branch, start_point=start,
     ))  # fmt: skip
     return {
         "created": True, "branch": done.branch, "branch_kind": done.branch_kind, "start_sha": done.start_sha,
@@ -246,9 +249,9 @@ def _checkout(quest: Quest, cmd: Git, branch: str) -> tuple[dict[str, Any], int 
             raise Invalid("checkout works on branches: the workspace never detaches; use show or diff to read a commit",
                           code="checkout_needs_branch")  # fmt: skip
         raise Invalid("checkout needs branch (or ref)", code="missing_fields", missing=["branch"])
-    if target not in quest.repo().branches.local:
-        raise NotFound(f"no branch {target!r} in the quest repository: checkout works on branches",
-                       code="unknown_branch", branch=target)  # fmt: skip
+    if not research.has_branch(quest.repo(), target):
+        raise NotFound(f"no branch {target[:250]!r} in the quest repository: checkout works on branches",
+                       code="unknown_branch", branch=target[:250])  # fmt: skip
     done = research.activate_branch(quest, ActivateBranch(branch=target, anchor=None), activated_by="checkout",
                                     anchor_change=False)  # fmt: skip
     return {

@@ -62,6 +62,7 @@ __all__ = [
     "complete_quest",
     "resolve_foundation",
     "branch_kind_of",
+    "has_branch",
     "baseline_gate",
     "COMPLETION_DECISION_TYPE",
 ]
@@ -255,8 +256,9 @@ def activate_branch(quest: Quest, cmd: ActivateBranch, *, activated_by: str | No
 
 def _activation_target(repo: pygit2.Repository, research: Any, artifacts: Any, cmd: ActivateBranch) -> tuple[str, str]:
     if cmd.branch is not None:
-        if not isinstance(cmd.branch, str) or cmd.branch not in repo.branches.local:
-            raise NotFound(f"no branch {cmd.branch!r} in the quest repository", code="unknown_branch", branch=str(cmd.branch))
+        if not has_branch(repo, cmd.branch):
+            raise NotFound(f"no branch {str(cmd.branch)[:250]!r} in the quest repository", code="unknown_branch",
+                           branch=str(cmd.branch)[:250])  # fmt: skip
         return cmd.branch, "branch"
     if cmd.idea_id is not None:
         idea = research.ideas.get(cmd.idea_id)
@@ -413,6 +415,17 @@ def baseline_gate(artifacts: Any) -> str:
     return "confirmed" if artifacts.confirmed_baseline is not None else "pending"
 
 
+def has_branch(repo: pygit2.Repository, name: Any) -> bool:
+    """Whether ``name`` is a local branch; any string may be asked (a huge or malformed
+    name is simply not one)."""
+    if not isinstance(name, str) or not name or len(name) > 250 or "\x00" in name:
+        return False
+    try:
+        return repo.branches.local.get(name) is not None
+    except (ValueError, KeyError, pygit2.GitError, pygit2.InvalidSpecError):
+        return False
+
+
 def branch_kind_of(branch: str | None) -> str:
     """idea | run | analysis | paper | main | other, from the branch name's scheme."""
     if not branch or branch == "main":
@@ -458,8 +471,8 @@ def resolve_foundation(repo: pygit2.Repository, research: Any, artifacts: Any, r
         if run is None:
             raise NotFound(f"no main experiment {value!r}", code="unknown_foundation", kind=kind, ref=value)
         return {"kind": "run", "ref": value, "branch": run.branch, "run_id": value, "label": f"run {value} on {run.branch}"}
-    if value not in repo.branches.local:
-        raise NotFound(f"no branch {value!r} in the quest repository", code="unknown_foundation", kind=kind, ref=value)
+    if not has_branch(repo, value):
+        raise NotFound(f"no branch {value[:250]!r} in the quest repository", code="unknown_foundation", kind=kind, ref=value[:250])
     return {"kind": "branch", "ref": value, "branch": value, "label": f"branch {value}"}
 
 
@@ -471,7 +484,7 @@ def _default_foundation(repo: pygit2.Repository, research: Any, artifacts: Any, 
     idea = _idea_on(research, branch)
     if idea is not None:
         return resolve_foundation(repo, research, artifacts, {"kind": "idea", "ref": idea.idea_id})
-    if branch not in repo.branches.local:
+    if not has_branch(repo, branch):
         raise NotFound(f"the workspace branch {branch!r} is not in the quest repository", code="unknown_foundation")
     return {"kind": "branch", "ref": branch, "branch": branch, "label": f"branch {branch}"}
 
