@@ -424,6 +424,7 @@ def _branch_row(quest: Quest, research: Any, artifacts: Any, branch: str, number
         "idea_title": idea.title if idea else None,
         "idea_problem": idea.problem or None if idea else None,
         "method_brief": idea.method_brief or None if idea else None,
+        **{k: (idea.details.get(k) if idea else None) for k in ("selection_scores", "mechanism_family", "change_layer", "source_lens")},
         "next_target": idea.next_target if idea else None,
         "lineage_intent": idea.lineage_intent if idea else None,
         "parent_branch": idea.parent_branch if idea else (artifacts.branches[branch].start_point if branch in artifacts.branches else None),
@@ -437,6 +438,7 @@ def _branch_row(quest: Quest, research: Any, artifacts: Any, branch: str, number
         "experiments": [_run_summary(r) for r in runs],
         "experiment_count": len(runs),
         "idea_history": [i.idea_id for i in ideas],
+        "updated_at": max([i.updated_at for i in ideas] + [r.ts for r in runs], default=None),
     }
 
 

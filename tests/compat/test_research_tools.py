@@ -31,6 +31,7 @@ async def test_the_idea_lineage_loop_through_a_stdio_client(home: Home, quest: Q
             "mode": "create", "lineage_intent": "continue_line", "title": "Adapter route",
             "problem": "Baseline saturates.", "hypothesis": "A lightweight adapter helps.",
             "mechanism": "Insert a residual adapter.", "decision_reason": "Promote the strongest current idea.",
+            "change_layer": "model", "selection_scores": {"impact": 4, "cost": 2},
             "draft_markdown": "# Adapter route draft\n\nInsert a residual adapter after block 3.\n",
             "comment": {"why": "the skill says to record the chosen idea"},
         })  # fmt: skip
@@ -89,6 +90,7 @@ async def test_the_idea_lineage_loop_through_a_stdio_client(home: Home, quest: Q
         assert listed["count"] == 3
         assert rows[second["branch"]]["branch_no"] == "002"
         assert rows[second["branch"]]["foundation_reason"] == "Carry forward the strongest measured branch."
+        assert rows[first["branch"]]["change_layer"] == "model" and rows[first["branch"]]["updated_at"]
         assert listed["active_head_branch"] == second["branch"]
 
         activated = await ok(c, "activate_branch", {"branch": first["branch"]})
