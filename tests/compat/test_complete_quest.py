@@ -96,3 +96,21 @@ async def test_the_schema_form_of_the_decision_type_is_understood_too(home: Home
                                          "reply_schema": schema, "options": _OPTIONS})  # fmt: skip
         reply(quest, Reply(interaction_id=asked["interaction_id"], text="ok, approve"))
         assert (await ok(c, "complete_quest", {"summary": "finished"}))["status"] == "completed"
+
+
+async def test_deepscientists_bare_decision_type_form_without_options_completes_the_quest(home: Home, quest: Quest) -> None:
+    """DeepScientist asks for completion with ``reply_schema={"decision_type": ...}`` and no
+    options; the user's free-text "approve" is the explicit yes."""
+    async with artifact_client(home) as c:
+        asked = await ok(c, "interact", {
+            "kind": "decision_request", "message": "May I end this quest now?", "reply_mode": "blocking",
+            "deliver_to_bound_conversations": False, "include_recent_inbound_messages": False,
+            "reply_schema": {"decision_type": "quest_completion_approval"},
+        })  # fmt: skip
+        before = quest.log.last_seq
+        await refused(c, "complete_quest", {"summary": "too early"})  # asked, not yet answered
+        assert quest.log.last_seq == before + 1  # only the refused call's own record
+        reply(quest, Reply(interaction_id=asked["interaction_id"], text="approve"))
+        done = await ok(c, "complete_quest", {"summary": "Quest complete after MCP verification."})
+    assert done["status"] == "completed"
+    assert quest.state("status").status == "completed"
