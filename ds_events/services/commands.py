@@ -21,9 +21,10 @@ stay in the services, with their own codes.
 from __future__ import annotations
 
 import re
-from typing import Any, TypeVar
+from typing import Annotated, Any, TypeVar
 
 import msgspec
+from msgspec import Meta
 
 from ds_events.errors import Invalid
 
@@ -46,7 +47,16 @@ _MISSING = re.compile(r"^Object missing required field `(?P<field>[^`]+)`(?: - a
 
 
 class Command(msgspec.Struct, kw_only=True, frozen=True, forbid_unknown_fields=True):
-    """Base of every service command: keyword-only, immutable, unknown fields refused."""
+    """Base of every service command: keyword-only, immutable, unknown fields refused.
+
+    Every command takes a free-text ``comment`` (DeepScientist's callers send one with
+    each call): an MCP call keeps it in its ``tool.call_finished`` record; it changes
+    nothing else."""
+
+    comment: Annotated[str | dict[str, Any] | None, Meta(
+        description="Optional: a short note on why you make this call; kept in the call's record, changes nothing.",
+        extra_json_schema={"anyOf": [{"type": "string"}, {"type": "object"}, {"type": "null"}]},
+    )] = None
 
 
 class Result(msgspec.Struct, kw_only=True):

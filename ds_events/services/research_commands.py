@@ -3,8 +3,8 @@ ideas and lineage, turn-start recovery, the ``git`` tool, quest completion.
 
 Names, arguments and key result fields follow DeepScientist's research loop, so agents
 and skills written against it call these as they are. Every command also takes
-``comment`` (DeepScientist's note on why a call is made): it is kept in the call's
-``tool.call_finished`` record and changes nothing else. Services:
+``comment`` (DeepScientist's note on why a call is made; on the base Command): it is
+kept in the call's ``tool.call_finished`` record and changes nothing else. Services:
 :mod:`ds_events.services.research` (commands that emit), :mod:`ds_events.services.research_queries`
 (read-only queries), :mod:`ds_events.services.git_tool` (``git``).
 """
@@ -30,7 +30,6 @@ __all__ = [
 GIT_ACTIONS = ("status", "commit", "branch", "checkout", "log", "show", "diff")
 DOCUMENT_NAMES = ("brief", "plan", "status", "summary", "active_user_requirements")
 
-_TEXT_OR_OBJECT = {"anyOf": [{"type": "string"}, {"type": "object"}, {"type": "null"}]}
 _FOUNDATION = {
     "anyOf": [
         {"type": "string", "description": "A branch name."},
@@ -46,11 +45,7 @@ _FOUNDATION = {
 }
 
 
-class _Call(Command):
-    comment: Annotated[str | dict[str, Any] | None, Meta(
-        description="Optional note on why you call this (kept in the call's record; changes nothing).",
-        extra_json_schema=_TEXT_OR_OBJECT,
-    )] = None
+_Call = Command  # every command takes ``comment`` (ds_events.services.commands.Command)
 
 
 class SubmitIdea(_Call):
