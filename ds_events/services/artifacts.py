@@ -380,7 +380,7 @@ def overwrite_baseline(quest: Quest, cmd: OverwriteBaseline) -> ConfirmBaselineR
     with quest.transaction() as txn:
         state = quest.state("artifacts")
         if state.confirmed_baseline != baseline_id or state.baselines[baseline_id].confirmed != current:
-            raise Conflict("the confirmed baseline changed meanwhile: read it again and retry", code="baseline_moved")
+            raise Conflict("the confirmed baseline changed meanwhile: read it again and retry", code="baseline_mismatch", baseline_id=baseline_id)
         check_materialised(quest.root, [resolved["contract_path"]], field="baseline_path")
         event = BaselineConfirmed(
             baseline_id=baseline_id, baseline_path=rel, contract_path=resolved["contract_path"], contract=contract,
@@ -441,8 +441,30 @@ def record_main_experiment(quest: Quest, cmd: RecordMainExperiment) -> MainExper
         name = git_ops.validate_branch_name(f"run/{run_id}", "run")
         return name, git_ops.BranchSpec(branch=name, kind="run", worktree=None)
 
+    def judge(state: Any) -> tuple[Any, dict[str, dict[str, Any]], str, str, float | None, list[str], Any]:
+        # The baseline compared with and what the comparison says; refusals first.
+        baseline = _gate(state, baseline_id, run_id)
+        if baseline is None:  # the gate was waived: nothing to compare with
+            primary = next(iter(metrics))
+            return None, {}, primary, directions.get(primary, "higher"), None, sorted(metrics), protocol
+        confirmed = baseline.confirmed
+        if variant_id is not None and variant_id != confirmed.variant_id:
+            raise Conflict(
+                f"baseline_variant_id {variant_id!r} is not the confirmed variant {confirmed.variant_id!r}",
+                code="variant_mismatch", variant_id=confirmed.variant_id,
+            )  # fmt: skip
+        problems, comparisons = compare_to_contract(confirmed.contract, metrics, directions, protocol)
+        if problems:
+            raise Invalid(_problem_message(problems), code=_problem_code(problems), baseline_id=baseline.baseline_id, **problems)
+        primary = confirmed.primary_metric
+        extra = sorted(m for m in metrics if m not in confirmed.contract["metrics"])
+        used = protocol or confirmed.contract.get("evaluation_protocol")
+        return baseline, comparisons, primary, comparisons[primary]["direction"], comparisons[primary]["baseline"], extra, used
+
     state = quest.state("artifacts")
-    _gate(state, baseline_id, run_id)  # fail early, before a branch is made
+    judge(state)  # refuse before a branch is made
+    if state.id_taken(run_id):
+        raise Conflict(f"run {run_id!r} is already recorded", code="run_exists", run_id=run_id)
     run_branch, spec = decide(state)
     with git_ops.Rollback() as undo:
         made: Event | None = None
@@ -456,7 +478,7 @@ def record_main_experiment(quest: Quest, cmd: RecordMainExperiment) -> MainExper
             )  # fmt: skip
         with quest.transaction() as txn:
             state = quest.state("artifacts")
-            baseline = _gate(state, baseline_id, run_id)
+            baseline, comparisons, primary_metric, direction, baseline_value, extra, used_protocol = judge(state)
             if decide(state)[0] != run_branch and spec is None:
                 raise Conflict("the run's branch changed meanwhile: record it again", code="branch_moved", branch=run_branch)
             if state.id_taken(run_id):
@@ -464,24 +486,6 @@ def record_main_experiment(quest: Quest, cmd: RecordMainExperiment) -> MainExper
             head = git_ops.branch_head(repo, run_branch)
             if head is None:
                 raise NotFound(f"branch {run_branch!r} does not exist in the quest repository", code="unknown_branch", branch=run_branch)
-            if baseline is not None:
-                confirmed = baseline.confirmed
-                if variant_id is not None and variant_id != confirmed.variant_id:
-                    raise Conflict(
-                        f"baseline_variant_id {variant_id!r} is not the confirmed variant {confirmed.variant_id!r}",
-                        code="variant_mismatch", variant_id=confirmed.variant_id,
-                    )  # fmt: skip
-                problems, comparisons = compare_to_contract(confirmed.contract, metrics, directions, protocol)
-                if problems:
-                    raise Invalid(_problem_message(problems), code=_problem_code(problems), baseline_id=baseline.baseline_id, **problems)
-                primary_metric = confirmed.primary_metric
-                direction = comparisons[primary_metric]["direction"]
-                baseline_value: float | None = comparisons[primary_metric]["baseline"]
-                extra = sorted(m for m in metrics if m not in confirmed.contract["metrics"])
-                protocol = protocol or confirmed.contract.get("evaluation_protocol")
-            else:  # the gate was waived: nothing to compare with
-                comparisons, primary_metric = {}, next(iter(metrics))
-                direction, baseline_value, extra = directions.get(primary_metric, "higher"), None, sorted(metrics)
             progress = results_view.progress_eval(
                 state, primary_metric=primary_metric, direction=direction, value=metrics[primary_metric], baseline_value=baseline_value
             )
@@ -493,7 +497,7 @@ def record_main_experiment(quest: Quest, cmd: RecordMainExperiment) -> MainExper
                 run=run_id, title=title, baseline_id=baseline.baseline_id if baseline is not None else "",
                 metrics_summary=metrics, comparisons=comparisons, primary_metric=primary_metric, branch=run_branch,
                 head_sha=head, idea_id=idea_id or (info.idea_id if info else None) or (made.idea_id if made else None),
-                summary=summary_text, evaluation_protocol=protocol, details=cmd.details or {},
+                summary=summary_text, evaluation_protocol=used_protocol, details=cmd.details or {},
                 evaluation_summary=evaluation, evidence_paths=evidence, metric_rows=rows, progress=progress,
                 verdict=verdict, report=report, **narrative,
             )  # fmt: skip
