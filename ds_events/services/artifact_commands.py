@@ -444,12 +444,14 @@ class RecordResult(Result):
     path: str
     branch: str
     seq: int
+    ok: bool = True
 
 
 class SummaryResult(Result):
     path: str
     markdown: str
     seq: int
+    ok: bool = True
 
 
 class PaperResult(Result, omit_defaults=True):
@@ -477,6 +479,7 @@ class CheckpointResult(Result):
     skipped: list[dict[str, Any]]
     skipped_total: int
     seq: int
+    ok: bool = True
 
 
 class BranchResult(Result):
@@ -497,6 +500,7 @@ class GitGraphResult(Result):
     json_path: str
     svg_path: str
     seq: int
+    ok: bool = True
 
 
 class PublishBaselineResult(Result):

@@ -330,7 +330,7 @@ def overwrite_baseline(quest: Quest, cmd: OverwriteBaseline) -> ConfirmBaselineR
             code="baseline_path_changed", baseline_path=current.baseline_path,
         )  # fmt: skip
     variant_id = optional_id(cmd.variant_id, "variant_id") or current.variant_id
-    contract_in = cmd.metric_contract if cmd.metric_contract is not None else _contract_input(current.contract)
+    contract_in = cmd.metric_contract if cmd.metric_contract is not None else _contract_input(current.contract, normalise_directions(cmd.metric_directions))
     primary_in = cmd.primary_metric if cmd.primary_metric is not None else current.primary_metric
     metrics_in = cmd.metrics_summary if cmd.metrics_summary is not None else dict(current.metrics_summary)
     resolved = _resolve_confirmation(
@@ -838,9 +838,12 @@ def _advance(quest: Quest, auto_advance: bool, reason: str) -> list[Event]:
     return [QuestAnchorChanged(anchor="idea", previous=previous, reason=reason[:2000])]
 
 
-def _contract_input(contract: dict[str, Any]) -> dict[str, Any]:
-    """A confirmed (normalised) contract as input for a new confirmation."""
-    return {k: v for k, v in contract.items() if k not in ("baseline_id", "variant_id", "primary_metric", "metric_ids", "overwrite")}
+def _contract_input(contract: dict[str, Any], directions: dict[str, str]) -> dict[str, Any]:
+    """A confirmed (normalised) contract as input for a new confirmation; the directions
+    the caller gives replace the kept ones (and the overwrite judges the change)."""
+    out = {k: v for k, v in contract.items() if k not in ("baseline_id", "variant_id", "primary_metric", "metric_ids", "overwrite")}
+    out["metrics"] = {m: {**e, "direction": directions.get(m, e.get("direction"))} for m, e in contract["metrics"].items()}
+    return out
 
 
 def _resolve_confirmation(
