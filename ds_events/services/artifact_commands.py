@@ -583,6 +583,7 @@ class CampaignResult(Result):
     slices: list[CampaignSlice]
     path: str
     seq: int
+    ok: bool = True
 
 
 class SliceResult(Result):
