@@ -189,6 +189,25 @@ _EVALUATION_SUMMARY = {
         {"type": "null"},
     ]
 }
+_BASELINE_REFS = {
+    "anyOf": [
+        {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "baseline_id": {"type": "string"},
+                    "variant_id": {"type": "string"},
+                    "reason": {"type": "string"},
+                    "benchmark": {"type": "string"},
+                    "split": {"type": "string"},
+                },
+                "additionalProperties": True,
+            },
+        },
+        {"type": "null"},
+    ]
+}
 _COMMENT_DOC = "A note for the record (kept in the quest's log with the call)."
 Comment = Annotated[str | dict[str, Any] | None, Meta(description=_COMMENT_DOC)]
 
@@ -321,7 +340,7 @@ class OverwriteBaseline(Command):
         "Allow removed metrics, changed directions, another primary metric or another evaluation protocol."
     ))] = False
     overwrite_scope: Annotated[str, Meta(description="A label kept with the overwrite, e.g. full_refresh.")] = "full_refresh"
-    supplementary_baselines: Annotated[list[dict[str, Any]] | None, Meta(description="Other baselines to keep beside it (kept as given).")] = None
+    supplementary_baselines: Annotated[list[dict[str, Any]] | None, Meta(description="Other baselines to keep beside it (kept as given).", extra_json_schema=_BASELINE_REFS)] = None
     comment: Comment = None
 
 
@@ -429,7 +448,7 @@ class RecordAnalysisSlice(Command):
     next_recommendation: Annotated[str | None, Meta(description="What to do next.")] = None
     dataset_scope: Annotated[str, Meta(description="full | subset (subset needs subset_approval_ref).")] = "full"
     subset_approval_ref: Annotated[str | None, Meta(description="The approval for a subset run.")] = None
-    comparison_baselines: Annotated[list[dict[str, Any]] | None, Meta(description="Other baselines compared (kept as given).")] = None
+    comparison_baselines: Annotated[list[dict[str, Any]] | None, Meta(description="Other baselines compared (kept as given).", extra_json_schema=_BASELINE_REFS)] = None
     comment: Comment = None
 
 

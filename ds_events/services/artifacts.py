@@ -38,7 +38,6 @@ from ds_events.artifacts.validate import (
     check_materialised,
     check_metrics,
     check_record,
-    check_scalars,
     check_text,
     check_text_list,
     compare_to_contract,
@@ -373,7 +372,7 @@ def overwrite_baseline(quest: Quest, cmd: OverwriteBaseline) -> ConfirmBaselineR
         "direction_changed_metric_ids": turned, "path_changed": path_changed, "variant_changed": variant_changed,
         "protocol_breaking_reasons": reasons, "superseded_seq": current.seq,
         "superseded_contract_path": current.contract_path,
-        "supplementary_baselines": [check_scalars(b, "supplementary_baselines") for b in cmd.supplementary_baselines or []],
+        "supplementary_baselines": _objects(cmd.supplementary_baselines, "supplementary_baselines"),
     }  # fmt: skip
     contract = {**resolved["contract"], "overwrite": overwrite}
     comment = _comment_text(cmd.comment)
@@ -606,7 +605,7 @@ def record_analysis_slice(quest: Quest, cmd: RecordAnalysisSlice) -> SliceResult
         **{f: check_text(getattr(cmd, f), f, required=False) for f in (
             "claim_impact", "reviewer_resolution", "manuscript_update_hint", "next_recommendation", "subset_approval_ref")},
         dataset_scope=scope if scope != "full" else None,
-        comparison_baselines=[check_scalars(b, "comparison_baselines") for b in cmd.comparison_baselines or []],
+        comparison_baselines=_objects(cmd.comparison_baselines, "comparison_baselines"),
         comment=cmd.comment,
     )  # fmt: skip
     with quest.transaction() as txn:
@@ -819,6 +818,14 @@ def _report(**fields: Any) -> dict[str, Any]:
             continue
         out[key] = value
     return out
+
+
+def _objects(items: list[Any] | None, field: str) -> list[dict[str, Any]]:
+    """Objects kept as given (their JSON type is checked; the log's event size limit
+    bounds them)."""
+    if any(not isinstance(i, dict) for i in items or []):
+        raise Invalid(f"each {field} entry must be an object", code="invalid_field", field=field)
+    return list(items or [])
 
 
 def _comment_text(comment: Any) -> str:

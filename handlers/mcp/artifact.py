@@ -297,8 +297,14 @@ def _campaigns(ns: Namespace) -> None:
     def record_analysis_slice(tc: ToolContext, cmd: RecordAnalysisSlice) -> SliceResult:
         """Report one analysis slice's outcome (checkpoint its worktree first).
 
+        Metrics as metrics_summary or metric_rows [{metric_id, value}]; setup, execution,
+        results, evidence_paths, evaluation_summary, deviations, claim_impact,
+        next_recommendation ... are kept with the slice (dataset_scope="subset" needs
+        subset_approval_ref).
+
         Returns: campaign_id, slice_id, status, branch, head_sha, remaining_slice_ids,
-        campaign_complete, seq.
+        campaign_complete (also as `completed`), next_slice, metrics_summary,
+        evaluation_summary, path, seq, ok.
         Example: record_analysis_slice(campaign_id="campaign-001", slice_id="no-aug",
                                        metrics_summary={"top1": 0.90}, summary="LS still helps")
         """
