@@ -230,8 +230,7 @@ def attach_baseline(quest: Quest, cmd: AttachBaseline) -> AttachBaselineResult:
             )  # fmt: skip
             source = entry["source_quest"]
         else:
-            _known_baseline(state, baseline_id, home=quest.home)
-            raise AssertionError("unreachable")
+            raise _unknown_baseline(state, baseline_id, home=quest.home)
         stored = txn.append(event)[0]
     confirmed = baseline is not None and baseline.confirmed is not None
     return AttachBaselineResult(
@@ -757,22 +756,25 @@ def _variant_ids(variants: Any) -> list[str]:
     return ids
 
 
-def _known_baseline(state: Any, baseline_id: str, *, home: Home | None = None) -> Any:
+def _known_baseline(state: Any, baseline_id: str) -> Any:
     baseline = state.baselines.get(baseline_id)
     if baseline is None:
-        known = set(state.baselines)
-        if home is not None and (home.root / "baselines" / ".ds" / "events.jsonl").is_file():
-            log, views = open_registry(home)
-            try:
-                known |= set(views.state(baseline_registry.PROJECTION.name).entries)
-            finally:
-                log.close()
-        raise NotFound(
-            f"no baseline {baseline_id!r}: publish or confirm it first",
-            code="unknown_baseline",
-            known_baseline_ids=sorted(known),
-        )
+        raise _unknown_baseline(state, baseline_id)
     return baseline
+
+
+def _unknown_baseline(state: Any, baseline_id: str, *, home: Home | None = None) -> NotFound:
+    """The refusal for an id neither the quest nor (given ``home``) the registry knows."""
+    known = set(state.baselines)
+    if home is not None and (home.root / "baselines" / ".ds" / "events.jsonl").is_file():
+        log, views = open_registry(home)
+        try:
+            known |= set(views.state(baseline_registry.PROJECTION.name).entries)
+        finally:
+            log.close()
+    return NotFound(
+        f"no baseline {baseline_id!r}: publish or confirm it first", code="unknown_baseline", known_baseline_ids=sorted(known)
+    )
 
 
 def _gate(state: Any, baseline_id: str | None, run_id: str) -> Any:
