@@ -186,16 +186,26 @@ def publish_baseline(quest: Quest, cmd: PublishBaseline) -> PublishBaselineResul
         raise NotFound(f"default_variant_id {default!r} is not one of the variants", code="unknown_variant", variant_ids=variants)
     if cmd.comment is not None:
         clean.setdefault("comment", cmd.comment)
-    if quest.state("artifacts").id_taken(baseline_id):
-        raise Conflict(f"baseline {baseline_id!r} already exists", code="baseline_exists", baseline_id=baseline_id)
+    state = quest.state("artifacts")
+    _check_publishable(state, baseline_id)
+    confirmed = state.baselines[baseline_id].confirmed if baseline_id in state.baselines else None
+    if confirmed is not None:
+        # DeepScientist's skills confirm a baseline, then publish it for reuse: what the
+        # payload leaves out comes from the confirmation, so other quests can confirm it
+        # from the registry alone.
+        for key, value in (
+            ("metric_contract", _contract_input(confirmed.contract, {})), ("metrics_summary", dict(confirmed.metrics_summary)),
+            ("primary_metric", confirmed.primary_metric), ("summary", confirmed.summary or None),
+            ("baseline_path", confirmed.baseline_path), ("default_variant_id", confirmed.variant_id if confirmed.variant_id in variants else None),
+        ):  # fmt: skip
+            if value is not None and key not in clean:
+                clean[key] = value
     check_materialised(quest.root, [record_path("baseline", baseline_id)])
     # The registry first: a quest event is what makes the id taken here, so a retry
     # after a failure between the two appends publishes again instead of being refused.
     entry = _publish_to_registry(quest, baseline_id, clean, variants)
     with quest.transaction() as txn:
-        state = quest.state("artifacts")
-        if state.id_taken(baseline_id):
-            raise Conflict(f"baseline {baseline_id!r} already exists", code="baseline_exists", baseline_id=baseline_id)
+        _check_publishable(quest.state("artifacts"), baseline_id)
         stored = txn.append(BaselinePublished(baseline_id=baseline_id, payload=clean, variant_ids=variants))[0]
     return PublishBaselineResult(
         baseline_id=baseline_id, variant_ids=variants, path=record_path("baseline", baseline_id), seq=stored.seq,
@@ -258,6 +268,10 @@ def confirm_baseline(quest: Quest, cmd: ConfirmBaseline) -> ConfirmBaselineResul
     if not published:  # neither published here nor attached from the registry: the registry may know it
         entry = registry_entry(quest.home, baseline_id)
         published = dict(entry["payload"]) if entry is not None else {}
+        if entry is not None and variant_id is not None and entry["variant_ids"] and variant_id not in entry["variant_ids"]:
+            raise NotFound(
+                f"baseline {baseline_id!r} has no variant {variant_id!r}", code="unknown_variant", variant_ids=entry["variant_ids"]
+            )
     variant_id = variant_id or published.get("default_variant_id")
     resolved = _resolve_confirmation(
         quest, baseline_id=baseline_id, variant_id=variant_id, rel=rel, published=published,
@@ -761,6 +775,16 @@ def _known_baseline(state: Any, baseline_id: str) -> Any:
     if baseline is None:
         raise _unknown_baseline(state, baseline_id)
     return baseline
+
+
+def _check_publishable(state: Any, baseline_id: str) -> None:
+    """An id is published once per quest; a baseline confirmed (or attached) here but
+    not yet published may be published."""
+    baseline = state.baselines.get(baseline_id)
+    if baseline is not None and baseline.published_seq is None:
+        return
+    if state.id_taken(baseline_id):
+        raise Conflict(f"baseline {baseline_id!r} already exists", code="baseline_exists", baseline_id=baseline_id)
 
 
 def _unknown_baseline(state: Any, baseline_id: str, *, home: Home | None = None) -> NotFound:

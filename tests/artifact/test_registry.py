@@ -10,7 +10,8 @@ import json
 from ds_events.home import Home, Quest
 from ds_events.services.artifacts import open_registry, registry_entry
 from projections import baseline_registry
-from tests.artifact.support import client_for, ok
+from tests.artifact.support import client_for, fails, ok
+from tests.helpers import domain_events
 
 
 async def test_quests_publishing_at_once_each_land_in_the_registry_and_replay_rebuilds_it(home: Home, quest: Quest) -> None:
@@ -55,5 +56,23 @@ async def test_a_later_publication_of_an_id_replaces_the_registry_entry(home: Ho
         entry = registry_entry(home, "shared")
         assert entry is not None and entry["source_quest"] == "q2" and entry["payload"]["title"] == "second"
         assert registry_entry(home, "nowhere") is None
+    finally:
+        other.close()
+
+
+async def test_confirming_a_registry_baseline_checks_its_variants(home: Home, quest: Quest) -> None:
+    other = home.create_quest("Other", quest_id="q2")
+    try:
+        async with client_for(home, "q1") as c:
+            await ok(c, "publish_baseline", payload={"baseline_id": "shared", "name": "S", "baseline_variants": [{"variant_id": "main"}],
+                                                     "metrics_summary": {"acc": 0.5}, "primary_metric": "acc",
+                                                     "metric_contract": {"metrics": {"acc": {"description": "a", "derivation": "d", "source_ref": "r"}}}})  # fmt: skip
+        async with client_for(home, "q2") as c:
+            before = domain_events(other)
+            await fails(c, "confirm_baseline", "unknown_variant", baseline_path="baselines/shared", baseline_id="shared", variant_id="other")
+            await fails(c, "attach_baseline", "unknown_variant", baseline_id="shared", variant_id="other")
+            assert domain_events(other) == before and not (other.root / "baselines").exists()
+            done = await ok(c, "confirm_baseline", baseline_path="baselines/shared", baseline_id="shared", variant_id="main")
+            assert done["variant_id"] == "main" and done["metric_ids"] == ["acc"]
     finally:
         other.close()

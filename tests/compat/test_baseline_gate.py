@@ -102,3 +102,25 @@ async def test_overwrite_refreshes_the_confirmed_baseline_in_place(home: Home, q
     path.unlink()
     replay_quest(quest.root, quest_id="q1")
     assert path.read_bytes() == before
+
+
+async def test_a_confirmed_baseline_published_for_reuse_is_confirmed_by_another_quest_from_the_registry(home: Home, quest: Quest) -> None:
+    # DeepScientist's baseline skill: confirm the quest-local baseline, then publish it
+    other = home.create_quest("Second", quest_id="q2")
+    try:
+        async with mcp.Client(server(home, "q1")) as c:
+            await call(c, "confirm_baseline", baseline_path="baselines/local/b1", baseline_id="b1", metric_contract=CONTRACT,
+                       metrics_summary={"acc": 0.8, "loss": 0.4}, primary_metric="acc", metric_directions={"loss": "lower_better"},
+                       summary="reproduced")  # fmt: skip
+            published = await call(c, "publish_baseline", payload={"baseline_id": "b1", "name": "Reproduced B1"})
+            entry = published["baseline_registry_entry"]
+            assert entry["payload"]["primary_metric"] == "acc" and entry["payload"]["metrics_summary"] == {"acc": 0.8, "loss": 0.4}
+            again = await c.call_tool("publish_baseline", {"payload": {"baseline_id": "b1", "name": "twice"}})
+            assert again.is_error and "baseline_exists" in again.content[0].text
+        async with mcp.Client(server(home, "q2")) as c:
+            confirmed = await call(c, "confirm_baseline", baseline_path="baselines/imported/b1", baseline_id="b1")
+            assert confirmed["metric_directions"] == {"acc": "higher", "loss": "lower"} and confirmed["primary_metric"] == "acc"
+        (event,) = [e for e in other.log.read() if e.type == "artifact.baseline_confirmed"]
+        assert event.summary == "reproduced" and event.metrics_summary == {"acc": 0.8, "loss": 0.4}
+    finally:
+        other.close()
