@@ -24,6 +24,7 @@ from projections.interactions import State as InteractionsState
 from projections.memory import MemoryState
 from projections.node_traces import State as NodeTracesState
 from projections.turns import State as TurnsState
+from projections.research import State as ResearchState
 from projections.status import StatusState
 from projections.workflow import State as WorkflowState
 
@@ -266,6 +267,8 @@ class Quest:
     def state(self, name: Literal["node_traces"]) -> NodeTracesState: ...
     @overload
     def state(self, name: Literal["turns"]) -> TurnsState: ...
+    @overload
+    def state(self, name: Literal["research"]) -> ResearchState: ...
 
     def state(self, name: str = "status") -> Any:
         """The projection ``name`` caught up with the log (every process's events).

@@ -47,7 +47,7 @@ from ds_events.services.artifact_commands import (
     WaiveBaselineResult,
 )
 
-from . import artifact_interact
+from . import artifact_interact, artifact_research
 from .common import Namespace, QuestBinding, ToolContext
 
 __all__ = ["build_server", "INSTRUCTIONS"]
@@ -73,6 +73,7 @@ def build_server(binding: QuestBinding, *, arxiv_fetcher: arxiv_service.Fetcher 
     _campaigns(ns)
     _results(ns)
     artifact_interact.register(ns)
+    artifact_research.register(ns)
     return ns.server()
 
 
