@@ -17,6 +17,7 @@ import msgspec
 from msgspec.structs import replace
 
 from ds_events.events import Event
+from ds_events.events.research import BranchActivated, IdeaSubmitted
 from ds_events.events.artifact import (
     AnalysisCampaignCreated,
     AnalysisSliceRecorded,
@@ -224,6 +225,8 @@ class State(msgspec.Struct, kw_only=True):
     # The baseline gate: pending until a baseline is confirmed or the gate is waived.
     baseline_gate: str = "pending"
     waiver: dict[str, Any] | None = None  # {"reason", "comment", "seq"}
+    # Ideas submitted as candidates (no branch yet): idea_id -> the brief, until promoted.
+    candidate_ideas: dict[str, dict[str, Any]] = {}
 
     def id_taken(self, artifact_id: str) -> bool:
         """Ids share one namespace: records, baselines, main runs and campaigns."""
@@ -372,6 +375,20 @@ def apply(state: State, event: Event) -> State:
                     for s in campaign.slices
                 ]
                 state.campaigns[event.campaign_id] = replace(campaign, slices=slices)
+        case BranchActivated():
+            # An existing branch became the workspace: checkpoints and records follow it.
+            state.active_branch, state.active_worktree = event.branch, event.worktree
+        case IdeaSubmitted():
+            if event.submission_mode == "candidate" and event.mode == "create":
+                state.candidate_ideas[event.idea_id] = {
+                    **event.details, "idea_id": event.idea_id, "title": event.title, "problem": event.problem,
+                    "hypothesis": event.hypothesis, "mechanism": event.mechanism, "method_brief": event.method_brief,
+                    "next_target": event.next_target, "recorded_seq": event.seq,
+                }  # fmt: skip
+            elif event.submission_mode == "line":
+                promoted = event.details.get("source_candidate_id")
+                state.candidate_ideas.pop(str(promoted), None)
+                state.candidate_ideas.pop(event.idea_id, None)
         case SummaryRefreshed():
             state.refreshes += 1
             state.last_refresh_reason = event.reason
@@ -671,5 +688,5 @@ PROJECTION = Projection(
     apply=apply,
     render=render,
     render_changed=render_changed,
-    version=3,  # 2: the by_seq / newest index; 3: the baseline gate, narratives (older snapshots: refolded)
+    version=4,  # 2: the by_seq / newest index; 3: the baseline gate, narratives; 4: activations, candidates (older snapshots: refolded)
 )

@@ -122,6 +122,8 @@ def optimization_frontier(state: State) -> dict[str, Any]:
         for r in state.records.values()
         if r.kind == "idea" and r.artifact_id not in branched and not any(run.idea_id == r.artifact_id for run in state.runs.values())
     ]
+    briefs += [dict(c) for c in state.candidate_ideas.values()]  # submit_idea(submission_mode="candidate")
+    briefs.sort(key=lambda b: b["recorded_seq"])
     candidates = [
         {**r.payload, "candidate_id": r.payload.get("candidate_id") or r.artifact_id, "artifact_id": r.artifact_id, "recorded_seq": r.seq}
         for r in state.records.values()

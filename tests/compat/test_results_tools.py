@@ -77,3 +77,22 @@ async def test_analysis_slices_keep_metrics_evidence_and_evaluation(home: Home, 
     path.unlink()
     replay_quest(quest.root, quest_id="q1")
     assert path.read_bytes() == before
+
+
+async def test_the_frontier_lists_candidate_ideas_until_they_are_promoted(home: Home, quest: Quest) -> None:
+    async with mcp.Client(server(home)) as c:
+        await call(c, "waive_baseline", reason="exploratory quest")
+        cand = await call(c, "submit_idea", mode="create", submission_mode="candidate", title="Frontier candidate",
+                          problem="p", hypothesis="h", mechanism="m", method_brief="keep it branchless first",
+                          selection_scores={"utility": 0.71})  # fmt: skip
+        frontier = (await call(c, "get_optimization_frontier"))["optimization_frontier"]
+        assert [b["idea_id"] for b in frontier["candidate_briefs"]] == [cand["idea_id"]]
+        assert frontier["candidate_briefs"][0]["method_brief"] == "keep it branchless first"
+        assert frontier["candidate_briefs"][0]["selection_scores"] == {"utility": 0.71} and frontier["mode"] == "explore"
+        line = await call(c, "submit_idea", mode="create", submission_mode="line", source_candidate_id=cand["idea_id"],
+                          title="Promoted", problem="p", hypothesis="h", mechanism="m")  # fmt: skip
+        await call(c, "record_main_experiment", run_id="r1", metrics_summary={"acc": 0.7})
+        frontier = (await call(c, "get_optimization_frontier"))["optimization_frontier"]
+        assert frontier["candidate_briefs"] == [] and frontier["best_run"]["idea_id"] == line["idea_id"]
+        board = (await call(c, "get_method_scoreboard"))["scoreboard"]
+        assert board["incumbent_line_key"] == line["idea_id"] and board["entries"][0]["branch"] == line["branch"]
