@@ -17,6 +17,7 @@ import msgspec
 from msgspec.structs import replace
 
 from ds_events.events import Event
+from ds_events.events.research import BranchActivated, IdeaSubmitted
 from ds_events.events.artifact import (
     AnalysisCampaignCreated,
     AnalysisSliceRecorded,
@@ -24,6 +25,7 @@ from ds_events.events.artifact import (
     BaselineAttached,
     BaselineConfirmed,
     BaselinePublished,
+    BaselineWaived,
     BranchPrepared,
     GitCheckpointed,
     GitGraphRendered,
@@ -49,6 +51,7 @@ __all__ = [
     "record_path",
     "newest_records",
     "render_graph_svg",
+    "run_page_path",
 ]
 
 # kind -> directory under artifacts/
@@ -88,6 +91,9 @@ class Confirmation(msgspec.Struct, kw_only=True):
     summary: str
     seq: int
     ts: str
+    comment: str = ""
+    baseline_kind: str = ""
+    overwrite: dict[str, Any] | None = None
 
 
 class Baseline(msgspec.Struct, kw_only=True):
@@ -96,6 +102,7 @@ class Baseline(msgspec.Struct, kw_only=True):
     payload: dict[str, Any] = {}
     variant_ids: list[str] = []
     confirmed: Confirmation | None = None
+    source_quest: str | None = None  # attached from the home's registry, published by that quest
 
 
 class MainRun(msgspec.Struct, kw_only=True):
@@ -113,6 +120,17 @@ class MainRun(msgspec.Struct, kw_only=True):
     details: dict[str, Any]
     seq: int
     ts: str
+    hypothesis: str = ""
+    setup: str = ""
+    execution: str = ""
+    results: str = ""
+    conclusion: str = ""
+    evaluation_summary: dict[str, Any] | None = None
+    evidence_paths: list[str] = []
+    metric_rows: list[dict[str, Any]] = []
+    progress: dict[str, Any] = {}
+    verdict: str = ""
+    report: dict[str, Any] = {}
 
 
 class Slice(msgspec.Struct, kw_only=True):
@@ -127,6 +145,13 @@ class Slice(msgspec.Struct, kw_only=True):
     head_sha: str | None = None
     details: dict[str, Any] = {}
     recorded_seq: int | None = None
+    setup: str = ""
+    execution: str = ""
+    results: str = ""
+    evaluation_summary: dict[str, Any] | None = None
+    evidence_paths: list[str] = []
+    metric_rows: list[dict[str, Any]] = []
+    report: dict[str, Any] = {}
 
 
 class Campaign(msgspec.Struct, kw_only=True):
@@ -197,6 +222,11 @@ class State(msgspec.Struct, kw_only=True):
     refreshes: int = 0
     last_refresh_reason: str = ""
     graph: dict[str, Any] | None = None
+    # The baseline gate: pending until a baseline is confirmed or the gate is waived.
+    baseline_gate: str = "pending"
+    waiver: dict[str, Any] | None = None  # {"reason", "comment", "seq"}
+    # Ideas submitted as candidates (no branch yet): idea_id -> the brief, until promoted.
+    candidate_ideas: dict[str, dict[str, Any]] = {}
 
     def id_taken(self, artifact_id: str) -> bool:
         """Ids share one namespace: records, baselines, main runs and campaigns."""
@@ -210,6 +240,11 @@ class State(msgspec.Struct, kw_only=True):
 
 def record_path(kind: str, artifact_id: str) -> str:
     return f"artifacts/{KIND_DIRS[kind]}/{artifact_id}.json"
+
+
+def run_page_path(run: str) -> str:
+    """The readable page of a main experiment, beside its JSON record."""
+    return f"artifacts/runs/{run}.md"
 
 
 def newest_records(state: State, limit: int, *, kind: str | None = None) -> list[Record]:
@@ -279,10 +314,22 @@ def apply(state: State, event: Event) -> State:
             )
         case BaselineAttached():
             state.attached = {"baseline_id": event.baseline_id, "variant_id": event.variant_id}
+            if event.entry is not None:
+                baseline = state.baselines.get(event.baseline_id) or Baseline(baseline_id=event.baseline_id)
+                state.baselines[event.baseline_id] = replace(
+                    baseline,
+                    payload=dict(event.entry.get("payload") or {}),
+                    variant_ids=list(event.entry.get("variant_ids") or []),
+                    source_quest=event.source_quest,
+                )
         case BaselineConfirmed():
             baseline = state.baselines.get(event.baseline_id) or Baseline(baseline_id=event.baseline_id)
             state.baselines[event.baseline_id] = replace(baseline, confirmed=_copy(Confirmation, event))
             state.confirmed_baseline = event.baseline_id
+            state.baseline_gate, state.waiver = "confirmed", None
+        case BaselineWaived():
+            state.baseline_gate = "waived"
+            state.waiver = {"reason": event.reason, "comment": event.comment, "seq": event.seq, "ts": event.ts}
         case MainExperimentRecorded():
             state.runs[event.run] = _copy(MainRun, event)
             state.latest_run = event.run
@@ -315,12 +362,33 @@ def apply(state: State, event: Event) -> State:
                         head_sha=event.head_sha,
                         details=event.details,
                         recorded_seq=event.seq,
+                        setup=event.setup,
+                        execution=event.execution,
+                        results=event.results,
+                        evaluation_summary=event.evaluation_summary,
+                        evidence_paths=list(event.evidence_paths),
+                        metric_rows=list(event.metric_rows),
+                        report=event.report,
                     )
                     if s.slice_id == event.slice_id
                     else s
                     for s in campaign.slices
                 ]
                 state.campaigns[event.campaign_id] = replace(campaign, slices=slices)
+        case BranchActivated():
+            # An existing branch became the workspace: checkpoints and records follow it.
+            state.active_branch, state.active_worktree = event.branch, event.worktree
+        case IdeaSubmitted():
+            if event.submission_mode == "candidate" and event.mode == "create":
+                state.candidate_ideas[event.idea_id] = {
+                    **event.details, "idea_id": event.idea_id, "title": event.title, "problem": event.problem,
+                    "hypothesis": event.hypothesis, "mechanism": event.mechanism, "method_brief": event.method_brief,
+                    "next_target": event.next_target, "recorded_seq": event.seq,
+                }  # fmt: skip
+            elif event.submission_mode == "line":
+                promoted = event.details.get("source_candidate_id")
+                state.candidate_ideas.pop(str(promoted), None)
+                state.candidate_ideas.pop(event.idea_id, None)
         case SummaryRefreshed():
             state.refreshes += 1
             state.last_refresh_reason = event.reason
@@ -366,7 +434,7 @@ _SUMMARY_TAGS = frozenset(
     | {"artifact.recorded", "git.branch_prepared", "git.checkpointed", "artifact.baseline_published",
        "artifact.baseline_attached", "artifact.baseline_confirmed", "artifact.main_experiment_recorded",
        "artifact.analysis_campaign_created", "artifact.analysis_slice_recorded", "artifact.summary_refreshed",
-       "git.graph_rendered"}
+       "git.graph_rendered", "artifact.baseline_waived"}
 )  # fmt: skip
 
 
@@ -378,7 +446,7 @@ def render_changed(state: State, events: Iterable[Event]) -> Files:
         match event:
             case ArtifactRecorded():
                 files.update(_record_file(state, event.artifact_id))
-            case BaselinePublished() | BaselineConfirmed():
+            case BaselinePublished() | BaselineConfirmed() | BaselineAttached():
                 files.update(_baseline_files(state, event.baseline_id))
             case MainExperimentRecorded():
                 files.update(_run_file(state, event.run))
@@ -430,8 +498,54 @@ def _run_file(state: State, run: str) -> Files:
     if main is None:
         return {}
     body = msgspec.to_builtins(main)
-    body.update(artifact_id=run, run_id=run, kind="run", run_kind="main_experiment")
-    return {record_path("run", run): _json(body)}
+    body.update(
+        artifact_id=run, run_id=run, kind="run", run_kind="main_experiment", result_kind="main_experiment",
+        progress_eval=main.progress, run_md_path=run_page_path(run),
+    )  # fmt: skip
+    return {record_path("run", run): _json(body), run_page_path(run): _run_page(main).encode()}
+
+
+def _run_page(main: MainRun) -> str:
+    """A main experiment as a person reads it: identity, narrative, metrics against the
+    baseline, the progress verdict, evidence."""
+    p = main.progress
+    lines = [
+        f"# {main.title}",
+        "",
+        f"- run: `{main.run}`; branch: `{main.branch}`; head: `{(main.head_sha or 'none')[:12]}`",
+        f"- idea: `{main.idea_id or 'none'}`; baseline: `{main.baseline_id or 'none (gate waived)'}`",
+        f"- verdict: **{main.verdict or 'recorded'}**; status: {main.report.get('status', 'completed')}; "
+        f"dataset scope: {main.report.get('dataset_scope', 'full')}",
+    ]
+    if p:
+        level = p.get("breakthrough_level", "none")
+        lines.append(f"- progress: {'breakthrough (' + level + ')' if p.get('breakthrough') else 'no breakthrough'} — {p.get('reason', '')}")
+    for heading, text in (
+        ("Hypothesis", main.hypothesis), ("Setup", main.setup), ("Execution", main.execution),
+        ("Results", main.results), ("Conclusion", main.conclusion or p.get("reason", "")), ("Summary", main.summary),
+    ):  # fmt: skip
+        if text:
+            lines += ["", f"## {heading}", "", text.strip()]
+    lines += ["", "## Metrics", ""]
+    if main.comparisons:
+        lines += ["| metric | run | baseline | delta | better |", "|---|---|---|---|---|"]
+        for metric_id, c in main.comparisons.items():
+            mark = " (primary)" if metric_id == main.primary_metric else ""
+            lines.append(
+                f"| `{metric_id}`{mark} | {_num(c.get('value'))} | {_num(c.get('baseline'))} | "
+                f"{_num(c.get('delta'))} | {'yes' if c.get('better') else 'no'} ({c.get('direction', 'higher')} is better) |"
+            )
+    extra = [m for m in main.metrics_summary if m not in main.comparisons]
+    for metric_id in extra:
+        lines.append(f"- `{metric_id}` = {_num(main.metrics_summary[metric_id])}")
+    if main.evaluation_summary:
+        lines += ["", "## Evaluation summary", ""]
+        lines += [f"- {k.replace('_', ' ')}: {v}" for k, v in main.evaluation_summary.items()]
+    for heading, key in (("Evidence", None), ("Changed files", "changed_files"), ("Config files", "config_paths"), ("Notes", "notes")):
+        items = main.evidence_paths if key is None else main.report.get(key) or []
+        if items:
+            lines += ["", f"## {heading}", ""] + [f"- `{i}`" if key != "notes" else f"- {i}" for i in items]
+    return "\n".join(lines) + "\n"
 
 
 def _campaign_file(state: State, campaign_id: str) -> Files:
@@ -503,6 +617,8 @@ def _summary_file(state: State) -> Files:
 
 
 def _summary_baseline(state: State) -> list[str]:
+    if state.baseline_gate == "waived" and state.waiver is not None:
+        return [f"- baseline gate **waived**: {state.waiver['reason']}"]
     if state.confirmed_baseline is None:
         if state.attached:
             return [f"- attached `{state.attached['baseline_id']}`, not confirmed yet"]
@@ -572,5 +688,5 @@ PROJECTION = Projection(
     apply=apply,
     render=render,
     render_changed=render_changed,
-    version=2,  # 2: the by_seq / newest index (a version-1 snapshot lacks it: refolded)
+    version=4,  # 2: the by_seq / newest index; 3: the baseline gate, narratives; 4: activations, candidates (older snapshots: refolded)
 )

@@ -174,6 +174,10 @@ _MAKERS: dict[str, Callable[[random.Random, list[str]], Event]] = {
     ),
     "artifact.summary_refreshed": lambda r, _i: eva.SummaryRefreshed(reason=_text(r)),
     "git.graph_rendered": lambda r, _i: eva.GitGraphRendered(graph={"nodes": [r.randrange(5)], "edges": []}),
+    "artifact.baseline_waived": lambda r, _i: eva.BaselineWaived(reason=_text(r) or "no baseline exists", comment=_text(r)),
+    "registry.baseline_published": lambda r, _i: eva.RegistryBaselinePublished(
+        baseline_id=_pick(r, "base"), payload={"title": _text(r)}, variant_ids=["v1"], source_quest="q1"
+    ),
     "interaction.sent": lambda r, _i: evi.InteractionSent(
         interaction_id=_pick(r, "int"), kind=r.choice(("progress", "decision_request", "answer")), message=_text(r),
         reply_mode=r.choice(("none", "threaded", "blocking")), options=[{"id": "yes", "label": "Yes"}],

@@ -6,7 +6,9 @@ written. Codes: ``unknown_kind``, ``missing_fields``,
 ``invalid_field``, ``invalid_action``, ``invalid_id``, ``payload_too_large``,
 ``path_outside_quest``, ``path_not_allowed``, ``path_outside_root`` (from
 :func:`ds_events.paths.confined`), ``invalid_metrics_summary``,
-``invalid_metric_direction``, ``invalid_metric_contract``, ``unknown_primary_metric``.
+``invalid_metric_direction``, ``invalid_metric_contract``, ``unknown_primary_metric``,
+``invalid_metric_rows``, ``duplicate_metric_rows``, ``metric_value_mismatch``,
+``invalid_primary_metric``.
 """
 
 from __future__ import annotations
@@ -38,6 +40,12 @@ __all__ = [
     "normalise_contract",
     "compare_to_contract",
     "normalise_protocol",
+    "metric_rows",
+    "merge_metrics",
+    "primary_metric_ref",
+    "check_text_list",
+    "check_evaluation_summary",
+    "check_scalars",
 ]
 
 ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
@@ -83,6 +91,15 @@ _DIRECTIONS = {
     "lower_is_better": "lower",
     "min": "lower",
     "minimize": "lower",
+    # DeepScientist's spellings
+    "higher_better": "higher",
+    "more_is_better": "higher",
+    "greater_is_better": "higher",
+    "maximise": "higher",
+    "lower_better": "lower",
+    "less_is_better": "lower",
+    "smaller_is_better": "lower",
+    "minimise": "lower",
 }
 
 
@@ -381,3 +398,137 @@ def _present(value: Any) -> bool:
         return bool(value)
     return True
 
+
+
+def metric_rows(value: Any, field: str = "metric_rows") -> tuple[list[dict[str, Any]], dict[str, float], dict[str, str]]:
+    """DeepScientist's ``[{metric_id, value, ...}]`` rows: returns the rows (each with
+    ``metric_id`` and a numeric ``value``, other keys kept), their ``{metric_id: value}``
+    and the directions rows name. ``name`` or ``metric`` stand for ``metric_id``. A
+    metric in two rows (two splits, two seeds) is refused unless the caller says which
+    value counts through ``metrics_summary``: see :func:`merge_metrics`."""
+    if value is None:
+        return [], {}, {}
+    if not isinstance(value, list) or len(value) > 500:
+        raise Invalid(f"{field} must be a list of up to 500 objects {{metric_id, value, ...}}", code="invalid_metric_rows", field=field)
+    rows: list[dict[str, Any]] = []
+    values: dict[str, list[float]] = {}
+    directions: dict[str, str] = {}
+    problems: list[dict[str, Any]] = []
+    for i, row in enumerate(value):
+        if not isinstance(row, dict):
+            problems.append({"row": i, "problem": "not an object"})
+            continue
+        metric_id = row.get("metric_id") or row.get("name") or row.get("metric")
+        number = row.get("value")
+        if not isinstance(metric_id, str) or not _METRIC_ID_RE.match(metric_id):
+            problems.append({"row": i, "problem": "metric_id missing or not a metric id"})
+            continue
+        if isinstance(number, bool) or not isinstance(number, (int, float)) or not math.isfinite(number):
+            problems.append({"row": i, "metric_id": metric_id, "problem": "value must be a finite number"})
+            continue
+        if "direction" in row:
+            norm = _direction(row["direction"])
+            if norm is None:
+                problems.append({"row": i, "metric_id": metric_id, "problem": f"direction {row['direction']!r}: use higher or lower"})
+                continue
+            if directions.setdefault(metric_id, norm) != norm:
+                problems.append({"row": i, "metric_id": metric_id, "problem": "rows give this metric two directions"})
+                continue
+        clean = {k: v for k, v in row.items() if k not in ("name", "metric")}
+        clean.update(metric_id=metric_id, value=float(number))
+        rows.append(clean)
+        values.setdefault(metric_id, []).append(float(number))
+    if problems:
+        raise Invalid(f"{field}: each row needs a metric_id and a finite numeric value", code="invalid_metric_rows", field=field, problems=problems)
+    summary = {m: v[0] for m, v in values.items() if len(v) == 1}
+    repeated = sorted(m for m, v in values.items() if len(v) > 1)
+    if repeated:
+        summary.update({m: math.nan for m in repeated})  # merge_metrics asks for the value that counts
+    return rows, summary, directions
+
+
+def merge_metrics(summary: dict[str, float], from_rows: dict[str, float]) -> dict[str, float]:
+    """``metrics_summary`` and the values of ``metric_rows`` as one ``{metric_id: value}``:
+    a metric given in both must agree; one repeated across rows needs its value in
+    ``metrics_summary``."""
+    out = dict(summary)
+    mismatched = []
+    repeated = []
+    for metric_id, value in from_rows.items():
+        if metric_id in out:
+            if not math.isnan(value) and not math.isclose(out[metric_id], value, rel_tol=0, abs_tol=1e-12):
+                mismatched.append({"metric_id": metric_id, "metrics_summary": out[metric_id], "metric_rows": value})
+        elif math.isnan(value):
+            repeated.append(metric_id)
+        else:
+            out[metric_id] = value
+    if mismatched:
+        raise Invalid(
+            "metrics_summary and metric_rows disagree: give each metric one value",
+            code="metric_value_mismatch", mismatches=mismatched,
+        )  # fmt: skip
+    if repeated:
+        raise Invalid(
+            f"metric_rows give {', '.join(repeated)} more than once (splits or seeds?): say which value counts "
+            "in metrics_summary",
+            code="duplicate_metric_rows", metric_ids=repeated,
+        )  # fmt: skip
+    return out
+
+
+def primary_metric_ref(value: Any) -> tuple[str | None, float | None, str | None]:
+    """``primary_metric`` as a metric id, or DeepScientist's object ``{metric_id (or name
+    or id), value?, direction?}``: returns ``(metric_id, value, direction)``."""
+    if value is None:
+        return None, None, None
+    if isinstance(value, str):
+        if not _METRIC_ID_RE.match(value):
+            raise Invalid(f"primary_metric {value!r} is not a metric id", code="invalid_primary_metric")
+        return value, None, None
+    if not isinstance(value, dict):
+        raise Invalid("primary_metric must be a metric id or {metric_id, value, direction}", code="invalid_primary_metric")
+    metric_id = value.get("metric_id") or value.get("name") or value.get("id")
+    if not isinstance(metric_id, str) or not _METRIC_ID_RE.match(metric_id):
+        raise Invalid("primary_metric needs a metric_id", code="invalid_primary_metric")
+    number = value.get("value")
+    if number is not None and (isinstance(number, bool) or not isinstance(number, (int, float)) or not math.isfinite(number)):
+        raise Invalid("primary_metric.value must be a finite number", code="invalid_primary_metric")
+    direction = None
+    if value.get("direction") is not None:
+        direction = _direction(value["direction"])
+        if direction is None:
+            raise Invalid(f"primary_metric.direction {value['direction']!r}: use higher or lower", code="invalid_metric_direction")
+    return metric_id, None if number is None else float(number), direction
+
+
+def check_text_list(value: Any, field: str, *, max_items: int = 200, max_chars: int = 2000) -> list[str]:
+    """A list of non-empty strings (paths, notes); ``None`` is the empty list."""
+    if value is None:
+        return []
+    if not isinstance(value, list) or len(value) > max_items:
+        raise Invalid(f"{field} must be a list of up to {max_items} strings", code="invalid_field", field=field)
+    out = []
+    for item in value:
+        if not isinstance(item, str) or not item.strip() or len(item) > max_chars or "\x00" in item:
+            raise Invalid(f"each {field} entry must be a non-empty string of at most {max_chars} characters", code="invalid_field", field=field)
+        out.append(item.strip())
+    return out
+
+
+def check_evaluation_summary(value: Any, field: str = "evaluation_summary") -> dict[str, Any] | None:
+    """DeepScientist's evaluation summary (takeaway, claim_update, baseline_relation,
+    comparability, failure_mode, next_action, or any other key): an object of scalars."""
+    if value is None:
+        return None
+    return check_scalars(value, field) or None
+
+
+def check_scalars(value: Any, field: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise Invalid(f"{field} must be an object", code="invalid_field", field=field, expected="object")
+    for key, item in value.items():
+        if item is not None and not isinstance(item, (str, int, float, bool)):
+            raise Invalid(f"{field}.{key} must be a string, number or boolean", code="invalid_field", field=field)
+        if isinstance(item, str) and len(item) > 20_000:
+            raise Invalid(f"{field}.{key} is longer than 20000 characters", code="invalid_field", field=field)
+    return {k: v for k, v in value.items() if v is not None}

@@ -24,6 +24,8 @@ __all__ = [
     "AnalysisSliceRecorded",
     "SummaryRefreshed",
     "GitGraphRendered",
+    "BaselineWaived",
+    "RegistryBaselinePublished",
     "EVENTS",
 ]
 
@@ -79,6 +81,10 @@ class BaselineAttached(Event, tag="artifact.baseline_attached", kw_only=True):
 
     baseline_id: str
     variant_id: str | None = None
+    # A baseline another quest published to the home's registry: the registry entry as
+    # it was when attached, so this quest's replay needs no other log.
+    entry: dict[str, Any] | None = None
+    source_quest: str | None = None
 
 
 class BaselineConfirmed(Event, tag="artifact.baseline_confirmed", kw_only=True):
@@ -97,6 +103,10 @@ class BaselineConfirmed(Event, tag="artifact.baseline_confirmed", kw_only=True):
     metric_directions: dict[str, str] = {}
     summary: str = ""
     variant_id: str | None = None
+    comment: str = ""
+    baseline_kind: str = ""
+    # Set by overwrite_baseline: what changed against the confirmation it replaces.
+    overwrite: dict[str, Any] | None = None
 
 
 class MainExperimentRecorded(Event, tag="artifact.main_experiment_recorded", kw_only=True):
@@ -118,6 +128,21 @@ class MainExperimentRecorded(Event, tag="artifact.main_experiment_recorded", kw_
     summary: str = ""
     evaluation_protocol: dict[str, Any] | None = None
     details: dict[str, Any] = {}
+    # The run's narrative and evidence, as the agent wrote them.
+    hypothesis: str = ""
+    setup: str = ""
+    execution: str = ""
+    results: str = ""
+    conclusion: str = ""
+    evaluation_summary: dict[str, Any] | None = None
+    evidence_paths: list[str] = []
+    metric_rows: list[dict[str, Any]] = []
+    # The progress verdict against the baseline and the previous best main run.
+    progress: dict[str, Any] = {}
+    verdict: str = ""
+    # Other facts callers send (status, dataset_scope, changed_files, config_paths, notes,
+    # baseline_variant_id, the run's own metric_contract, comment).
+    report: dict[str, Any] = {}
 
 
 class AnalysisCampaignCreated(Event, tag="artifact.analysis_campaign_created", kw_only=True):
@@ -142,6 +167,14 @@ class AnalysisSliceRecorded(Event, tag="artifact.analysis_slice_recorded", kw_on
     summary: str = ""
     head_sha: str | None = None
     details: dict[str, Any] = {}
+    setup: str = ""
+    execution: str = ""
+    results: str = ""
+    evaluation_summary: dict[str, Any] | None = None
+    evidence_paths: list[str] = []
+    metric_rows: list[dict[str, Any]] = []
+    # Other facts callers send (deviations, claim_impact, next_recommendation, ...).
+    report: dict[str, Any] = {}
 
 
 class SummaryRefreshed(Event, tag="artifact.summary_refreshed", kw_only=True):
@@ -156,6 +189,24 @@ class GitGraphRendered(Event, tag="git.graph_rendered", kw_only=True):
     graph: dict[str, Any]
 
 
+class BaselineWaived(Event, tag="artifact.baseline_waived", kw_only=True):
+    """The quest goes on without a confirmed baseline, for a written reason; main
+    experiments are then recorded without a comparison."""
+
+    reason: str
+    comment: str = ""
+
+
+class RegistryBaselinePublished(Event, tag="registry.baseline_published", kw_only=True):
+    """A baseline entered the home's registry (its own log under ``DS_HOME/baselines``),
+    where every quest of the home can attach it; ``source_quest`` published it."""
+
+    baseline_id: str
+    payload: dict[str, Any] = {}
+    variant_ids: list[str] = []
+    source_quest: str = ""
+
+
 EVENTS: tuple[type[Event], ...] = (
     ArtifactRecorded,
     GitCheckpointed,
@@ -168,4 +219,6 @@ EVENTS: tuple[type[Event], ...] = (
     AnalysisSliceRecorded,
     SummaryRefreshed,
     GitGraphRendered,
+    BaselineWaived,
+    RegistryBaselinePublished,
 )

@@ -33,6 +33,10 @@ __all__ = [
     "RecordMainExperiment",
     "CreateAnalysisCampaign",
     "RecordAnalysisSlice",
+    "WaiveBaseline",
+    "OverwriteBaseline",
+    "GetMethodScoreboard",
+    "GetOptimizationFrontier",
     "RecordResult",
     "SummaryResult",
     "PaperResult",
@@ -46,6 +50,9 @@ __all__ = [
     "CampaignSlice",
     "CampaignResult",
     "SliceResult",
+    "WaiveBaselineResult",
+    "ScoreboardResult",
+    "FrontierResult",
 ]
 
 _ID = "letters, digits, '.', '_', '-'"
@@ -139,6 +146,70 @@ _SLICES = {
     },
 }
 _OBJECT_OR_NULL = {"anyOf": [{"type": "object"}, {"type": "null"}]}
+_METRIC_ROWS = {
+    "anyOf": [
+        {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "metric_id": {"type": "string"},
+                    "value": {"type": "number"},
+                    "direction": {"type": "string"},
+                },
+                "required": ["metric_id", "value"],
+                "additionalProperties": True,
+            },
+        },
+        {"type": "null"},
+    ]
+}
+_PRIMARY_METRIC = {
+    "anyOf": [
+        {"type": "string"},
+        {
+            "type": "object",
+            "properties": {"metric_id": {"type": "string"}, "value": {"type": "number"}, "direction": {"type": "string"}},
+            "required": ["metric_id"],
+        },
+        {"type": "null"},
+    ]
+}
+_STRINGS_OR_NULL = {"anyOf": [{"type": "array", "items": {"type": "string"}}, {"type": "null"}]}
+_EVALUATION_SUMMARY = {
+    "anyOf": [
+        {
+            "type": "object",
+            "properties": {
+                k: {"type": "string"}
+                for k in ("takeaway", "claim_update", "baseline_relation", "comparability", "failure_mode", "next_action")
+            },
+            "additionalProperties": True,
+        },
+        {"type": "null"},
+    ]
+}
+_BASELINE_REFS = {
+    "anyOf": [
+        {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "baseline_id": {"type": "string"},
+                    "variant_id": {"type": "string"},
+                    "reason": {"type": "string"},
+                    "benchmark": {"type": "string"},
+                    "split": {"type": "string"},
+                },
+                "additionalProperties": True,
+            },
+        },
+        {"type": "null"},
+    ]
+}
+_COMMENT_DOC = "A note for the record (kept in the quest's log with the call)."
+Comment = Annotated[str | dict[str, Any] | None, Meta(description=_COMMENT_DOC)]
 
 
 class Record(Command):
@@ -173,6 +244,10 @@ class PrepareBranch(Command):
     branch_kind: Annotated[str, Meta(description="run | idea | analysis | paper.")] = "run"
     create_worktree: Annotated[bool, Meta(description="false to create the branch only.")] = True
     start_point: Annotated[str | None, Meta(description="Branch or commit to start from. When null: the active branch.")] = None
+    create_worktree_flag: Annotated[bool | None, Meta(description=(
+        "DeepScientist's name for create_worktree; when given it decides (it may not contradict an explicit create_worktree)."
+    ))] = None
+    comment: Comment = None
 
 
 class RenderGitGraph(Command):
@@ -181,40 +256,116 @@ class RenderGitGraph(Command):
 
 class PublishBaseline(Command):
     payload: Annotated[dict[str, Any], Meta(
-        description="The baseline: baseline_id, title, optional variants, baseline_path, metrics_summary, source, summary.",
+        description=(
+            "The baseline: baseline_id, title (or name), optional variants (or baseline_variants), default_variant_id, "
+            "baseline_path, metrics_summary, primary_metric, metric_contract, source, summary. It enters the home's "
+            "baseline registry too, where the home's other quests can attach it."
+        ),
         extra_json_schema=_BASELINE_PAYLOAD,
     )]
+    comment: Comment = None
 
 
 class AttachBaseline(Command):
-    baseline_id: Annotated[str, Meta(description="A published baseline.")]
+    baseline_id: Annotated[str, Meta(description="A baseline published in this quest or in the home's registry.")]
     variant_id: Annotated[str | None, Meta(description="One of its variants.")] = None
+    comment: Comment = None
 
 
 class ConfirmBaseline(Command):
     baseline_path: Annotated[str, Meta(description="The baseline's directory inside the quest, e.g. \"baselines/resnet20\".")]
-    baseline_id: Annotated[str, Meta(description="The baseline (published or not).")]
-    metric_contract: Annotated[dict[str, Any], Meta(
+    baseline_id: Annotated[str | None, Meta(description=(
+        "The baseline (published or not). When null: the attached baseline, else the last part of baseline_path."
+    ))] = None
+    metric_contract: Annotated[dict[str, Any] | None, Meta(
         description=(
             "{\"metrics\": {metric_id: {\"description\", \"derivation\" or \"origin_path\", \"source_ref\", optional "
-            "\"direction\"}}, optional \"evaluation_protocol\": {...}}. Every metric of metrics_summary needs an entry."
+            "\"direction\"}} (or a list of entries with metric_id), optional \"evaluation_protocol\": {...}}. Every metric "
+            "of metrics_summary needs an entry. When null: the published or attached baseline's contract."
         ),
-        extra_json_schema=_CONTRACT,
-    )]
-    metrics_summary: Annotated[dict[str, Any], Meta(description="Flat {metric_id: number}.", extra_json_schema=_METRICS)]
-    primary_metric: Annotated[str, Meta(description="One metric id of metrics_summary.")]
+        extra_json_schema={"anyOf": [_CONTRACT, {"type": "null"}]},
+    )] = None
+    metrics_summary: Annotated[dict[str, Any] | None, Meta(
+        description="Flat {metric_id: number}. When null: the published or attached baseline's (its variant's) numbers.",
+        extra_json_schema={"anyOf": [_METRICS, {"type": "null"}]},
+    )] = None
+    primary_metric: Annotated[str | dict[str, Any] | None, Meta(
+        description=(
+            "The headline metric: a metric id, or {\"metric_id\", \"value\"?, \"direction\"?}. When null: the "
+            "published baseline's, else the contract's primary_metric_id, else the only metric."
+        ),
+        extra_json_schema=_PRIMARY_METRIC,
+    )] = None
     metric_directions: Annotated[dict[str, Any] | None, Meta(
-        description="{metric_id: \"higher\" | \"lower\"}; a metric not named is higher-is-better.",
+        description=(
+            "{metric_id: \"higher\" | \"lower\"} (also higher_better, lower_better, maximize, minimize ...); "
+            "a metric not named is higher-is-better."
+        ),
         extra_json_schema=_DIRECTIONS,
     )] = None
-    summary: Annotated[str | None, Meta(description="A short note on the baseline.")] = None
-    variant_id: Annotated[str | None, Meta(description="The variant confirmed, if the baseline has variants.")] = None
+    summary: Annotated[str | None, Meta(description="A short note on the baseline. When null: the published baseline's.")] = None
+    variant_id: Annotated[str | None, Meta(description=(
+        "The variant confirmed, if the baseline has variants. When null: the attached variant, else the default one."
+    ))] = None
+    baseline_kind: Annotated[str | None, Meta(description="e.g. reproduced, imported, published (kept with the confirmation).")] = None
+    auto_advance: Annotated[bool, Meta(description="Move the quest from the baseline stage to idea.")] = True
+    comment: Comment = None
+
+
+class WaiveBaseline(Command):
+    reason: Annotated[str, Meta(description="Why the quest goes on without a confirmed baseline (kept in the log).")]
+    auto_advance: Annotated[bool, Meta(description="Move the quest from the baseline stage to idea.")] = True
+    comment: Comment = None
+
+
+class OverwriteBaseline(Command):
+    change_summary: Annotated[str, Meta(description="What changed and why the confirmed baseline is refreshed.")]
+    baseline_id: Annotated[str | None, Meta(description="The confirmed baseline (only it can be overwritten). When null: it.")] = None
+    baseline_path: Annotated[str | None, Meta(description="When null: the confirmed one.")] = None
+    variant_id: Annotated[str | None, Meta(description="When null: the confirmed one.")] = None
+    summary: Annotated[str | None, Meta(description="When null: the confirmed one.")] = None
+    metric_contract: Annotated[dict[str, Any] | None, Meta(
+        description="As for confirm_baseline. When null: the confirmed contract.",
+        extra_json_schema={"anyOf": [_CONTRACT, {"type": "null"}]},
+    )] = None
+    metrics_summary: Annotated[dict[str, Any] | None, Meta(
+        description="When null: the confirmed numbers.", extra_json_schema={"anyOf": [_METRICS, {"type": "null"}]}
+    )] = None
+    primary_metric: Annotated[str | dict[str, Any] | None, Meta(
+        description="As for confirm_baseline. When null: the confirmed one.", extra_json_schema=_PRIMARY_METRIC
+    )] = None
+    metric_directions: Annotated[dict[str, Any] | None, Meta(description="As for confirm_baseline.", extra_json_schema=_DIRECTIONS)] = None
+    allow_path_change: Annotated[bool, Meta(description="Allow a different baseline_path.")] = False
+    allow_protocol_breaking_change: Annotated[bool, Meta(description=(
+        "Allow removed metrics, changed directions, another primary metric or another evaluation protocol."
+    ))] = False
+    overwrite_scope: Annotated[str, Meta(description="A label kept with the overwrite, e.g. full_refresh.")] = "full_refresh"
+    supplementary_baselines: Annotated[list[dict[str, Any]] | None, Meta(description="Other baselines to keep beside it (kept as given).", extra_json_schema=_BASELINE_REFS)] = None
+    comment: Comment = None
+
+
+class GetMethodScoreboard(Command):
+    comment: Comment = None
+
+
+class GetOptimizationFrontier(Command):
+    comment: Comment = None
 
 
 class RecordMainExperiment(Command):
-    run_id: Annotated[str, Meta(description="The run (its branch run/<run_id> is used when prepared).")]
-    title: Annotated[str, Meta(description="One line.")]
-    metrics_summary: Annotated[dict[str, Any], Meta(description="Flat {metric_id: number}.", extra_json_schema=_METRICS)]
+    run_id: Annotated[str, Meta(description="The run (recorded on its branch run/<run_id>, made from the active branch if not prepared).")]
+    title: Annotated[str, Meta(description="One line. When empty: the run id.")] = ""
+    metrics_summary: Annotated[dict[str, Any] | None, Meta(
+        description="Flat {metric_id: number}. Give it, metric_rows, or both (they must agree).",
+        extra_json_schema={"anyOf": [_METRICS, {"type": "null"}]},
+    )] = None
+    metric_rows: Annotated[list[dict[str, Any]] | None, Meta(
+        description=(
+            "[{\"metric_id\", \"value\", \"direction\"?, ...}] (DeepScientist's form); other keys (split, seed) are "
+            "kept. A metric in several rows needs its value in metrics_summary."
+        ),
+        extra_json_schema=_METRIC_ROWS,
+    )] = None
     baseline_id: Annotated[str | None, Meta(description=(
         "The baseline compared against. When null: the attached confirmed baseline, else the last confirmed."
     ))] = None
@@ -229,8 +380,34 @@ class RecordMainExperiment(Command):
     )] = None
     summary: Annotated[str | None, Meta(description="What the run showed.")] = None
     idea_id: Annotated[str | None, Meta(description="The idea tested. When null: the run branch's idea.")] = None
-    branch: Annotated[str | None, Meta(description="The run's branch. When null: the branch prepared for run_id, else the active one.")] = None
+    branch: Annotated[str | None, Meta(description=(
+        "The run's branch. When null: the branch prepared for run_id, else the active run branch, else run/<run_id> "
+        "made at the active branch's head."
+    ))] = None
     details: Annotated[dict[str, Any] | None, Meta(description="Any other JSON facts about the run.", extra_json_schema=_OBJECT_OR_NULL)] = None
+    hypothesis: Annotated[str, Meta(description="What the run tested.")] = ""
+    setup: Annotated[str, Meta(description="How it was set up.")] = ""
+    execution: Annotated[str, Meta(description="What was run.")] = ""
+    results: Annotated[str, Meta(description="What came out.")] = ""
+    conclusion: Annotated[str, Meta(description="What it means. When empty: the progress verdict's reason.")] = ""
+    evaluation_summary: Annotated[dict[str, Any] | None, Meta(
+        description="{takeaway, claim_update, baseline_relation, comparability, failure_mode, next_action} (strings).",
+        extra_json_schema=_EVALUATION_SUMMARY,
+    )] = None
+    evidence_paths: Annotated[list[str] | None, Meta(description="Files that back the result (relative to the run's worktree).", extra_json_schema=_STRINGS_OR_NULL)] = None
+    changed_files: Annotated[list[str] | None, Meta(description="Files the run changed.", extra_json_schema=_STRINGS_OR_NULL)] = None
+    config_paths: Annotated[list[str] | None, Meta(description="Config files used.", extra_json_schema=_STRINGS_OR_NULL)] = None
+    notes: Annotated[list[str] | None, Meta(description="Short notes.", extra_json_schema=_STRINGS_OR_NULL)] = None
+    dataset_scope: Annotated[str, Meta(description="full | subset.")] = "full"
+    verdict: Annotated[str, Meta(description=(
+        "The agent's verdict. When empty: supported (a breakthrough), inconclusive (worse than the baseline) or recorded."
+    ))] = ""
+    status: Annotated[str, Meta(description="completed | failed | partial.")] = "completed"
+    baseline_variant_id: Annotated[str | None, Meta(description="Must be the confirmed variant when given.")] = None
+    metric_contract: Annotated[dict[str, Any] | None, Meta(description=(
+        "The run's own view of the contract (kept as given); the comparison uses the confirmed baseline's."
+    ), extra_json_schema=_OBJECT_OR_NULL)] = None
+    comment: Comment = None
 
 
 class CreateAnalysisCampaign(Command):
@@ -254,6 +431,25 @@ class RecordAnalysisSlice(Command):
     )] = None
     summary: Annotated[str | None, Meta(description="What the slice showed.")] = None
     details: Annotated[dict[str, Any] | None, Meta(description="Any other JSON facts.", extra_json_schema=_OBJECT_OR_NULL)] = None
+    setup: Annotated[str, Meta(description="How the slice was set up.")] = ""
+    execution: Annotated[str, Meta(description="What was run.")] = ""
+    results: Annotated[str, Meta(description="What came out.")] = ""
+    evidence_paths: Annotated[list[str] | None, Meta(description="Files that back the result.", extra_json_schema=_STRINGS_OR_NULL)] = None
+    metric_rows: Annotated[list[dict[str, Any]] | None, Meta(
+        description="[{\"metric_id\", \"value\", ...}] as for record_main_experiment.", extra_json_schema=_METRIC_ROWS
+    )] = None
+    evaluation_summary: Annotated[dict[str, Any] | None, Meta(
+        description="As for record_main_experiment.", extra_json_schema=_EVALUATION_SUMMARY
+    )] = None
+    deviations: Annotated[list[str] | None, Meta(description="Where the slice departed from its plan.", extra_json_schema=_STRINGS_OR_NULL)] = None
+    claim_impact: Annotated[str | None, Meta(description="How it changes the paper's claims.")] = None
+    reviewer_resolution: Annotated[str | None, Meta(description="Which reviewer concern it settles.")] = None
+    manuscript_update_hint: Annotated[str | None, Meta(description="What to change in the draft.")] = None
+    next_recommendation: Annotated[str | None, Meta(description="What to do next.")] = None
+    dataset_scope: Annotated[str, Meta(description="full | subset (subset needs subset_approval_ref).")] = "full"
+    subset_approval_ref: Annotated[str | None, Meta(description="The approval for a subset run.")] = None
+    comparison_baselines: Annotated[list[dict[str, Any]] | None, Meta(description="Other baselines compared (kept as given).", extra_json_schema=_BASELINE_REFS)] = None
+    comment: Comment = None
 
 
 # -- results ------------------------------------------------------------------------------
@@ -267,12 +463,14 @@ class RecordResult(Result):
     path: str
     branch: str
     seq: int
+    ok: bool = True
 
 
 class SummaryResult(Result):
     path: str
     markdown: str
     seq: int
+    ok: bool = True
 
 
 class PaperResult(Result, omit_defaults=True):
@@ -300,6 +498,7 @@ class CheckpointResult(Result):
     skipped: list[dict[str, Any]]
     skipped_total: int
     seq: int
+    ok: bool = True
 
 
 class BranchResult(Result):
@@ -311,6 +510,7 @@ class BranchResult(Result):
     worktree_path: str | None
     active: bool
     seq: int
+    ok: bool = True
 
 
 class GitGraphResult(Result):
@@ -319,6 +519,7 @@ class GitGraphResult(Result):
     json_path: str
     svg_path: str
     seq: int
+    ok: bool = True
 
 
 class PublishBaselineResult(Result):
@@ -326,6 +527,8 @@ class PublishBaselineResult(Result):
     variant_ids: list[str]
     path: str
     seq: int
+    baseline_registry_entry: dict[str, Any] = {}
+    ok: bool = True
 
 
 class AttachBaselineResult(Result):
@@ -333,6 +536,8 @@ class AttachBaselineResult(Result):
     variant_id: str | None
     confirmed: bool
     seq: int
+    attachment: dict[str, Any] = {}  # source_baseline_id, source_variant_id, source_quest
+    ok: bool = True
 
 
 class ConfirmBaselineResult(Result):
@@ -343,11 +548,26 @@ class ConfirmBaselineResult(Result):
     primary_metric: str
     metric_directions: dict[str, str]
     seq: int
+    baseline_gate: str = "confirmed"
+    confirmed_baseline_ref: dict[str, Any] = {}
+    metric_contract_json_path: str = ""
+    metric_contract_json_rel_path: str = ""
+    overwrite: dict[str, Any] | None = None
+    compatibility_verdict: str | None = None
+    ok: bool = True
+
+
+class WaiveBaselineResult(Result):
+    baseline_gate: str
+    reason: str
+    anchor: str
+    seq: int
+    ok: bool = True
 
 
 class MainExperimentResult(Result):
     run_id: str
-    baseline_id: str
+    baseline_id: str | None
     branch: str
     head_sha: str
     primary_metric: str
@@ -356,6 +576,13 @@ class MainExperimentResult(Result):
     extra_metric_ids: list[str]
     path: str
     seq: int
+    run_md_path: str = ""
+    result_json_path: str = ""
+    metrics_summary: dict[str, float] = {}
+    progress_eval: dict[str, Any] = {}
+    evaluation_summary: dict[str, Any] | None = None
+    verdict: str = ""
+    ok: bool = True
 
 
 class CampaignSlice(Result):
@@ -375,6 +602,7 @@ class CampaignResult(Result):
     slices: list[CampaignSlice]
     path: str
     seq: int
+    ok: bool = True
 
 
 class SliceResult(Result):
@@ -386,3 +614,19 @@ class SliceResult(Result):
     remaining_slice_ids: list[str]
     campaign_complete: bool
     seq: int
+    completed: bool = False  # DeepScientist's name for campaign_complete
+    next_slice: dict[str, Any] | None = None
+    metrics_summary: dict[str, float] = {}
+    evaluation_summary: dict[str, Any] | None = None
+    path: str = ""
+    ok: bool = True
+
+
+class ScoreboardResult(Result):
+    scoreboard: dict[str, Any]
+    ok: bool = True
+
+
+class FrontierResult(Result):
+    optimization_frontier: dict[str, Any]
+    ok: bool = True

@@ -83,7 +83,7 @@ def prepare_branch(quest: Quest, cmd: PrepareBranch) -> BranchResult:
     run_id = optional_id(cmd.run_id, "run_id")
     idea_id = optional_id(cmd.idea_id, "idea_id")
     name = _branch_name(quest.id, branch_kind, cmd.branch, run_id, idea_id)
-    worktree = git_ops.worktree_path(name) if cmd.create_worktree else None
+    worktree = git_ops.worktree_path(name) if _create_worktree(cmd) else None
     spec = BranchSpec(branch=name, kind=branch_kind, worktree=worktree)
     state = quest.state("artifacts")
     repo = quest.repo()
@@ -218,6 +218,20 @@ def append_recording(quest: Quest, undo: Rollback, decide: Callable[[Transaction
             )
         raise
     return stored
+
+
+def _create_worktree(cmd: PrepareBranch) -> bool:
+    """``create_worktree``, or DeepScientist's ``create_worktree_flag`` for it; the two
+    may not contradict each other (a ``create_worktree`` left at its default does not)."""
+    flag = cmd.create_worktree_flag
+    if flag is None:
+        return cmd.create_worktree
+    if flag and not cmd.create_worktree:
+        raise Invalid(
+            "create_worktree=false and create_worktree_flag=true contradict each other: give one of them",
+            code="conflicting_arguments", arguments=["create_worktree", "create_worktree_flag"],
+        )  # fmt: skip
+    return flag
 
 
 def _branch_name(quest_id: str, kind: str, branch: str | None, run_id: str | None, idea_id: str | None) -> str:

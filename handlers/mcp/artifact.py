@@ -23,8 +23,12 @@ from ds_events.services.artifact_commands import (
     ConfirmBaseline,
     ConfirmBaselineResult,
     CreateAnalysisCampaign,
+    FrontierResult,
+    GetMethodScoreboard,
+    GetOptimizationFrontier,
     GitGraphResult,
     MainExperimentResult,
+    OverwriteBaseline,
     PaperResult,
     PrepareBranch,
     PublishBaseline,
@@ -36,8 +40,11 @@ from ds_events.services.artifact_commands import (
     RecordResult,
     RefreshSummary,
     RenderGitGraph,
+    ScoreboardResult,
     SliceResult,
     SummaryResult,
+    WaiveBaseline,
+    WaiveBaselineResult,
 )
 
 from . import artifact_interact, artifact_research
@@ -49,8 +56,10 @@ INSTRUCTIONS = """\
 Quest state for a research agent. Record what you decide and learn with `record`; branch
 the quest repository per idea or run with `prepare_branch` (you get a worktree under
 .ds/worktrees/ and later `checkpoint`s commit it); confirm the baseline and its metric
-contract with `confirm_baseline` before `record_main_experiment`; split follow-up analysis
-into slices with `create_analysis_campaign` and report each with `record_analysis_slice`.
+contract with `confirm_baseline` (or waive the gate with `waive_baseline`) before
+`record_main_experiment`; split follow-up analysis into slices with
+`create_analysis_campaign` and report each with `record_analysis_slice`;
+`get_method_scoreboard` and `get_optimization_frontier` say where the results stand.
 Errors are JSON objects with a stable `error` code and the details needed to fix the call;
 when a call fails nothing was written."""
 
@@ -62,6 +71,7 @@ def build_server(binding: QuestBinding, *, arxiv_fetcher: arxiv_service.Fetcher 
     _git(ns)
     _baselines(ns)
     _campaigns(ns)
+    _results(ns)
     artifact_interact.register(ns)
     artifact_research.register(ns)
     return ns.server()
@@ -140,7 +150,9 @@ def _git(ns: Namespace) -> None:
         analysis/<idea_id>/<run_id>; paper -> paper/<run_id or idea_id>. The new worktree
         (under .ds/worktrees/) becomes the active one: checkpoint() commits it; work there.
 
-        Returns: branch, start_sha, start_point, worktree, worktree_path, active, seq.
+        `create_worktree_flag` is accepted for create_worktree.
+
+        Returns: branch, start_sha, start_point, worktree, worktree_path, active, seq, ok.
         Examples: prepare_branch(run_id="ls-0.1", idea_id="idea-0001")
                   prepare_branch(idea_id="idea-0002", branch_kind="idea", start_point="main")
         """
@@ -160,19 +172,27 @@ def _git(ns: Namespace) -> None:
 def _baselines(ns: Namespace) -> None:
     @ns.tool
     def publish_baseline(tc: ToolContext, cmd: PublishBaseline) -> PublishBaselineResult:
-        """Register a baseline in the quest so it can be attached and confirmed.
+        """Register a baseline in the quest and in the home's baseline registry, so this
+        quest and the home's other quests can attach and confirm it.
 
-        Returns: baseline_id, variant_ids, path, seq.
-        Example: publish_baseline(payload={"baseline_id": "resnet20", "title": "ResNet-20 (He et al.)",
-                                           "variants": ["cifar10"]})
+        The payload may carry what confirm_baseline would otherwise need: metrics_summary,
+        primary_metric (an id or {metric_id, value}), metric_contract, summary, and
+        variants (ids or {variant_id, metrics_summary}; `baseline_variants` is the same),
+        default_variant_id. `name` stands for `title`.
+
+        Returns: baseline_id, variant_ids, path, seq, baseline_registry_entry, ok.
+        Example: publish_baseline(payload={"baseline_id": "resnet20", "name": "ResNet-20 (He et al.)",
+                                           "baseline_variants": [{"variant_id": "cifar10"}],
+                                           "metrics_summary": {"top1": 0.916}, "primary_metric": "top1"})
         """
         return service.publish_baseline(tc.quest, cmd)
 
     @ns.tool
     def attach_baseline(tc: ToolContext, cmd: AttachBaseline) -> AttachBaselineResult:
-        """Choose a published baseline (and variant) as the reference for main experiments.
+        """Choose a published baseline (and variant) as the reference for main experiments:
+        one published in this quest, else one of the home's registry.
 
-        Returns: baseline_id, variant_id, confirmed, seq.
+        Returns: baseline_id, variant_id, confirmed, seq, attachment, ok.
         Example: attach_baseline(baseline_id="resnet20", variant_id="cifar10")
         """
         return service.attach_baseline(tc.quest, cmd)
@@ -183,8 +203,15 @@ def _baselines(ns: Namespace) -> None:
 
         The canonical contract is written to <baseline_path>/json/metric_contract.json.
         Every metric needs a description, a derivation or origin_path, and a source_ref.
+        Left out, the contract, metrics_summary, primary_metric and summary come from the
+        published or attached baseline. primary_metric: "top1" or {"metric_id": "top1",
+        "value": 0.916}. Directions: higher/lower (higher_better, lower_better, maximize,
+        minimize also understood). Opens the baseline gate and moves the quest from the
+        baseline stage to idea (auto_advance).
 
-        Returns: baseline_id, contract_path, metric_ids, metric_directions, seq.
+        Returns: baseline_id, variant_id, contract_path, metric_ids, primary_metric,
+        metric_directions, seq, baseline_gate, confirmed_baseline_ref,
+        metric_contract_json_path, ok.
         Example: confirm_baseline(baseline_path="baselines/resnet20", baseline_id="resnet20",
           metric_contract={"metrics": {"top1": {"description": "top-1 accuracy on the test set",
           "derivation": "correct / 10000", "source_ref": "He et al. 2016, Table 6"}},
@@ -197,16 +224,58 @@ def _baselines(ns: Namespace) -> None:
     def record_main_experiment(tc: ToolContext, cmd: RecordMainExperiment) -> MainExperimentResult:
         """Record a main experiment against the confirmed baseline's metric contract.
 
-        Every baseline metric id must be in metrics_summary (extras are fine). On failure
-        nothing is recorded and the error lists `missing_metric_ids`, `baseline_metric_ids`,
-        `baseline_metric_details`, `direction_mismatches` or `evaluation_protocol_mismatch`.
+        Metrics come as metrics_summary {id: number}, as metric_rows [{metric_id, value}],
+        or both (agreeing). Every baseline metric id must be there (extras are fine). On
+        failure nothing is recorded and the error lists `missing_metric_ids`,
+        `baseline_metric_ids`, `baseline_metric_details`, `direction_mismatches` or
+        `evaluation_protocol_mismatch`. With the gate waived (waive_baseline) the run is
+        recorded without a comparison. The narrative (hypothesis, setup, execution,
+        results, conclusion), evaluation_summary and evidence_paths are kept and shown
+        on the run's page (artifacts/runs/<run_id>.md) beside its JSON. The run lands on
+        its branch: the one prepared for run_id, else the active run branch, else
+        run/<run_id> made at the active branch's head.
 
         Returns: run_id, baseline_id, branch, head_sha, primary (baseline, value, delta,
-        better), comparisons, extra_metric_ids, path, seq.
-        Example: record_main_experiment(run_id="ls-0.1", title="Label smoothing 0.1",
-                                        metrics_summary={"top1": 0.921})
+        better), comparisons, extra_metric_ids, path, seq, run_md_path, result_json_path,
+        metrics_summary, progress_eval (breakthrough, breakthrough_level, beats_baseline,
+        delta_vs_baseline, ...), evaluation_summary, verdict, ok.
+        Examples: record_main_experiment(run_id="ls-0.1", title="Label smoothing 0.1",
+                                         metrics_summary={"top1": 0.921, "nll": 0.30})
+                  record_main_experiment(run_id="ls-0.2", metric_rows=[{"metric_id": "top1", "value": 0.93}],
+                                         hypothesis="...", conclusion="...",
+                                         evaluation_summary={"takeaway": "...", "next_action": "analysis_campaign"})
         """
         return service.record_main_experiment(tc.quest, cmd)
+
+    @ns.tool
+    def waive_baseline(tc: ToolContext, cmd: WaiveBaseline) -> WaiveBaselineResult:
+        """Open the baseline gate without a baseline, with a written reason.
+
+        Use it only when no comparable baseline can exist (a new task, no prior method).
+        Main experiments are then recorded without a comparison. Refused
+        (`baseline_already_confirmed`) once a baseline is confirmed.
+
+        Returns: baseline_gate ("waived"), reason, anchor, seq, ok.
+        Example: waive_baseline(reason="new benchmark: no published method to compare with")
+        """
+        return service.waive_baseline(tc.quest, cmd)
+
+    @ns.tool
+    def overwrite_baseline(tc: ToolContext, cmd: OverwriteBaseline) -> ConfirmBaselineResult:
+        """Refresh the confirmed baseline in place: new numbers, an added metric, another variant.
+
+        What you leave out is kept from the confirmation. A change that breaks comparison
+        with recorded runs (a metric removed, a direction, the primary metric or the
+        evaluation protocol changed) is refused with `protocol_breaking_change` unless
+        allow_protocol_breaking_change=true; a new baseline_path needs allow_path_change.
+
+        Returns: what confirm_baseline returns, plus overwrite (change_summary,
+        compatibility_verdict, risk_level, added_metric_ids, ...) and compatibility_verdict.
+        Example: overwrite_baseline(change_summary="add the f1 metric",
+                                    metrics_summary={"top1": 0.916, "nll": 0.31, "f1": 0.9},
+                                    metric_contract={...the contract with f1...})
+        """
+        return service.overwrite_baseline(tc.quest, cmd)
 
 
 def _campaigns(ns: Namespace) -> None:
@@ -229,9 +298,42 @@ def _campaigns(ns: Namespace) -> None:
     def record_analysis_slice(tc: ToolContext, cmd: RecordAnalysisSlice) -> SliceResult:
         """Report one analysis slice's outcome (checkpoint its worktree first).
 
+        Metrics as metrics_summary or metric_rows [{metric_id, value}]; setup, execution,
+        results, evidence_paths, evaluation_summary, deviations, claim_impact,
+        next_recommendation ... are kept with the slice (dataset_scope="subset" needs
+        subset_approval_ref).
+
         Returns: campaign_id, slice_id, status, branch, head_sha, remaining_slice_ids,
-        campaign_complete, seq.
+        campaign_complete (also as `completed`), next_slice, metrics_summary,
+        evaluation_summary, path, seq, ok.
         Example: record_analysis_slice(campaign_id="campaign-001", slice_id="no-aug",
                                        metrics_summary={"top1": 0.90}, summary="LS still helps")
         """
         return service.record_analysis_slice(tc.quest, cmd)
+
+
+def _results(ns: Namespace) -> None:
+    @ns.tool
+    def get_method_scoreboard(tc: ToolContext, cmd: GetMethodScoreboard) -> ScoreboardResult:
+        """The quest's research lines (one per idea) with their main runs, each line's best
+        run on the primary metric, and the incumbent: the best line by the metric's direction.
+
+        Returns: scoreboard {primary_metric, direction, entry_count, incumbent_line_key,
+        incumbent_title, entries [{line_key, idea_id, title, branch, status, run_count,
+        latest_run_id, best_run_id, best_value, delta_vs_baseline, breakthrough, incumbent}]}, ok.
+        Example: get_method_scoreboard()
+        """
+        return service.method_scoreboard(tc.quest, cmd)
+
+    @ns.tool
+    def get_optimization_frontier(tc: ToolContext, cmd: GetOptimizationFrontier) -> FrontierResult:
+        """Where optimization stands and what to do next.
+
+        Returns: optimization_frontier {mode (explore | exploit | fusion | stop),
+        frontier_reason, best_run, best_branch, top_branches, candidate_briefs (ideas not
+        yet on a branch), implementation_candidates (report records with
+        report_type="optimization_candidate"), candidate_backlog, stagnant_branches,
+        fusion_candidates, recommended_next_actions}, ok.
+        Example: get_optimization_frontier()
+        """
+        return service.optimization_frontier(tc.quest, cmd)

@@ -23,7 +23,7 @@ INFO_ONLY = {
     "artifact.recorded", "git.checkpointed", "git.branch_prepared", "artifact.baseline_published",
     "artifact.baseline_attached", "artifact.baseline_confirmed", "artifact.main_experiment_recorded",
     "artifact.analysis_campaign_created", "artifact.analysis_slice_recorded", "artifact.summary_refreshed",
-    "git.graph_rendered",
+    "git.graph_rendered", "artifact.baseline_waived", "registry.baseline_published",
     "interaction.sent", "interaction.replied", "mailbox.delivered", "delivery.binding_added",
     "delivery.binding_removed", "delivery.routing_policy_changed", "delivery.attempted",
     "runner.turn_started", "runner.process_started", "runner.turn_finished", "runner.turn_retry_scheduled",

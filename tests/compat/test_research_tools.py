@@ -302,11 +302,6 @@ async def test_the_git_tool_commits_the_activated_branch(home: Home, quest: Ques
         assert quest.repo().branches.local[first["branch"]].peel().message.startswith("work on a")
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "checkpoint() and record() follow the artifacts view's active branch, which does not fold "
-    "research.branch_activated yet: projections/artifacts.py (h14-artifact's file) needs the three-line case "
-    "given in the h14-tools report. This fails loudly (XPASS) once it is merged: then drop the marker."
-))
 async def test_checkpoint_commits_the_activated_branch(home: Home, quest: Quest) -> None:
     async with artifact_client(home) as client:
         await confirm_baseline(client)

@@ -1,0 +1,92 @@
+"""The home's baseline registry: baselines any quest published, for every quest of the
+home to attach.
+
+Its log lives under ``DS_HOME/baselines/.ds/events.jsonl`` (same format and rules as a
+quest's); it materialises ``DS_HOME/baselines/<baseline_id>.json``. A later publication
+of the same id replaces the entry (the newest publication wins, whichever quest made it).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from typing import Any
+
+import msgspec
+
+from ds_events.events import Event
+from ds_events.events.artifact import RegistryBaselinePublished
+
+from .base import Files, Projection
+
+__all__ = ["PROJECTION", "State", "Entry", "entry_path"]
+
+
+class Entry(msgspec.Struct, kw_only=True):
+    baseline_id: str
+    payload: dict[str, Any]
+    variant_ids: list[str]
+    source_quest: str
+    seq: int
+    ts: str
+    publications: int = 1
+
+
+class State(msgspec.Struct, kw_only=True):
+    last_seq: int = 0
+    entries: dict[str, Entry] = {}
+
+
+def entry_path(baseline_id: str) -> str:
+    return f"{baseline_id}.json"
+
+
+def apply(state: State, event: Event) -> State:
+    state.last_seq = event.seq
+    if isinstance(event, RegistryBaselinePublished):
+        before = state.entries.get(event.baseline_id)
+        state.entries[event.baseline_id] = Entry(
+            baseline_id=event.baseline_id,
+            payload=dict(event.payload),
+            variant_ids=list(event.variant_ids),
+            source_quest=event.source_quest,
+            seq=event.seq,
+            ts=event.ts,
+            publications=(before.publications + 1) if before else 1,
+        )
+    return state
+
+
+def render(state: State) -> Files:
+    files: Files = {}
+    for baseline_id in state.entries:
+        files.update(_entry_file(state, baseline_id))
+    return files
+
+
+def render_changed(state: State, events: Iterable[Event]) -> Files:
+    files: Files = {}
+    for event in events:
+        if isinstance(event, RegistryBaselinePublished):
+            files.update(_entry_file(state, event.baseline_id))
+    return files
+
+
+def _entry_file(state: State, baseline_id: str) -> Files:
+    entry = state.entries.get(baseline_id)
+    if entry is None:
+        return {}
+    body = {**entry.payload, **msgspec.to_builtins(entry), "registry_kind": "baseline"}
+    body.pop("payload", None)
+    text = json.dumps(body, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+    return {entry_path(baseline_id): text.encode()}
+
+
+PROJECTION = Projection(
+    name="baseline_registry",
+    state_type=State,
+    initial=State,
+    apply=apply,
+    render=render,
+    render_changed=render_changed,
+)
