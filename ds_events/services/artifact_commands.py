@@ -208,8 +208,6 @@ _BASELINE_REFS = {
         {"type": "null"},
     ]
 }
-_COMMENT_DOC = "A note for the record (kept in the quest's log with the call)."
-Comment = Annotated[str | dict[str, Any] | None, Meta(description=_COMMENT_DOC)]
 
 
 class Record(Command):
@@ -247,7 +245,6 @@ class PrepareBranch(Command):
     create_worktree_flag: Annotated[bool | None, Meta(description=(
         "DeepScientist's name for create_worktree; when given it decides (it may not contradict an explicit create_worktree)."
     ))] = None
-    comment: Comment = None
 
 
 class RenderGitGraph(Command):
@@ -263,13 +260,11 @@ class PublishBaseline(Command):
         ),
         extra_json_schema=_BASELINE_PAYLOAD,
     )]
-    comment: Comment = None
 
 
 class AttachBaseline(Command):
     baseline_id: Annotated[str, Meta(description="A baseline published in this quest or in the home's registry.")]
     variant_id: Annotated[str | None, Meta(description="One of its variants.")] = None
-    comment: Comment = None
 
 
 class ConfirmBaseline(Command):
@@ -309,13 +304,11 @@ class ConfirmBaseline(Command):
     ))] = None
     baseline_kind: Annotated[str | None, Meta(description="e.g. reproduced, imported, published (kept with the confirmation).")] = None
     auto_advance: Annotated[bool, Meta(description="Move the quest from the baseline stage to idea.")] = True
-    comment: Comment = None
 
 
 class WaiveBaseline(Command):
     reason: Annotated[str, Meta(description="Why the quest goes on without a confirmed baseline (kept in the log).")]
     auto_advance: Annotated[bool, Meta(description="Move the quest from the baseline stage to idea.")] = True
-    comment: Comment = None
 
 
 class OverwriteBaseline(Command):
@@ -341,15 +334,14 @@ class OverwriteBaseline(Command):
     ))] = False
     overwrite_scope: Annotated[str, Meta(description="A label kept with the overwrite, e.g. full_refresh.")] = "full_refresh"
     supplementary_baselines: Annotated[list[dict[str, Any]] | None, Meta(description="Other baselines to keep beside it (kept as given).", extra_json_schema=_BASELINE_REFS)] = None
-    comment: Comment = None
 
 
 class GetMethodScoreboard(Command):
-    comment: Comment = None
+    """The method scoreboard (no arguments but ``comment``)."""
 
 
 class GetOptimizationFrontier(Command):
-    comment: Comment = None
+    """The optimisation frontier (no arguments but ``comment``)."""
 
 
 class RecordMainExperiment(Command):
@@ -407,7 +399,6 @@ class RecordMainExperiment(Command):
     metric_contract: Annotated[dict[str, Any] | None, Meta(description=(
         "The run's own view of the contract (kept as given); the comparison uses the confirmed baseline's."
     ), extra_json_schema=_OBJECT_OR_NULL)] = None
-    comment: Comment = None
 
 
 class CreateAnalysisCampaign(Command):
@@ -449,7 +440,6 @@ class RecordAnalysisSlice(Command):
     dataset_scope: Annotated[str, Meta(description="full | subset (subset needs subset_approval_ref).")] = "full"
     subset_approval_ref: Annotated[str | None, Meta(description="The approval for a subset run.")] = None
     comparison_baselines: Annotated[list[dict[str, Any]] | None, Meta(description="Other baselines compared (kept as given).", extra_json_schema=_BASELINE_REFS)] = None
-    comment: Comment = None
 
 
 # -- results ------------------------------------------------------------------------------

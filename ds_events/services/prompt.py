@@ -499,11 +499,16 @@ def _durable_state(i: PromptInputs) -> list[str]:
 
 
 def _baseline_gate(a: ArtifactsState) -> list[str]:
+    if a.confirmed_baseline is None and a.baseline_gate == "waived" and a.waiver is not None:
+        return [
+            f"- baseline gate: WAIVED ({a.waiver['reason']}); main experiments are recorded without a comparison."
+        ]
     if a.confirmed_baseline is None:
         attached = f" (`{a.attached['baseline_id']}` is attached, not confirmed)" if a.attached else ""
         return [
             f"- baseline gate: CLOSED, no confirmed baseline{attached}. Main experiments are refused until "
-            "`artifact.confirm_baseline` records one with its metric contract."
+            "`artifact.confirm_baseline` records one with its metric contract (or `artifact.waive_baseline` "
+            "records why there is none)."
         ]
     c = a.baselines[a.confirmed_baseline].confirmed
     assert c is not None
