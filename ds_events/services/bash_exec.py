@@ -72,6 +72,7 @@ __all__ = [
     "get_session",
     "await_session",
     "check_wait_timeout",
+    "check_window",
     "read_output",
     "kill",
     "kill_async",
@@ -197,18 +198,9 @@ def read_output(quest: Quest, cmd: ReadOutput) -> OutputPage:
     returned, whatever the log's size.
     """
     session = _session(quest, cmd.id)
-    tail = check_count("tail", cmd.tail)
-    limit = check_count("limit", cmd.limit)
-    tail_limit = check_count("tail_limit", cmd.tail_limit)
-    after_seq = check_seq("after_seq", cmd.after_seq)
-    before_seq = check_seq("before_seq", cmd.before_seq)
-    if tail is not None and (after_seq is not None or before_seq is not None or tail_limit is not None):
-        raise Invalid("use either tail or after_seq/before_seq/tail_limit, not both", code="conflicting_window")
-    if tail_limit is not None and limit is not None:
-        raise Invalid("use either tail_limit (the last lines of the window) or limit (the first), not both",
-                      code="conflicting_window")
-    if after_seq is not None and before_seq is not None and before_seq <= after_seq + 1:
-        raise Invalid("before_seq must be greater than after_seq + 1", code="empty_window")
+    check_window(cmd)
+    tail, limit, tail_limit = cmd.tail, cmd.limit, cmd.tail_limit
+    after_seq, before_seq = cmd.after_seq, cmd.before_seq
     if session.status == "running":
         reconcile(quest, only=[session.id])  # a reader must not be told "running" by a dead session
         session = _session(quest, session.id)
@@ -234,6 +226,22 @@ def read_output(quest: Quest, cmd: ReadOutput) -> OutputPage:
         omitted=found.omitted,
         output=found.text(),
     )
+
+
+def check_window(cmd: ReadOutput) -> None:
+    """Refuse a read window that no log could answer (needs no state: checked first)."""
+    tail = check_count("tail", cmd.tail)
+    limit = check_count("limit", cmd.limit)
+    tail_limit = check_count("tail_limit", cmd.tail_limit)
+    after_seq = check_seq("after_seq", cmd.after_seq)
+    before_seq = check_seq("before_seq", cmd.before_seq)
+    if tail is not None and (after_seq is not None or before_seq is not None or tail_limit is not None):
+        raise Invalid("use either tail or after_seq/before_seq/tail_limit, not both", code="conflicting_window")
+    if tail_limit is not None and limit is not None:
+        raise Invalid("use either tail_limit (the last lines of the window) or limit (the first), not both",
+                      code="conflicting_window")
+    if after_seq is not None and before_seq is not None and before_seq <= after_seq + 1:
+        raise Invalid("before_seq must be greater than after_seq + 1", code="empty_window")
 
 
 def list_sessions(quest: Quest, cmd: ListSessions) -> SessionList:

@@ -72,7 +72,7 @@ async def bash_exec(quest: Quest, cmd: BashExec) -> BashExecResult:
         raise Invalid(f"unknown mode {cmd.mode!r}: use one of {', '.join(MODES)}", code="invalid_mode")
     mode = "await" if cmd.mode == "create" else cmd.mode
     command = command_text(cmd.command)
-    has_command = cmd.command not in ("", [])
+    has_command = cmd.command != ""  # an empty argv list is a command given empty: refused as such
     session_id = cmd.id or None
     starting = mode == "detach" or (mode == "await" and session_id is None and has_command)
     if starting and session_id is not None:
@@ -127,7 +127,7 @@ def _check_arguments(cmd: BashExec, form: str) -> None:
     """Refuse arguments the mode would not use: a dropped argument is a silent surprise."""
     takes = _TAKES[form]
     extra = [name for name, default in _DEFAULTS.items()
-             if name != "mode" and name not in takes and getattr(cmd, name) != default]
+             if name not in ("mode", "command") and name not in takes and getattr(cmd, name) != default]
     if form == "kill" and not cmd.wait:
         extra += [n for n in ("timeout_seconds", "wait_timeout_seconds") if getattr(cmd, n) is not None]
     if extra:
@@ -178,6 +178,7 @@ def _read(quest: Quest, cmd: BashExec, session_id: str | None) -> BashExecResult
     else:
         window = ReadOutput(id="", tail=cmd.tail, after_seq=cmd.after_seq, before_seq=cmd.before_seq,
                             limit=cmd.limit, tail_limit=cmd.tail_limit)
+    service.check_window(window)  # before the session is looked up: a bad window is refused as such
     window = msgspec.structs.replace(window, id=session_id or _latest_id(quest))
     page = service.read_output(quest, window)
     result = _with_session("read", page.session)
