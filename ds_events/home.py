@@ -26,6 +26,7 @@ from projections.node_traces import State as NodeTracesState
 from projections.turns import State as TurnsState
 from projections.status import StatusState
 from projections.workflow import State as WorkflowState
+from projections.papers import State as PapersState
 
 from .config import Config, ConfigFile
 from .events import Event, QuestCreated
@@ -266,6 +267,8 @@ class Quest:
     def state(self, name: Literal["node_traces"]) -> NodeTracesState: ...
     @overload
     def state(self, name: Literal["turns"]) -> TurnsState: ...
+    @overload
+    def state(self, name: Literal["papers"]) -> PapersState: ...
 
     def state(self, name: str = "status") -> Any:
         """The projection ``name`` caught up with the log (every process's events).

@@ -24,6 +24,7 @@ __all__ = [
     "AnalysisSliceRecorded",
     "SummaryRefreshed",
     "GitGraphRendered",
+    "PaperAdded",
     "EVENTS",
 ]
 
@@ -156,6 +157,18 @@ class GitGraphRendered(Event, tag="git.graph_rendered", kw_only=True):
     graph: dict[str, Any]
 
 
+class PaperAdded(Event, tag="artifact.paper_added", kw_only=True):
+    """An arXiv paper entered the quest's paper library: the first time the quest read it
+    through ``arxiv``. The text stays in the home's cache; the log keeps what a listing
+    of the library shows."""
+
+    paper_id: str
+    title: str
+    authors: list[str] = []
+    published: str = ""
+    abstract: str = ""
+
+
 EVENTS: tuple[type[Event], ...] = (
     ArtifactRecorded,
     GitCheckpointed,
@@ -168,4 +181,5 @@ EVENTS: tuple[type[Event], ...] = (
     AnalysisSliceRecorded,
     SummaryRefreshed,
     GitGraphRendered,
+    PaperAdded,
 )
