@@ -151,6 +151,8 @@ async def test_read_pages_a_long_log_by_seq_and_previews_head_and_tail(quest):
         page = await call(c, mode="read", id=sid, after_seq=100, limit=5)
         back = await call(c, mode="read", id=sid, before_seq=11, limit=4)
         between = await call(c, mode="read", id=sid, after_seq=10, before_seq=13)
+        last_before = await call(c, mode="read", id=sid, before_seq=20, tail_limit=3)
+        all_between = await call(c, mode="read", id=sid, after_seq=10, before_seq=20, tail_limit=50, order="desc")
     assert preview["log_line_count"] == 5000 and preview["omitted"] == [51, 4850] and preview["log_truncated"] is True
     out = preview["log"].splitlines()
     assert out[:2] == ["1", "2"] and out[50] == "... 4800 lines omitted (seq 51..4850) ..." and out[-1] == "5000"
@@ -158,6 +160,8 @@ async def test_read_pages_a_long_log_by_seq_and_previews_head_and_tail(quest):
     assert [(e["seq"], e["line"]) for e in page["tail"]] == [(n, str(n)) for n in range(101, 106)]
     assert (back["first_seq"], back["last_seq"]) == (7, 10)
     assert [e["line"] for e in between["tail"]] == ["11", "12"]
+    assert [e["seq"] for e in last_before["tail"]] == [17, 18, 19]
+    assert [e["seq"] for e in all_between["tail"]] == list(range(19, 10, -1)) and all_between["order"] == "desc"
 
 
 async def test_the_command_runs_under_a_terminal_in_its_own_process_group(quest):
