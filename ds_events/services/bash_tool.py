@@ -78,7 +78,11 @@ async def bash_exec(quest: Quest, cmd: BashExec) -> BashExecResult:
     if starting and session_id is not None:
         raise Invalid(f"mode={mode!r} with a command starts a new session: leave out id", code="unexpected_id")
     if not starting and has_command:
-        raise Invalid(f"mode={mode!r} does not take a command", code="unexpected_command")
+        raise Invalid(
+            "mode='await' with id waits on that session: leave out command, or id to start a new one"
+            if mode == "await" else f"mode={mode!r} does not take a command",
+            code="unexpected_command",
+        )
     _check_arguments(cmd, "start-await" if starting and mode == "await" else mode)
     if mode == "await":
         service.check_wait_timeout(_await_bound(cmd, starting))  # refuse before starting anything

@@ -133,6 +133,7 @@ REFUSED = [
     ({"mode": "detach", "command": ["echo", 3]}, "invalid_argument"),
     ({"mode": "read"}, "no_sessions"),
     ({"mode": "kill"}, "missing_id"),
+    ({"mode": "await", "id": "bx-00000000", "command": "ls"}, "unexpected_command"),
     ({"command": "true", "comment": "smoke"}, "unknown_argument"),
 ]
 
