@@ -46,7 +46,7 @@ def main(n: int) -> None:
     for i in range(n):
         quests.post_message(q2, quests.PostMessage(text=f"message {i}"), source="bench")
         r = interactions.interact(q2, interactions.Interact(message=f"step {i} done", recent_message_limit=8))
-        assert r.new_message_count == 1
+        assert len(r.recent_inbound_messages) == 1
     interact = (time.perf_counter() - t0) / n
 
     q3 = home.create_quest("backlog", quest_id="backlog")

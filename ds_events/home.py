@@ -24,6 +24,7 @@ from projections.interactions import State as InteractionsState
 from projections.memory import MemoryState
 from projections.node_traces import State as NodeTracesState
 from projections.turns import State as TurnsState
+from projections.research import State as ResearchState
 from projections.status import StatusState
 from projections.workflow import State as WorkflowState
 from projections.papers import State as PapersState
@@ -269,6 +270,8 @@ class Quest:
     def state(self, name: Literal["turns"]) -> TurnsState: ...
     @overload
     def state(self, name: Literal["papers"]) -> PapersState: ...
+    @overload
+    def state(self, name: Literal["research"]) -> ResearchState: ...
 
     def state(self, name: str = "status") -> Any:
         """The projection ``name`` caught up with the log (every process's events).

@@ -24,6 +24,7 @@ QUEST_PROJECTIONS: tuple[str, ...] = (
     "projections.node_traces",
     "projections.turns",
     "projections.papers",
+    "projections.research",
 )
 
 

@@ -19,6 +19,7 @@ import ds_events.events.artifact as eva
 import ds_events.events.bash as evb
 import ds_events.events.interaction as evi
 import ds_events.events.memory as evm
+import ds_events.events.research as evre
 import ds_events.events.runner as evr
 import ds_events.events.tool as evt
 from ds_events.events import Event
@@ -228,6 +229,17 @@ _MAKERS: dict[str, Callable[[random.Random, list[str]], Event]] = {
     ),
     "artifact.paper_added": lambda r, _i: eva.PaperAdded(
         paper_id=r.choice(("1512.03385", "2401.01234v2")), title=_text(r) or "t", authors=[_text(r)], abstract=_text(r)
+    ),
+    "research.idea_submitted": lambda r, _i: evre.IdeaSubmitted(
+        idea_id=_pick(r, "idea"), title=_text(r) or "idea", mode=r.choice(("create", "revise")),
+        submission_mode=r.choice(("line", "candidate")), branch=r.choice((None, f"idea/q-{_pick(r, 'idea')}")),
+        branch_no=r.choice((None, "001", "002")), parent_branch="main", lineage_intent=r.choice((None, "continue_line")),
+        foundation_ref={"kind": "branch", "ref": "main", "branch": "main"}, hypothesis=_text(r), risks=[_text(r)],
+        draft_markdown=r.choice(("", "# draft\n")),
+    ),
+    "research.branch_activated": lambda r, _i: evre.BranchActivated(
+        branch=r.choice(("main", f"idea/q-{_pick(r, 'idea')}")), worktree=r.choice((None, ".ds/worktrees/x")),
+        idea_id=r.choice((None, _pick(r, "idea"))), anchor=r.choice(("", "experiment")), promote_to_head=r.random() < 0.5,
     ),
 }
 EVENT_TAGS_MADE = frozenset(_MAKERS)

@@ -45,7 +45,7 @@ async def memory_work(home: Home) -> list[str]:
             r = await call(c, "write", {"kind": "episodes", "title": f"Episode {i}", "body": f"unique{i} " * 5})
             ids.append(r["id"])
         found = await call(c, "search", {"query": "episode unique3"})
-        assert found["results"][0]["id"] == ids[3]
+        assert found["items"][0]["id"] == ids[3]
         return ids
 
 
@@ -55,7 +55,7 @@ async def artifact_work(home: Home) -> list[str]:
         got: list[str] = []
         for _ in range(6):  # drain the mailbox while ds message keeps queuing
             r = await call(c, "interact", {"message": f"working on {len(got)}", "kind": "progress"})
-            got += [m["text"] for m in r["new_messages"]]
+            got += [m["text"] for m in r["recent_inbound_messages"]]
         return ids + got
 
 

@@ -90,6 +90,11 @@ def quest_show(home: Home, quest_id: str, as_json: bool) -> None:
         out(f"quest:   {s.quest_id}\ntitle:   {s.title}\nstatus:  {s.status}\nanchor:  {s.anchor}")
         if s.runner or s.model:
             out(f"runner:  {s.runner or '(config)'}{f', model {s.model}' if s.model else ''}")
+        t = q.state("turns")
+        if t.total:
+            outcomes = ", ".join(f"{n} {k}" for k, n in sorted(t.outcomes.items()))
+            running = f"; running {t.running}" if t.running else ""
+            out(f"turns:   {t.total} ({outcomes}){running}")
         out(f"events:  {s.last_seq} (last at {s.updated_at})\nroot:    {q.root}")
         for kind, n in sorted(s.counts.items()):
             out(f"  {kind:<28} {n}")

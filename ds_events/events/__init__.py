@@ -1,7 +1,7 @@
 """Typed events: one closed msgspec tagged union over every domain's event types.
 
 Each domain module (``core``, ``memory``, ``bash``, ``artifact``, ``interaction``,
-``tool``, ``runner``)
+``tool``, ``runner``, ``research``)
 exports ``EVENTS``; the union below is their concatenation. Tags are stable strings
 stored in the ``type`` field and never change once written.
 
@@ -16,6 +16,7 @@ import typing
 import msgspec
 
 from . import artifact, bash, core, interaction, memory, runner, tool
+from . import research
 from .base import Event, new_event_id, new_event_ids, utc_now
 from .core import *  # noqa: F403 - re-export the core event classes
 from .upcast import upcast
@@ -36,6 +37,7 @@ __all__ = [
 
 ALL_EVENT_TYPES: tuple[type[Event], ...] = (
     core.EVENTS + memory.EVENTS + bash.EVENTS + artifact.EVENTS + interaction.EVENTS + tool.EVENTS + runner.EVENTS
+    + research.EVENTS
 )
 TYPES_BY_TAG: dict[str, type[Event]] = {t.__struct_config__.tag: t for t in ALL_EVENT_TYPES}
 for _tag, _cls in TYPES_BY_TAG.items():

@@ -2,7 +2,7 @@
 
 Command (``runner.commands.claude`` replaces the ``claude`` executable)::
 
-    claude -p --output-format stream-json --verbose --mcp-config <run_dir>/mcp.json
+    claude -p --output-format stream-json --verbose --mcp-config <run_dir>/mcp.json --strict-mcp-config
            --permission-mode bypassPermissions [--model M]
 
 with the prompt on stdin. ``mcp.json`` registers our three namespaces as stdio servers
@@ -73,8 +73,10 @@ class ClaudeRunner(LineRunner):
         path.write_text(json.dumps(mcp_config(spec), indent=2) + "\n", encoding="utf-8")
         argv = [
             *self.executable("claude"), "-p", "--output-format", "stream-json", "--verbose",
-            "--mcp-config", str(path), "--permission-mode", "bypassPermissions",
+            "--mcp-config", str(path), "--strict-mcp-config", "--permission-mode", "bypassPermissions",
         ]  # fmt: skip
+        # --strict-mcp-config: only our servers, not the user's own (one named ``memory``
+        # would clash with ours).
         if spec.model:
             argv += ["--model", spec.model]
         return argv

@@ -15,7 +15,7 @@ process group, the prompt on stdin, JSON lines on stdout — and calls the same
             args: {query: "tokenizer ablation"}
             save: found                                # keep the result as {{found...}}
           - call: artifact.record
-            args: {payload: {kind: idea, title: "Idea {{found.results.0.id}}"}}
+            args: {payload: {kind: idea, title: "Idea {{found.items.0.id}}"}}
             expect: error                              # the call must fail (default ok)
           - sleep: 0.5                                 # seconds, printing nothing
           - fail: "the model API is down"              # exit 1 ...

@@ -7,9 +7,18 @@ once across processes because the consumer decides what is pending and appends t
 delivery event inside :meth:`Quest.transaction` (the log's append lock), so two
 consumers can never both see an item as pending.
 
+What ``interact()`` answers follows DeepScientist's mailbox contract: the user messages
+and replies consumed by this call are ``recent_inbound_messages`` (each with
+``message_id``, ``conversation_id``, ``text``, ``reply_to_interaction_id``), and
+``agent_instruction`` says what to do with them, or to continue the current work when
+none arrived; the latest outbound interactions are ``recent_interaction_records``.
+``include_recent_inbound_messages=false`` leaves the queue untouched (the messages wait
+for a later call). ``status`` is ``ok`` or ``suppressed_duplicate``; the interaction's
+own state (sent | waiting | answered) is ``interaction_status``.
+
 Repeated progress is suppressed: a ``progress`` or ``milestone`` update whose text
 (case and whitespace folded) equals the previous update of the same kind, or whose
-``dedupe_key`` was already used, writes nothing and returns ``suppressed: true`` with
+``dedupe_key`` was already used, writes nothing and returns ``suppressed_duplicate`` with
 ``duplicate_of``. The mailbox is still consumed.
 """
 
@@ -41,6 +50,7 @@ __all__ = [
     "InteractionSummary",
     "InteractResult",
     "InteractionDetail",
+    "DeliveryBatch",
     "Deliver",
     "interact",
     "interact_async",
@@ -48,6 +58,7 @@ __all__ = [
     "reply",
     "get_interaction",
     "wait_for_reply",
+    "decision_type_of",
     "KINDS",
     "REPLY_MODES",
     "ERROR_CODES",
@@ -64,9 +75,16 @@ MAX_RECENT = 50
 MAX_WAIT_SECONDS = 300.0
 MAX_DEDUPE_KEY = 200
 _SUPPRESSIBLE = ("progress", "milestone")
+# As DeepScientist documents it: the user may answer any update in a thread; only a
+# decision request blocks; an approval result closes a matter and takes no reply.
+_DEFAULT_REPLY_MODE = {
+    "progress": "threaded", "milestone": "threaded", "answer": "threaded",
+    "decision_request": "blocking", "approval_result": "none",
+}
 _OPTION_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 _OPTION_KEYS = {"id", "label", "description", "recommended"}
 _SCHEMA_TYPES = {"object", "string", "number", "integer", "boolean", "array"}
+_DECISION_TYPE_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 
 # Every code these services (and connectors) raise; tests check each one.
 ERROR_CODES = (
@@ -104,11 +122,11 @@ _OPTION_SCHEMA = {
 _REPLY_SCHEMA_SCHEMA = {
     "type": "object",
     "properties": {
+        "decision_type": {"type": "string", "description": "What the decision is about, e.g. \"quest_completion_approval\"."},
         "type": {"type": "string", "enum": sorted(_SCHEMA_TYPES)},
         "properties": {"type": "object", "additionalProperties": {"type": "object"}},
         "required": {"type": "array", "items": {"type": "string"}},
     },
-    "required": ["type"],
 }
 
 
@@ -121,24 +139,37 @@ class Interact(Command):
         "choose) | approval_result (outcome of something the user approved) | answer (you answer a question)."
     ))] = "progress"
     reply_mode: Annotated[str | None, Meta(description=(
-        "none | threaded | blocking. When null: blocking for decision_request, none otherwise. A blocking "
+        "none | threaded | blocking. When null: blocking for decision_request, none for approval_result, "
+        "threaded otherwise (the user may answer in a thread). A blocking "
         "request stays open until the user replies; progress and milestone cannot block; a decision_request "
         "cannot be none."
     ))] = None
     include_recent_inbound_messages: Annotated[bool, Meta(description=(
-        "Also return recent, already delivered user messages for context (recent_inbound_messages)."
+        "Read the mailbox (default true): take every user message and reply queued since the last read and "
+        "return them in recent_inbound_messages, each exactly once. false leaves them queued for a later call."
     ))] = True
-    recent_message_limit: Annotated[int, Meta(description="0-50: how many recent interaction records and inbound messages to include.")] = 8
+    recent_message_limit: Annotated[int, Meta(description="0-50: how many recent interaction records to include (default 8).")] = 8
+    deliver_to_bound_conversations: Annotated[bool, Meta(description=(
+        "Send the message to the quest's bound conversations (default true). false records it in the quest only."
+    ))] = True
     options: Annotated[list[dict[str, Any]] | None, Meta(
-        description="decision_request only, required there: 2-12 options.",
+        description="decision_request only: 2-12 options; required there unless reply_schema names a decision_type.",
         extra_json_schema={"anyOf": [{"type": "array", "items": _OPTION_SCHEMA, "minItems": 2, "maxItems": 12}, {"type": "null"}]},
     )] = None
     reply_schema: Annotated[dict[str, Any] | None, Meta(
-        description='Optional small JSON Schema that structured reply data must match: {"type": "object", "properties": {...}, "required": [...]}.',
+        description=(
+            'Optional. {"decision_type": "quest_completion_approval"} names what a decision is about; a small '
+            'JSON Schema {"type": "object", "properties": {...}, "required": [...]} is what structured reply data '
+            "must match. Both may be given together."
+        ),
         extra_json_schema={"anyOf": [_REPLY_SCHEMA_SCHEMA, {"type": "null"}]},
     )] = None
     reply_to_interaction_id: Annotated[str | None, Meta(description="The interaction id or user message id this answers.")] = None
     dedupe_key: Annotated[str | None, Meta(description="A progress or milestone update reusing a key already sent is suppressed.")] = None
+    suppress_if_unchanged: Annotated[bool | None, Meta(description=(
+        "null or true (default): a progress or milestone update that repeats the previous one (or reuses a "
+        "dedupe_key) is suppressed. false: send it even so."
+    ))] = None
     wait_timeout_seconds: Annotated[float, Meta(description=(
         "Blocking requests only, 0-300: wait this long for the reply and return it in `reply` (status "
         "answered). 0 returns at once."
@@ -160,18 +191,27 @@ class GetInteraction(Command):
     interaction_id: Annotated[str, Meta(description="An id returned by interact(), e.g. \"ia-01J...\".")]
 
 
-class InboundMessage(Result, omit_defaults=True):
-    """A user message or reply as the agent sees it."""
+class InboundMessage(Result):
+    """A user message or reply as the agent sees it (DeepScientist's mailbox item)."""
 
-    id: str
-    seq: int
-    ts: str
-    kind: str  # message | reply
+    message_id: str  # its event id
+    conversation_id: str  # where it came from: "local:cli", "local:http", a connector's conversation
+    sender: str  # always "user"
     text: str
+    reply_to_interaction_id: str | None  # the interaction a reply answers
+    kind: str  # message | reply
+    option_id: str | None
+    data: dict[str, Any] | None
     source: str
-    interaction_id: str | None = None
-    option_id: str | None = None
-    data: dict[str, Any] | None = None
+    seq: int
+    created_at: str
+
+
+class DeliveryBatch(Result):
+    """The ``mailbox.delivered`` event that handed messages to this call."""
+
+    batch_id: str
+    message_ids: list[str]
 
 
 class InteractionSummary(Result):
@@ -186,18 +226,23 @@ class InteractionSummary(Result):
 
 
 class InteractResult(Result):
+    status: str  # ok | suppressed_duplicate
     interaction_id: str | None
-    status: str  # sent | waiting | answered | suppressed
+    interaction_status: str | None  # sent | waiting | answered; null when suppressed
     suppressed: bool
     duplicate_of: str | None
     kind: str
     reply_mode: str
-    new_messages: list[InboundMessage]
-    new_message_count: int
-    delivery_batch_id: str | None
-    recent_interactions: list[InteractionSummary]
-    recent_inbound_messages: list[InboundMessage]
+    expects_reply: bool
+    decision_type: str | None
+    delivered: bool
+    delivery_targets: list[str]  # binding ids the message reached or is queued for
     deliveries: list[view.DeliveryStatus]
+    recent_inbound_messages: list[InboundMessage]  # consumed by this call, oldest first
+    delivery_batch: DeliveryBatch | None
+    recent_interaction_records: list[InteractionSummary]
+    open_request_count: int
+    agent_instruction: str
     reply: InboundMessage | None
     guidance: str
 
@@ -222,12 +267,14 @@ def interact(quest: Quest, cmd: Interact, *, consumer: str = "") -> InteractResu
     fingerprint = _fingerprint(cmd.kind, cmd.message)
     with quest.transaction() as txn:
         state: view.State = quest.state("interactions")
-        duplicate_of = _duplicate_of(state, cmd.kind, fingerprint, cmd.dedupe_key)
+        duplicate_of = (
+            None if cmd.suppress_if_unchanged is False else _duplicate_of(state, cmd.kind, fingerprint, cmd.dedupe_key)
+        )
         events: list[Any] = []
         interaction_id: str | None = None
         if duplicate_of is None:
             interaction_id = "ia-" + new_event_id()
-            targets = view.route(state)
+            targets = view.route(state) if cmd.deliver_to_bound_conversations else []
             events.append(
                 InteractionSent(
                     interaction_id=interaction_id, kind=cmd.kind, message=cmd.message, reply_mode=mode,  # type: ignore[arg-type]
@@ -238,7 +285,9 @@ def interact(quest: Quest, cmd: Interact, *, consumer: str = "") -> InteractResu
                 )
             )
             events += connectors.local_delivery_events(interaction_id, targets)
-        batch = _delivery_event(state, consumer, interaction_id)
+        # Reading the mailbox is what consumes it: a call that does not read leaves the
+        # queue for a later one, so no message is taken without being returned.
+        batch = _delivery_event(state, consumer, interaction_id) if cmd.include_recent_inbound_messages else None
         if batch is not None:
             events.append(batch)
         if events:
@@ -246,25 +295,29 @@ def interact(quest: Quest, cmd: Interact, *, consumer: str = "") -> InteractResu
     state = quest.state("interactions")
     delivered = [state.inbound[i] for i in batch.message_ids] if batch is not None else []
     record = state.interactions.get(interaction_id) if interaction_id else None
-    recent_limit = cmd.recent_message_limit if cmd.include_recent_inbound_messages else 0
-    return InteractResult(
+    result = InteractResult(
+        status="suppressed_duplicate" if duplicate_of else "ok",
         interaction_id=interaction_id,
-        status="suppressed" if duplicate_of else ("waiting" if mode == "blocking" else "sent"),
+        interaction_status=record.status if record is not None else None,
         suppressed=duplicate_of is not None,
         duplicate_of=duplicate_of,
         kind=cmd.kind,
         reply_mode=mode,
-        new_messages=[_inbound(i) for i in delivered],
-        new_message_count=len(delivered),
-        delivery_batch_id=batch.batch_id if batch is not None else None,
-        recent_interactions=[_record_summary(r) for r in view.recent_interactions(state, cmd.recent_message_limit)],
-        recent_inbound_messages=[
-            _inbound(i) for i in view.recent_inbound(state, recent_limit) if batch is None or i.id not in batch.message_ids
-        ],
-        deliveries=_deliveries(record),
+        expects_reply=mode == "blocking",
+        decision_type=decision_type_of(cmd.reply_schema),
+        delivered=False,
+        delivery_targets=[],
+        deliveries=[],
+        recent_inbound_messages=[_inbound(i) for i in delivered],
+        delivery_batch=DeliveryBatch(batch_id=batch.batch_id, message_ids=list(batch.message_ids)) if batch else None,
+        recent_interaction_records=[_record_summary(r) for r in view.recent_interactions(state, cmd.recent_message_limit)],
+        open_request_count=len(state.open_requests),
+        agent_instruction=_agent_instruction(delivered, cmd.include_recent_inbound_messages),
         reply=None,
-        guidance=_guidance(delivered, mode, duplicate_of),
+        guidance=_guidance(mode, duplicate_of),
     )
+    _set_deliveries(result, record)
+    return result
 
 
 async def interact_async(quest: Quest, cmd: Interact, *, consumer: str = "", deliver: Deliver | None = None) -> InteractResult:
@@ -275,17 +328,25 @@ async def interact_async(quest: Quest, cmd: Interact, *, consumer: str = "", del
     iid = result.interaction_id
     if iid is None:
         return result
-    if deliver is not None:
+    if deliver is not None and result.delivery_targets:
         await deliver(quest, iid)
-        result.deliveries = _deliveries(quest.state("interactions").interactions[iid])
+        _set_deliveries(result, quest.state("interactions").interactions[iid])
     if result.reply_mode == "blocking" and cmd.wait_timeout_seconds > 0:
         answered = await wait_for_reply(quest, iid, cmd.wait_timeout_seconds)
         if answered is not None:
-            _batch_id, items = await asyncio.to_thread(consume_mailbox, quest, consumer=consumer, interaction_id=iid)
-            result.new_messages += [_inbound(i) for i in items]
-            result.new_message_count = len(result.new_messages)
-            result.status = "answered"
-            result.reply = _inbound(quest.state("interactions").inbound[answered])
+            batch_id, items = await asyncio.to_thread(consume_mailbox, quest, consumer=consumer, interaction_id=iid)
+            # Whatever this consumed is returned here, so it is never lost, even when the
+            # caller did not ask to read the mailbox.
+            taken = [_inbound(i) for i in items]
+            result.recent_inbound_messages += taken
+            if batch_id is not None:
+                earlier = result.delivery_batch.message_ids if result.delivery_batch else []
+                result.delivery_batch = DeliveryBatch(batch_id=batch_id, message_ids=[*earlier, *(m.message_id for m in taken)])
+            state = quest.state("interactions")
+            result.interaction_status = state.interactions[iid].status
+            result.open_request_count = len(state.open_requests)
+            result.agent_instruction = _agent_instruction([state.inbound[m.message_id] for m in result.recent_inbound_messages], True)
+            result.reply = _inbound(state.inbound[answered])
             result.guidance = "The user answered (see `reply`): act on it."
         else:
             result.guidance = (
@@ -392,22 +453,26 @@ def _validate(quest: Quest, cmd: Interact) -> str:
     if len(message) > MAX_MESSAGE_CHARS:
         raise Invalid(f"a message is at most {MAX_MESSAGE_CHARS} characters; put details in a file or artifact",
                       code="message_too_long", length=len(message))
-    mode = reply_mode if reply_mode is not None else ("blocking" if kind == "decision_request" else "none")
+    mode = reply_mode if reply_mode is not None else _DEFAULT_REPLY_MODE[kind]
     if mode not in REPLY_MODES:
         raise Invalid(f"unknown reply_mode {mode!r}: use none, threaded or blocking", code="invalid_reply_mode")
     if kind == "decision_request" and mode == "none":
         raise Invalid("a decision_request must be answerable: use reply_mode blocking or threaded", code="invalid_reply_mode")
     if kind in _SUPPRESSIBLE and mode == "blocking":
         raise Invalid(f"a {kind} update cannot block; ask with kind decision_request", code="invalid_reply_mode")
-    if kind == "decision_request":
-        if not options:
-            raise Invalid("a decision_request needs options: a list of at least 2 {id, label} objects",
-                          code="missing_options")
-        _validate_options(options)
-    elif options:
-        raise Invalid("options are only for kind decision_request", code="options_not_allowed")
     if reply_schema is not None:
         _validate_schema(reply_schema)
+    if kind == "decision_request":
+        # A request labelled with a decision_type (DeepScientist's completion approval is
+        # sent without options) may be answered in free text; any other needs options.
+        if not options and decision_type_of(reply_schema) is None:
+            raise Invalid("a decision_request needs options: a list of at least 2 {id, label} objects "
+                          "(or a reply_schema {\"decision_type\": ...} for a free-text approval)",
+                          code="missing_options")
+        if options:
+            _validate_options(options)
+    elif options:
+        raise Invalid("options are only for kind decision_request", code="options_not_allowed")
     if isinstance(recent_message_limit, bool) or not isinstance(recent_message_limit, int) or not (
         0 <= recent_message_limit <= MAX_RECENT
     ):
@@ -452,11 +517,22 @@ def _validate_options(options: Any) -> None:
 
 
 def _validate_schema(schema: Any) -> None:
+    """A reply schema is a small JSON Schema, a ``{"decision_type": ...}`` label, or both."""
     bad = Invalid(
-        "reply_schema must be a small JSON Schema object: {\"type\": \"object\", \"properties\": {...}, \"required\": [...]}",
+        "reply_schema must be {\"decision_type\": \"...\"} and/or a small JSON Schema object: "
+        "{\"type\": \"object\", \"properties\": {...}, \"required\": [...]}",
         code="invalid_reply_schema",
     )
-    if not isinstance(schema, dict) or schema.get("type") not in _SCHEMA_TYPES:
+    if not isinstance(schema, dict) or not schema:
+        raise bad
+    if "decision_type" in schema:
+        decision = schema["decision_type"]
+        if not isinstance(decision, str) or not _DECISION_TYPE_RE.match(decision):
+            raise Invalid("reply_schema.decision_type must be 1-64 letters, digits, '_', '.' or '-', "
+                          "e.g. \"quest_completion_approval\"", code="invalid_reply_schema")
+        if set(schema) == {"decision_type"}:
+            return
+    if schema.get("type") not in _SCHEMA_TYPES:
         raise bad
     props = schema.get("properties", {})
     required = schema.get("required", [])
@@ -466,6 +542,12 @@ def _validate_schema(schema: Any) -> None:
         raise bad
     if len(msgspec.json.encode(schema)) > 8192:
         raise bad
+
+
+def decision_type_of(reply_schema: dict[str, Any] | None) -> str | None:
+    """The ``decision_type`` a request's reply schema names, if any."""
+    decision = (reply_schema or {}).get("decision_type")
+    return decision if isinstance(decision, str) and decision else None
 
 
 def _schema_problems(schema: dict[str, Any], data: dict[str, Any]) -> list[str]:
@@ -519,10 +601,18 @@ def _delivery_event(state: view.State, consumer: str, interaction_id: str | None
 
 
 def _inbound(item: view.InboundItem) -> InboundMessage:
-    message = InboundMessage(id=item.id, seq=item.seq, ts=item.ts, kind=item.kind, text=item.text, source=item.source)
-    if item.kind == "reply":
-        message.interaction_id, message.option_id, message.data = item.interaction_id, item.option_id, item.data
-    return message
+    return InboundMessage(
+        message_id=item.id, conversation_id=_conversation_id(item.source), sender="user", text=item.text,
+        reply_to_interaction_id=item.interaction_id if item.kind == "reply" else None, kind=item.kind,
+        option_id=item.option_id, data=item.data, source=item.source, seq=item.seq, created_at=item.ts,
+    )
+
+
+def _conversation_id(source: str) -> str:
+    """A message's conversation as DeepScientist names one ("<connector>:<...>"): a source
+    that already names its connector is kept; the quest's own surfaces (cli, http, web,
+    demo ...) are the local connector's conversations."""
+    return source if ":" in source else f"local:{source or 'default'}"
 
 
 def _record_summary(record: view.InteractionRecord) -> InteractionSummary:
@@ -538,18 +628,41 @@ def _record_summary(record: view.InteractionRecord) -> InteractionSummary:
     )
 
 
-def _deliveries(record: view.InteractionRecord | None) -> list[view.DeliveryStatus]:
-    return [] if record is None else list(record.deliveries.values())
+def _set_deliveries(result: InteractResult, record: view.InteractionRecord | None) -> None:
+    """Fill the delivery fields from the record: a target counts as reached when its
+    delivery succeeded or is still under way (pending or retrying); a final failure does not."""
+    result.deliveries = [] if record is None else list(record.deliveries.values())
+    result.delivery_targets = [d.binding_id for d in result.deliveries if d.outcome != "failed"]
+    result.delivered = bool(result.delivery_targets)
 
 
-def _guidance(delivered: list[view.InboundItem], mode: str, duplicate_of: str | None) -> str:
+def _agent_instruction(delivered: list[view.InboundItem], read: bool) -> str:
+    if not read:
+        return ("The mailbox was not read (include_recent_inbound_messages=false): queued user messages stay "
+                "queued until an interact() call reads them. Continue the current work.")
+    if not delivered:
+        return "No new user message arrived. Continue the current work as planned."
+    lines = [
+        f"{len(delivered)} new user message(s), oldest first. They come before the current subtask: "
+        "pause work they make stale, answer them with one substantive interact() (kind=\"answer\" when "
+        "it is a question), and resume the old plan only if they leave the goal unchanged.",
+        "",
+    ]
+    for n, item in enumerate(delivered, 1):
+        about = f" (reply to {item.interaction_id}" + (f", option {item.option_id}" if item.option_id else "") + ")" \
+            if item.kind == "reply" else ""
+        lines.append(f"{n}. [{_conversation_id(item.source)}]{about} {item.text}")
+    return "\n".join(lines)
+
+
+def _guidance(mode: str, duplicate_of: str | None) -> str:
     parts = []
     if duplicate_of:
         parts.append(f"Suppressed: this repeats {duplicate_of}; nothing was sent.")
-    if delivered:
-        parts.append(f"{len(delivered)} new user message(s) in new_messages: read them and adapt your plan before continuing.")
     else:
-        parts.append("No new user messages arrived; continue with your plan.")
+        parts.append("Sent.")
     if mode == "blocking":
-        parts.append("This request stays open until the user replies; the reply will arrive through a later interact() call.")
+        parts.append("This request stays open until the user replies; the reply will arrive in "
+                     "recent_inbound_messages of a later interact() call.")
+    parts.append("Read agent_instruction for what the user sent.")
     return " ".join(parts)

@@ -12,6 +12,7 @@ would add a near-duplicate or a config-polluted title *answers* with a status in
 from __future__ import annotations
 
 import hashlib
+import json
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -64,6 +65,7 @@ __all__ = [
     "resolve_path",
     "near_duplicates",
     "info",
+    "tag_list",
     # the commands and results, for callers that import only this module
     "WriteCard",
     "ReadCard",
@@ -96,7 +98,7 @@ def write(mem: MemoryContext, cmd: WriteCard, *, record_type: str = "", extra: d
     """
     kind = check_kind(cmd.kind)
     scope = check_scope(cmd.scope, ("quest", "global"))
-    tags = check_tags(cmd.tags)
+    tags = check_tags(tag_list(cmd.tags))
     metadata = check_metadata(cmd.metadata)
     if extra:
         metadata = {**metadata, **extra}
@@ -121,6 +123,7 @@ def write(mem: MemoryContext, cmd: WriteCard, *, record_type: str = "", extra: d
         polluted = config_pollution([title, str(metadata.get("summary", ""))], keys)
         if polluted:
             return WriteResult(
+                ok=False,
                 status="config_polluted",
                 settings=polluted,
                 message="the title or summary bakes in config settings "
@@ -130,6 +133,7 @@ def write(mem: MemoryContext, cmd: WriteCard, *, record_type: str = "", extra: d
             candidates = near_duplicates(store, state, kind, title, body, exclude={old.id} if old else set())
             if candidates:
                 return WriteResult(
+                    ok=False,
                     status="duplicate_candidates",
                     candidates=candidates,
                     message=f"{len(candidates)} active {kind} card(s) look like the same lesson; nothing was written. "
@@ -154,7 +158,9 @@ def write(mem: MemoryContext, cmd: WriteCard, *, record_type: str = "", extra: d
     assert card is not None  # just appended, and the views caught up on materialising
     summary = card_summary(store, card)
     summary.pop("status", None)
-    return WriteResult(**summary, status="written", seq=stored[0].seq, supersedes=old.id if old else None)
+    summary.update(_provenance(store))
+    return WriteResult(**summary, ok=True, status="written", metadata=dict(card.metadata), seq=stored[0].seq,
+                       supersedes=old.id if old else None)  # fmt: skip
 
 
 def read(mem: MemoryContext, cmd: ReadCard) -> CardText:
@@ -196,7 +202,7 @@ def search(mem: MemoryContext, cmd: SearchCards, *, records_only: bool = False) 
     found.sort(key=lambda x: -x[0])
     chosen = _mmr(found, limit) if cmd.diverse else found[:limit]
     results = [info(store, card, SearchHit, score=score, snippet=snippet) for score, store, card, snippet in chosen]
-    return SearchResult(count=len(results), results=results)
+    return SearchResult(ok=True, count=len(results), results=results)
 
 
 def list_recent(mem: MemoryContext, cmd: ListRecent) -> CardsResult:
@@ -212,7 +218,7 @@ def list_recent(mem: MemoryContext, cmd: ListRecent) -> CardsResult:
         rows.extend((c.updated_at, c.seq, store, c) for c in cards)
     rows.sort(key=lambda r: (r[0], r[1]), reverse=True)
     results = [info(store, card) for _, _, store, card in rows[:limit]]
-    return CardsResult(count=len(results), results=results)
+    return CardsResult(ok=True, count=len(results), results=results)
 
 
 def promote_to_global(mem: MemoryContext, cmd: PromoteToGlobal) -> PromoteResult:
@@ -251,7 +257,8 @@ def promote_to_global(mem: MemoryContext, cmd: PromoteToGlobal) -> PromoteResult
                 ])  # fmt: skip
         stored = qtxn.append(promoted)
     gcard = gstore.state().cards[gid]
-    return PromoteResult(status="promoted", id=card.id, global_id=gid, global_path=gstore.display_path(gcard), seq=stored[0].seq)
+    return PromoteResult(ok=True, status="promoted", id=card.id, global_id=gid, scope="global",
+                         path=gstore.display_path(gcard), seq=stored[0].seq)  # fmt: skip
 
 
 def configure_guard(mem: MemoryContext, cmd: ConfigureGuard) -> GuardResult:
@@ -340,10 +347,38 @@ def near_duplicates(
 
 def info(store: MemoryStore, card: Card, cls: type[I] = CardInfo, **extra: Any) -> I:  # type: ignore[assignment]
     """The card's :class:`CardInfo` (or a subclass of it, with ``extra`` fields)."""
-    return cls(**card_summary(store, card), **extra)
+    return cls(**{**card_summary(store, card), **_provenance(store)}, **extra)
+
+
+def tag_list(tags: list[str] | str | None) -> list[str] | None:
+    """Tags as a list: a comma-separated string (or a JSON list in a string, as some
+    callers send) is split; blanks are dropped. Anything else is left for
+    ``check_tags`` to accept or refuse."""
+    if not isinstance(tags, str):
+        return tags
+    text = tags.strip()
+    if text.startswith("[") and text.endswith("]"):
+        try:
+            parsed = json.loads(text)
+        except ValueError:
+            parsed = None
+        if isinstance(parsed, list):
+            return parsed
+    return [part.strip() for part in text.split(",") if part.strip()]
 
 
 # -- private helpers ---------------------------------------------------------------
+
+
+def _provenance(store: MemoryStore) -> dict[str, Any]:
+    """Which quest's memory a card comes from: every quest card names its quest; another
+    quest's card (read-only, under ``shared_across_quests``) says so with scope
+    ``shared_quest`` and ``shared``."""
+    if store.scope != "quest":
+        return {}
+    if store.read_only:
+        return {"source_quest_id": store.name, "scope": "shared_quest", "shared": True}
+    return {"source_quest_id": store.name}
 
 
 def _check_supersedes(store: MemoryStore, state: MemoryState, supersedes: str, kind: str) -> Card:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
+import msgspec
 from msgspec import Meta
 
 from .commands import Command, Result
@@ -45,6 +46,11 @@ __all__ = [
 _KINDS = "papers | ideas | decisions | episodes | knowledge | templates"
 _SCOPE_READ = "quest (this quest) | global (every quest's shared memory) | both."
 _TAGS = Meta(description="Short labels, e.g. [\"optimizer\", \"vit\"].")
+# DeepScientist's calls send tags as a list or as one comma-separated string; both are
+# accepted here and normalised to a list by the service (memory.tag_list).
+_TAGS_EITHER = Meta(description=(
+    "Short labels: a list [\"optimizer\", \"vit\"] or one comma-separated string \"optimizer, vit\"."
+))
 
 
 class WriteCard(Command):
@@ -53,7 +59,7 @@ class WriteCard(Command):
     body: Annotated[str, Meta(description="Markdown details (numbers, commands, evidence).")] = ""
     markdown: Annotated[str | None, Meta(description="Alternatively a whole card: \"---\\nYAML frontmatter\\n---\\nbody\".")] = None
     scope: Annotated[str, Meta(description="quest | global (shared by every quest).")] = "quest"
-    tags: Annotated[list[str] | None, _TAGS] = None
+    tags: Annotated[list[str] | str | None, _TAGS_EITHER] = None
     metadata: Annotated[dict[str, Any] | None, Meta(description=(
         "Extra frontmatter (none by default), e.g. {\"stage\": \"experiment\", \"confidence\": 0.8, \"evidence_paths\": "
         "[\"runs/12/log.txt\"], \"retrieval_hints\": [\"warmup\"]}."
@@ -107,7 +113,7 @@ class AppendRecord(Command):
     summary: Annotated[str, Meta(description="One line (no \"key=value\" config settings).")]
     detail: Annotated[str, Meta(description="What happened / what to do, with specifics.")]
     session_id: Annotated[str, Meta(description="Your session's id.")]
-    tags: Annotated[list[str] | None, _TAGS] = None
+    tags: Annotated[list[str] | str | None, _TAGS_EITHER] = None
     supersedes: Annotated[str | None, Meta(description="A mem-NNN or card id this record replaces.")] = None
     force: Annotated[bool, Meta(description="Keep both even if a near-duplicate exists.")] = False
 
@@ -131,7 +137,11 @@ class ImportHandEdits(Command):
 
 
 class CardInfo(Result, omit_defaults=True):
-    """What every answer about a card carries."""
+    """What every answer about a card carries.
+
+    ``scope`` is ``quest`` (this quest's card), ``shared_quest`` (another quest's card,
+    read-only, seen when ``memory.shared_across_quests`` is on; ``shared`` is then true)
+    or ``global``; ``source_quest_id`` names the quest whose memory holds a quest card."""
 
     id: str
     kind: str
@@ -148,6 +158,8 @@ class CardInfo(Result, omit_defaults=True):
     promoted_to: str | None = None
     promoted_from: str | None = None
     read_only: bool = False
+    source_quest_id: str = ""
+    shared: bool = False
 
 
 class SearchHit(CardInfo, omit_defaults=True):
@@ -171,9 +183,11 @@ class CardText(CardInfo, omit_defaults=False):
 
 
 class WriteResult(Result, omit_defaults=True):
-    """``written`` (the card's fields, seq), ``duplicate_candidates`` (nothing written) or
-    ``config_polluted`` (nothing written)."""
+    """``written`` (the card's fields, its metadata, seq), ``duplicate_candidates`` (nothing
+    written) or ``config_polluted`` (nothing written). ``ok`` says whether the card was
+    written."""
 
+    ok: bool  # always encoded: true only for status "written"
     status: str
     id: str = ""
     kind: str = ""
@@ -181,8 +195,10 @@ class WriteResult(Result, omit_defaults=True):
     scope: str = ""
     quest_id: str = ""
     tags: list[str] = []
+    metadata: dict[str, Any] | None = None  # the card's metadata, when written
     path: str = ""
     updated_at: str = ""
+    source_quest_id: str = ""
     seq: int = 0
     supersedes: str | None = None
     record_id: str = ""
@@ -192,21 +208,29 @@ class WriteResult(Result, omit_defaults=True):
     settings: list[str] = []
 
 
+# The cards of a search or listing are ``items`` on the wire (DeepScientist's name);
+# Python callers keep the attribute ``results``.
 class CardsResult(Result):
+    ok: bool
     count: int
-    results: list[CardInfo]
+    results: list[CardInfo] = msgspec.field(name="items")
 
 
 class SearchResult(Result):
+    ok: bool
     count: int
-    results: list[SearchHit]
+    results: list[SearchHit] = msgspec.field(name="items")
 
 
 class PromoteResult(Result):
+    """The quest card ``id`` now has a global copy ``global_id`` at ``path`` (scope global)."""
+
+    ok: bool
     status: str
     id: str
     global_id: str
-    global_path: str
+    scope: str  # always "global": where the copy is
+    path: str  # the global copy's file
     seq: int
 
 

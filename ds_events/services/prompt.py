@@ -456,7 +456,7 @@ def _communication(i: PromptInputs) -> list[str]:
         "approval_result | answer (to a question).",
         "- A decision_request is blocking: give 2-12 `options` (id, label) and mark one `recommended`; the reply arrives "
         "as a message in a later turn or through a later `interact` call.",
-        "- Every `interact` call also returns what the user sent meanwhile (`new_messages`): read it and act on it.",
+        "- Every `interact` call also returns what the user sent meanwhile (`recent_inbound_messages`): read it and act on it.",
         f"- Delivered to: {where or 'this quest only'} (routing: {i.interactions.routing_policy}).",
     ]
 

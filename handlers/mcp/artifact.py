@@ -40,7 +40,7 @@ from ds_events.services.artifact_commands import (
     SummaryResult,
 )
 
-from . import artifact_interact
+from . import artifact_interact, artifact_research
 from .common import Namespace, QuestBinding, ToolContext
 
 __all__ = ["build_server", "INSTRUCTIONS"]
@@ -63,6 +63,7 @@ def build_server(binding: QuestBinding, *, arxiv_fetcher: arxiv_service.Fetcher 
     _baselines(ns)
     _campaigns(ns)
     artifact_interact.register(ns)
+    artifact_research.register(ns)
     return ns.server()
 
 

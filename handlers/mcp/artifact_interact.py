@@ -21,21 +21,31 @@ def register(ns: Namespace) -> None:
     async def interact(tc: ToolContext, cmd: Interact) -> InteractResult:
         """Talk to the user and read what they sent you. Call it at every natural checkpoint.
 
-        Each call records your message (delivered to the user's bound conversations) and
-        hands you every user message and reply that arrived since the last call, exactly
-        once, in `new_messages`. If that list is empty, nothing new arrived: continue.
+        Each call records your message (sent to the quest's bound conversations unless
+        deliver_to_bound_conversations=false) and reads the mailbox: every user message and
+        reply queued since the last read comes back in `recent_inbound_messages`, each
+        exactly once, oldest first ({message_id, conversation_id, text,
+        reply_to_interaction_id, kind, option_id, ...}). They take priority over your
+        current subtask: `agent_instruction` says what to do with them, or that nothing new
+        arrived and you should continue. include_recent_inbound_messages=false leaves them
+        queued for a later call.
 
-        Returns: interaction_id, status (sent | waiting | answered | suppressed),
-        suppressed and duplicate_of (a progress/milestone identical to the previous one of
-        its kind, or reusing a dedupe_key, is not sent again), new_messages,
-        recent_interactions, recent_inbound_messages, deliveries (per target: outcome),
-        reply, guidance.
+        Returns: status (ok | suppressed_duplicate: a progress/milestone identical to the
+        previous one of its kind, or reusing a dedupe_key, is not sent again; see
+        duplicate_of), interaction_id, interaction_status (sent | waiting | answered),
+        expects_reply, decision_type, delivered, delivery_targets, deliveries (per target:
+        outcome), recent_inbound_messages, delivery_batch, recent_interaction_records (your
+        latest interactions), open_request_count, agent_instruction, reply (a blocking
+        request's answer when wait_timeout_seconds > 0), guidance.
 
         Examples:
           interact(message="Baseline reproduced: 91.6% top-1. Starting label smoothing.")
           interact(kind="decision_request", message="Accuracy plateaued. Next?",
                    options=[{"id": "wider", "label": "Try a wider model"},
                             {"id": "stop", "label": "Write up now"}])
+          interact(kind="decision_request", message="All runs are done. May I close the quest?",
+                   reply_schema={"decision_type": "quest_completion_approval"},
+                   options=[{"id": "yes", "label": "Close it"}, {"id": "no", "label": "Keep going"}])
         """
         from ..connectors import webhook  # loads aiohttp: not before the first message
 

@@ -64,12 +64,17 @@ def build_server(binding: QuestBinding) -> MCPServer[ToolContext]:
         (ideas), a decision and its reason (decisions), what happened in a run or a failed
         route (episodes), a fact or rule (knowledge), a reusable snippet (templates).
 
-        Returns status "written" with id and path; or "duplicate_candidates" with the
-        similar cards (nothing written: re-call with supersedes=<id> or force=True); or
-        "config_polluted" with the offending settings (rewrite the title).
+        tags: a list ["vit", "optim"] or a comma-separated string "vit, optim";
+        metadata: extra frontmatter kept on the card.
+
+        Returns ok=true, status "written" with id, path, tags and metadata; or ok=false with
+        status "duplicate_candidates" and the similar cards (nothing written: re-call with
+        supersedes=<id> or force=True); or ok=false with status "config_polluted" and the
+        offending settings (rewrite the title).
 
         Example: write(kind="knowledge", title="ViT needs LR warmup with AdamW",
-                       body="Without warmup the loss diverged in 3/3 runs.", tags=["vit"])
+                       body="Without warmup the loss diverged in 3/3 runs.", tags="vit, optim",
+                       metadata={"confidence": 0.8})
         """
         return memory_service.write(_mem(tc), cmd)
 
@@ -91,7 +96,10 @@ def build_server(binding: QuestBinding) -> MCPServer[ToolContext]:
         Natural-language questions work: the words are OR-ed and ranked, so a card that
         matches most of them comes first. Superseded cards are never returned.
 
-        Returns {"count", "results": [{id, kind, title, scope, score, snippet, path, tags}]}.
+        Returns {"ok", "count", "items": [{id, kind, title, scope, score, snippet, path,
+        tags, source_quest_id}]}. scope is quest, global, or shared_quest (another quest's
+        card, read-only, when the home shares memory across quests; source_quest_id says
+        which quest).
 
         Example: search(query="label smoothing calibration", scope="both", limit=5)
         """
@@ -100,6 +108,8 @@ def build_server(binding: QuestBinding) -> MCPServer[ToolContext]:
     @ns.tool
     def list_recent(tc: ToolContext, cmd: ListRecent) -> CardsResult:
         """The most recently written or changed active cards, newest first.
+
+        Returns {"ok", "count", "items": [{id, kind, title, scope, path, tags, updated_at, ...}]}.
 
         Example: list_recent(kind="decisions", limit=5)
         """
@@ -111,6 +121,9 @@ def build_server(binding: QuestBinding) -> MCPServer[ToolContext]:
 
         Use for lessons that hold beyond this quest. Both logs record the promotion; the
         quest card shows promoted_to, the global copy promoted_from.
+
+        Returns ok, status "promoted", id (the quest card), global_id, scope ("global")
+        and path (the global copy's file).
 
         Example: promote_to_global(card_id="knowledge-1a2b3c4d")
         """

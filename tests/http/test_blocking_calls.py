@@ -83,7 +83,7 @@ async def test_a_search_waiting_for_a_locked_memory_index_does_not_stall_a_strea
         mem.close()
     assert [f["data"]["content"] for f in live] == ["during the search"]
     assert seen.get("delivered_while_waiting") is True, "the stream was stalled while a search waited for the memory index"
-    assert status == 200 and [r["id"] for r in body["results"]] == [r["id"] for r in (await first.json())["results"]]
+    assert status == 200 and [r["id"] for r in body["items"]] == [r["id"] for r in (await first.json())["items"]]
 
 
 async def test_concurrent_requests_on_one_quest_are_all_answered_correctly(client: Any, quest: Quest) -> None:
@@ -98,7 +98,7 @@ async def test_concurrent_requests_on_one_quest_are_all_answered_correctly(clien
     async def search() -> Any:
         async with client.get("/api/quests/q1/memory?q=warmup&limit=10") as resp:
             assert resp.status == 200, await resp.text()
-            return sorted(r["id"] for r in (await resp.json())["results"])
+            return sorted(r["id"] for r in (await resp.json())["items"])
 
     async def post(i: int) -> int:
         async with client.post("/api/quests/q1/messages", json={"text": f"concurrent {i}"}) as resp:

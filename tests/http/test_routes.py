@@ -114,9 +114,9 @@ async def test_memory_routes_list_search_read_and_errors(client: Any, quest: Que
 
     written = memory_service.write(MemoryContext(quest=quest, actor="test"), WriteCard(kind="knowledge", title="Warmup stops early divergence", body="Use 500 warmup steps."))
     listed = await (await client.get("/api/quests/q1/memory")).json()
-    assert [c["id"] for c in listed["results"]] == [written.id]
+    assert [c["id"] for c in listed["items"]] == [written.id]
     found = await (await client.get("/api/quests/q1/memory?q=warmup+divergence&limit=5")).json()
-    assert found["results"][0]["id"] == written.id
+    assert found["items"][0]["id"] == written.id
     card = await (await client.get(f"/api/quests/q1/memory/{written.id}")).json()
     assert card["body"].strip() == "Use 500 warmup steps."
     await _error(await client.get("/api/quests/q1/memory/knowledge-00000000"), 404, "unknown_card")

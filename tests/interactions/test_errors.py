@@ -77,7 +77,7 @@ CASES: list[tuple[str, str, Act]] = [
     ("invalid_wait", "waiting on progress", tool("interact", {"message": "hi", "wait_timeout_seconds": 5})),
     ("invalid_wait", "wait too long",
      tool("interact", {"kind": "decision_request", "message": "?", "options": OPTIONS, "wait_timeout_seconds": 301})),
-    ("reply_not_expected", "reply to a progress update", reply("progress")),
+    ("reply_not_expected", "reply to an update sent with reply_mode none", reply("progress")),
     ("already_answered", "second reply to a blocking request", reply("answered")),
     ("unknown_option", "option not offered", reply("blocking", option_id="c")),
     ("invalid_argument", "reply data not an object", reply("blocking", data=[1, 2])),
@@ -108,7 +108,7 @@ def _setup(quest: Quest) -> dict[str, str]:
     """Interactions the cases refer to (made before the 'nothing written' snapshot)."""
     schema = {"type": "object", "properties": {"lr": {"type": "number"}}, "required": ["lr", "epochs"]}
     ids = {
-        "progress": service.interact(quest, Interact(message="progress")).interaction_id,
+        "progress": service.interact(quest, Interact(message="progress", reply_mode="none")).interaction_id,
         "threaded": service.interact(quest, Interact(kind="answer", message="answer", reply_mode="threaded")).interaction_id,
         "blocking": service.interact(quest, Interact(kind="decision_request", message="?", options=OPTIONS)).interaction_id,
         "answered": service.interact(quest, Interact(kind="decision_request", message="??", options=OPTIONS)).interaction_id,

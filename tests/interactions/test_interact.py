@@ -26,22 +26,28 @@ async def test_interact_hands_over_pending_user_messages_as_one_batch_then_says_
         second = quest_service.post_message(quest, quest_service.PostMessage(text="And log the perplexity"))
 
         r = await call(client, "interact", {"message": "Tokenizer sweep started"})
-        assert r["status"] == "sent" and r["new_message_count"] == 2
-        assert [m["id"] for m in r["new_messages"]] == [first.id, second.id]
-        assert [m["text"] for m in r["new_messages"]] == ["Try a smaller vocabulary first", "And log the perplexity"]
+        assert r["status"] == "ok" and r["interaction_status"] == "sent"
+        assert [m["message_id"] for m in r["recent_inbound_messages"]] == [first.id, second.id]
+        assert [m["text"] for m in r["recent_inbound_messages"]] == ["Try a smaller vocabulary first", "And log the perplexity"]
+        assert "Try a smaller vocabulary first" in r["agent_instruction"]
         batches = quest.log.read(types=["mailbox.delivered"])
         assert len(batches) == 1 and batches[0].message_ids == [first.id, second.id]
-        assert batches[0].batch_id == r["delivery_batch_id"] and batches[0].interaction_id == r["interaction_id"]
+        assert r["delivery_batch"] == {"batch_id": batches[0].batch_id, "message_ids": [first.id, second.id]}
+        assert batches[0].interaction_id == r["interaction_id"]
 
+        # Already delivered messages never come back: nothing new means an empty list.
         again = await call(client, "interact", {"message": "Vocabulary 8k done"})
-        assert again["new_messages"] == [] and again["delivery_batch_id"] is None
-        assert "No new user messages arrived; continue" in again["guidance"]
-        # Already delivered messages come back only as context, never as new ones.
-        assert [m["id"] for m in again["recent_inbound_messages"]] == [first.id, second.id]
-        assert [i["message"] for i in again["recent_interactions"]] == ["Tokenizer sweep started", "Vocabulary 8k done"]
+        assert again["recent_inbound_messages"] == [] and again["delivery_batch"] is None
+        assert again["agent_instruction"].startswith("No new user message arrived. Continue the current work")
+        assert [i["message"] for i in again["recent_interaction_records"]] == ["Tokenizer sweep started", "Vocabulary 8k done"]
+        # Not reading the mailbox leaves a queued message queued, for the next read.
+        third = quest_service.post_message(quest, quest_service.PostMessage(text="Also try 32k"))
         quiet = await call(client, "interact", {"message": "Vocabulary 16k done", "include_recent_inbound_messages": False, "recent_message_limit": 1})
-        assert quiet["recent_inbound_messages"] == [] and len(quiet["recent_interactions"]) == 1
+        assert quiet["recent_inbound_messages"] == [] and len(quiet["recent_interaction_records"]) == 1
+        assert "not read" in quiet["agent_instruction"]
         assert len(quest.log.read(types=["mailbox.delivered"])) == 1
+        later = await call(client, "interact", {"message": "Vocabulary 32k queued"})
+        assert [m["message_id"] for m in later["recent_inbound_messages"]] == [third.id]
 
 
 async def test_repeated_identical_progress_is_suppressed_but_still_reads_the_mailbox(home: Home, quest: Quest) -> None:
@@ -51,9 +57,10 @@ async def test_repeated_identical_progress_is_suppressed_but_still_reads_the_mai
         msg = quest_service.post_message(quest, quest_service.PostMessage(text="Stop after epoch 5"))
 
         repeat = await call(client, "interact", {"message": "  epoch 3/10:   LOSS 1.92 "})
-        assert repeat["suppressed"] is True and repeat["status"] == "suppressed"
+        assert repeat["suppressed"] is True and repeat["status"] == "suppressed_duplicate"
         assert repeat["duplicate_of"] == sent["interaction_id"] and repeat["interaction_id"] is None
-        assert [m["id"] for m in repeat["new_messages"]] == [msg.id]
+        assert repeat["delivered"] is False and repeat["delivery_targets"] == []
+        assert [m["message_id"] for m in repeat["recent_inbound_messages"]] == [msg.id]
         # Only the message and its delivery were written (besides the call's tool record): no
         # second interaction.
         written = [e.type for e in quest.log.read(after_seq=before) if not e.type.startswith("tool.")]
@@ -72,13 +79,14 @@ async def test_a_decision_request_blocks_by_default_and_stays_open_until_a_reply
     async with artifact_client(home) as client:
         r = await call(client, "interact", {"kind": "decision_request", "message": "Accuracy plateaued. Next?", "options": OPTIONS})
         iid = r["interaction_id"]
-        assert r["reply_mode"] == "blocking" and r["status"] == "waiting"
+        assert r["reply_mode"] == "blocking" and r["status"] == "ok" and r["interaction_status"] == "waiting"
+        assert r["expects_reply"] is True and r["open_request_count"] == 1
         state = quest.state("interactions")
         assert state.open_requests == [iid]
         assert iid in (quest.root / "interactions" / "open_requests.md").read_text()
 
         nothing = await call(client, "interact", {"message": "Meanwhile: cleaning the data loader"})
-        assert nothing["new_messages"] == []
+        assert nothing["recent_inbound_messages"] == [] and nothing["open_request_count"] == 1
         assert quest.state("interactions").open_requests == [iid]
 
         answer = service.reply(quest, Reply(interaction_id=iid, text="Go wider", option_id="wider"))
@@ -87,9 +95,10 @@ async def test_a_decision_request_blocks_by_default_and_stays_open_until_a_reply
         assert looked["interaction"]["status"] == "answered" and looked["replies"][0]["option_id"] == "wider"
 
         got = await call(client, "interact", {"message": "Reading your answer"})
-        assert [(m["id"], m["kind"], m["option_id"], m["interaction_id"]) for m in got["new_messages"]] == [
+        assert [(m["message_id"], m["kind"], m["option_id"], m["reply_to_interaction_id"]) for m in got["recent_inbound_messages"]] == [
             (answer.id, "reply", "wider", iid)
         ]
+        assert got["open_request_count"] == 0
         assert "_Nothing is waiting for you._" in (quest.root / "interactions" / "open_requests.md").read_text()
 
 
@@ -115,8 +124,9 @@ async def test_a_blocking_interact_returns_the_reply_that_another_process_writes
         assert done.returncode == 0, done.stderr
         assert json.loads(done.stdout)["interaction_id"] == iid
         r = (await asyncio.wait_for(pending, 60)).structured_content
-    assert r["status"] == "answered" and r["reply"]["text"] == "CIFAR-100 please" and r["reply"]["option_id"] == "c100"
-    assert [m["text"] for m in r["new_messages"]] == ["CIFAR-100 please"]
+    assert r["interaction_status"] == "answered" and r["reply"]["text"] == "CIFAR-100 please" and r["reply"]["option_id"] == "c100"
+    assert [m["text"] for m in r["recent_inbound_messages"]] == ["CIFAR-100 please"]
+    assert r["recent_inbound_messages"][0]["reply_to_interaction_id"] == iid and r["open_request_count"] == 0
     # Delivered once: another interact does not see it again.
     assert service.consume_mailbox(quest) == (None, [])
 
@@ -126,7 +136,7 @@ async def test_a_blocking_wait_that_times_out_leaves_the_request_open(home: Home
         r = await call(client, "interact", {
             "kind": "decision_request", "message": "Proceed?", "options": OPTIONS, "wait_timeout_seconds": 0.2,
         })
-        assert r["status"] == "waiting" and r["reply"] is None and "No reply within" in r["guidance"]
+        assert r["interaction_status"] == "waiting" and r["reply"] is None and "No reply within" in r["guidance"]
         assert quest.state("interactions").open_requests == [r["interaction_id"]]
 
 
@@ -143,7 +153,8 @@ async def test_a_threaded_answer_can_refer_to_a_user_message_and_take_replies(ho
         service.reply(quest, Reply(interaction_id=r["interaction_id"], text="And keep the seed"))  # threaded: many replies, stays open
         assert quest.state("interactions").interactions[r["interaction_id"]].status == "sent"
         got = await call(client, "interact", {"message": "Rerunning with warmup"})
-        assert [m["text"] for m in got["new_messages"]] == ["Thanks, rerun it with warmup", "And keep the seed"]
+        assert [m["text"] for m in got["recent_inbound_messages"]] == ["Thanks, rerun it with warmup", "And keep the seed"]
+        assert {m["reply_to_interaction_id"] for m in got["recent_inbound_messages"]} == {r["interaction_id"]}
 
 
 def test_replay_rewrites_the_interaction_files_byte_for_byte(quest: Quest) -> None:

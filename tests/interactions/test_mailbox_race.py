@@ -63,8 +63,8 @@ async def test_each_user_message_is_delivered_exactly_once_while_processes_race(
             while _delivered_count(quest) < N and time.monotonic() < deadline:
                 r = await client.call_tool("interact", {"message": "still training", "recent_message_limit": 0})
                 assert not r.is_error, r.content
-                via_mcp += [m["id"] for m in r.structured_content["new_messages"]]
-                if not r.structured_content["new_messages"]:
+                via_mcp += [m["message_id"] for m in r.structured_content["recent_inbound_messages"]]
+                if not r.structured_content["recent_inbound_messages"]:
                     await _wait_for_append(quest, quest.log.last_seq, timeout=5)
             assert await asyncio.to_thread(producer.wait, 60) == 0
         out, _ = await asyncio.to_thread(consumer.communicate, timeout=90)

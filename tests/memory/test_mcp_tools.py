@@ -33,8 +33,8 @@ async def test_a_written_card_is_materialised_and_found_by_a_natural_language_qu
     assert front["stage"] == "experiment" and front["confidence"] == 0.8 and front["quest_id"] == "q1"
     assert {"created_at", "updated_at", "scope", "title"} <= set(front)
     found = await call(client, "search", query="why does my vision transformer loss diverge without a schedule")
-    assert [r["id"] for r in found["results"]] == [written["id"]]
-    hit = found["results"][0]
+    assert [r["id"] for r in found["items"]] == [written["id"]]
+    hit = found["items"][0]
     assert hit["score"] > 0 and "[" in hit["snippet"] and hit["scope"] == "quest" and hit["kind"] == "knowledge"
     assert "MEMORY.md" in os.listdir(quest.root)
 
@@ -56,10 +56,10 @@ async def test_a_superseded_card_leaves_retrieval_but_stays_on_disk(client, ques
     new = await call(client, "write", **WARMUP_AGAIN, supersedes=old["id"])
     assert new["status"] == "written" and new["supersedes"] == old["id"]
     for query in ("warmup", "AdamW ViT diverges"):
-        ids = [r["id"] for r in (await call(client, "search", query=query))["results"]]
+        ids = [r["id"] for r in (await call(client, "search", query=query))["items"]]
         assert ids == [new["id"]]
     recent = await call(client, "list_recent")
-    assert [r["id"] for r in recent["results"]] == [new["id"]]
+    assert [r["id"] for r in recent["items"]] == [new["id"]]
     old_file = yaml.safe_load((quest.root / old["path"]).read_text().split("---\n")[1])
     assert old_file["status"] == "superseded" and old_file["superseded_by"] == new["id"]
     card = await call(client, "read", card_id=old["id"])
@@ -124,9 +124,9 @@ async def test_promote_copies_a_card_to_global_memory_and_both_logs_record_it(ho
     finally:
         glog.close()
     both = await call(client, "search", query="label smoothing calibration", scope="both")
-    assert {(r["scope"], r["id"]) for r in both["results"]} == {("quest", card["id"]), ("global", gid)}
+    assert {(r["scope"], r["id"]) for r in both["items"]} == {("quest", card["id"]), ("global", gid)}
     only_global = await call(client, "list_recent", scope="global")
-    assert [r["id"] for r in only_global["results"]] == [gid]
+    assert [r["id"] for r in only_global["items"]] == [gid]
     assert tool_error(await client.call_tool("promote_to_global", {"card_id": card["id"]}))["error"] == "already_promoted"
     assert tool_error(await client.call_tool("promote_to_global", {"card_id": gid}))["error"] == "not_a_quest_card"
     by_path = await call(client, "read", path=str(gfile))
@@ -142,7 +142,7 @@ async def test_same_and_non_ascii_titles_never_collide(client, quest):
     assert len(paths) == 4 and all((quest.root / p).is_file() for p in paths)
     assert all(Path(p).name.isascii() for p in paths)
     found = await call(client, "search", query="数据增强")
-    assert {r["id"] for r in found["results"]} == {c["id"], d["id"]}
+    assert {r["id"] for r in found["items"]} == {c["id"], d["id"]}
 
 
 async def test_diverse_search_returns_relevant_and_mutually_different_cards(client):
@@ -150,17 +150,17 @@ async def test_diverse_search_returns_relevant_and_mutually_different_cards(clie
     b = await call(client, "write", kind="knowledge", title="Gradient clipping stops loss spikes in fp16", body="clip norm 1.0 fixed spikes in fp16 runs too", force=True)
     c = await call(client, "write", kind="knowledge", title="Loss spikes come from bad data shards", body="shard 17 had corrupted tokens causing spikes")
     plain = await call(client, "search", query="loss spikes clipping", limit=2)
-    assert {r["id"] for r in plain["results"]} == {a["id"], b["id"]}
+    assert {r["id"] for r in plain["items"]} == {a["id"], b["id"]}
     diverse = await call(client, "search", query="loss spikes clipping", limit=2, diverse=True)
-    ids = [r["id"] for r in diverse["results"]]
+    ids = [r["id"] for r in diverse["items"]]
     assert len(ids) == 2 and c["id"] in ids and len({a["id"], b["id"]} & set(ids)) == 1
 
 
 async def test_search_filters_by_kind_and_tags(client):
     p = await call(client, "write", kind="papers", title="BERT pretraining recipe", body="masking rate matters", tags=["nlp", "bert"])
     await call(client, "write", kind="knowledge", title="Masking rate for BERT", body="15 percent masking", tags=["nlp"])
-    assert [r["id"] for r in (await call(client, "search", query="masking", kind="papers"))["results"]] == [p["id"]]
-    assert [r["id"] for r in (await call(client, "search", query="masking", tags=["nlp", "bert"]))["results"]] == [p["id"]]
+    assert [r["id"] for r in (await call(client, "search", query="masking", kind="papers"))["items"]] == [p["id"]]
+    assert [r["id"] for r in (await call(client, "search", query="masking", tags=["nlp", "bert"]))["items"]] == [p["id"]]
 
 
 async def test_a_whole_markdown_card_can_be_written(client, quest):
@@ -170,7 +170,7 @@ async def test_a_whole_markdown_card_can_be_written(client, quest):
     assert read["tags"] == ["eval"] and read["metadata"]["stage"] == "analysis-campaign"
     assert read["body"].strip() == "ECE is the metric we report."
     found = await call(client, "search", query="calibration")
-    assert [r["id"] for r in found["results"]] == [card["id"]]
+    assert [r["id"] for r in found["items"]] == [card["id"]]
 
 
 async def test_record_tools_append_read_and_audit_typed_records(client, quest):
@@ -282,8 +282,10 @@ async def test_shared_across_quests_shows_other_quests_cards_read_only(home: Hom
     cfg = yaml.safe_load(home.config_path.read_text())
     cfg["memory"]["shared_across_quests"] = True
     home.config_path.write_text(yaml.safe_dump(cfg))
-    found = (await call(client, "search", query="flash attention"))["results"]
+    found = (await call(client, "search", query="flash attention"))["items"]
     assert [(r["id"], r["quest_id"], r.get("read_only")) for r in found] == [(theirs.id, "q2", True)]
+    # The hit says it is another quest's card, and which quest's.
+    assert [(r["scope"], r["source_quest_id"], r["shared"]) for r in found] == [("shared_quest", "q2", True)]
     assert (await call(client, "read", card_id=theirs.id))["read_only"] is True
     err = tool_error(await client.call_tool("promote_to_global", {"card_id": theirs.id}))
     assert err["error"] == "not_a_quest_card"

@@ -70,7 +70,7 @@ async def test_two_mcp_server_processes_writing_to_one_quest_lose_nothing(home: 
     # The index of either process (one file, shared) sees every card.
     async with mcp.Client(_params(home, DS_QUEST_ID="q1")) as client:
         r = await client.call_tool("list_recent", {"limit": 100, "kind": "episodes"})
-        assert {x["id"] for x in r.structured_content["results"]} == written  # type: ignore[index]
+        assert {x["id"] for x in r.structured_content["items"]} == written  # type: ignore[index]
 
 
 async def test_the_stdio_server_takes_the_quest_from_ds_quest_root(home: Home, quest: Quest):

@@ -59,7 +59,7 @@ def test_the_command_line_is_claude_print_mode_with_our_mcp_config_and_no_permis
     config_file = Path(spec.run_dir) / "mcp.json"
     assert argv == [
         "claude", "-p", "--output-format", "stream-json", "--verbose", "--mcp-config", str(config_file),
-        "--permission-mode", "bypassPermissions", "--model", "claude-opus-4-1",
+        "--strict-mcp-config", "--permission-mode", "bypassPermissions", "--model", "claude-opus-4-1",
     ]  # fmt: skip
     config = json.loads(config_file.read_text())
     assert sorted(config["mcpServers"]) == ["artifact", "bash_exec", "memory"]

@@ -311,7 +311,7 @@ async def test_real_codex_calls_our_mcp_tools_and_the_events_land_in_the_log_in_
     assert card < write_done < result_write < call_interact < result_interact < said
     assert call_write < result_write and sent < interact_done < result_interact and card < sent
     assert turn[result_write].status == "ok" and turn[result_write].output["status"] == "written"
-    assert turn[result_interact].status == "ok" and turn[result_interact].output["status"] == "sent"
+    assert turn[result_interact].status == "ok" and turn[result_interact].output["status"] == "ok" and turn[result_interact].output["interaction_status"] == "sent"
     assert turn[card].title == "Warmup avoids early divergence" and turn[sent].message == "Wrote the warmup card."
     assert turn[said].text == "Warmup card written and progress sent."
     assert types.index("runner.reasoning") < call_write
@@ -454,8 +454,8 @@ async def test_a_message_queued_while_codex_works_reaches_it_through_interact_on
     # One turn: the message went to the running agent, not to a second turn.
     assert [f.outcome for f in finished] == ["completed"] and queued
     log = list(quest.log.read())
-    result = next(e for e in log if e.type == "runner.tool_result" and e.output.get("new_message_count") is not None)
-    assert [m["text"] for m in result.output["new_messages"]] == ["Also try 1000 steps."]
+    result = next(e for e in log if e.type == "runner.tool_result" and e.output.get("recent_inbound_messages"))
+    assert [m["text"] for m in result.output["recent_inbound_messages"]] == ["Also try 1000 steps."]
     deliveries = [e for e in log if e.type == "mailbox.delivered" and queued[0] in e.message_seqs]
     assert len(deliveries) == 1  # once, by interact; no turn claimed it
     outputs = server_module.function_outputs(server.requests[2])

@@ -52,7 +52,7 @@ def test_a_message_starts_a_turn_that_delivers_it_once(quest: Quest, tmp_path: P
     traj = trajectory(
         tmp_path,
         [{"say": "hello"}, {"call": "artifact.interact", "args": {"message": "working"}, "save": "r"},
-         {"say": "new: {{r.new_messages}}"}],
+         {"say": "new: {{r.recent_inbound_messages}}"}],
     )  # fmt: skip
     message(quest, "please scout")
     finished = run(quest, traj)
@@ -72,6 +72,8 @@ def test_a_message_starts_a_turn_that_delivers_it_once(quest: Quest, tmp_path: P
     # What the agent's MCP servers appended belongs to the turn.
     own = [e for e in quest.log.read() if e.actor == "mcp:artifact"]
     assert own and all(e.run_id == started.run_id for e in own)
+    shown = subprocess.run([*DS, "quest", "show", quest.id], env=ds_env(quest.home), capture_output=True, text=True)
+    assert "turns:   1 (1 completed)" in shown.stdout, shown.stdout + shown.stderr
     # Idle now: another run starts nothing.
     assert run(quest, traj) == []
 
@@ -84,7 +86,7 @@ def test_a_message_while_a_turn_runs_is_queued_and_reaches_the_agent_through_int
         [{"call": "artifact.interact", "args": {"message": "started"}},
          {"sleep": 1.5},
          {"call": "artifact.interact", "args": {"message": "anything new?"}, "save": "r"},
-         {"say": "got {{r.new_messages}}"}],
+         {"say": "got {{r.recent_inbound_messages}}"}],
     )  # fmt: skip
     message(quest, "first")
 

@@ -192,7 +192,7 @@ async def test_the_route_the_skills_teach_runs_on_the_real_servers(home: Home, q
             message="Final state: ... Close?",
             options=[{"id": "close", "label": "Close the quest", "recommended": True}, {"id": "continue", "label": "Continue"}],
         )
-        assert request["status"] == "waiting" and audit["ok"] is True
+        assert request["interaction_status"] == "waiting" and request["open_request_count"] == 1 and audit["ok"] is True
         # The user answers; the next turn is a decision turn that acts on the reply.
         interactions.reply(quest, interactions.Reply(interaction_id=request["interaction_id"], text="close it", option_id="close"))  # fmt: skip
 
@@ -203,7 +203,8 @@ async def test_the_route_the_skills_teach_runs_on_the_real_servers(home: Home, q
         looked = await call("artifact.get_interaction", interaction_id=request["interaction_id"])
         assert looked["interaction"]["status"] == "answered"
         taken = await call("artifact.interact", message="Got it: close. Next: nothing.", kind="progress")
-        assert [m["text"] for m in taken["new_messages"]] == ["close it"]
+        assert [m["text"] for m in taken["recent_inbound_messages"]] == ["close it"]
+        assert taken["recent_inbound_messages"][0]["reply_to_interaction_id"] == request["interaction_id"]
         await call("bash_exec.bash_exec", mode="list")
         await call("artifact.record", payload={"kind": "decision", "verdict": "close", "action": "stop", "reason": "user approved", "next_anchor": "finalize"})  # fmt: skip
         await call("artifact.record", payload={"kind": "approval", "verdict": "approved", "summary": "close"})
