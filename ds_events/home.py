@@ -27,6 +27,7 @@ from projections.turns import State as TurnsState
 from projections.research import State as ResearchState
 from projections.status import StatusState
 from projections.workflow import State as WorkflowState
+from projections.papers import State as PapersState
 
 from .config import Config, ConfigFile
 from .events import Event, QuestCreated
@@ -267,6 +268,8 @@ class Quest:
     def state(self, name: Literal["node_traces"]) -> NodeTracesState: ...
     @overload
     def state(self, name: Literal["turns"]) -> TurnsState: ...
+    @overload
+    def state(self, name: Literal["papers"]) -> PapersState: ...
     @overload
     def state(self, name: Literal["research"]) -> ResearchState: ...
 

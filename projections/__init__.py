@@ -23,6 +23,7 @@ QUEST_PROJECTIONS: tuple[str, ...] = (
     "projections.workflow",
     "projections.node_traces",
     "projections.turns",
+    "projections.papers",
     "projections.research",
 )
 

@@ -231,6 +231,9 @@ _MAKERS: dict[str, Callable[[random.Random, list[str]], Event]] = {
     "runner.turn_retry_scheduled": lambda r, _i: evr.TurnRetryScheduled(
         run_id=_pick(r, "run"), attempt=r.randrange(2, 4), delay_s=1.0
     ),
+    "artifact.paper_added": lambda r, _i: eva.PaperAdded(
+        paper_id=r.choice(("1512.03385", "2401.01234v2")), title=_text(r) or "t", authors=[_text(r)], abstract=_text(r)
+    ),
     "research.idea_submitted": lambda r, _i: evre.IdeaSubmitted(
         idea_id=_pick(r, "idea"), title=_text(r) or "idea", mode=r.choice(("create", "revise")),
         submission_mode=r.choice(("line", "candidate")), branch=r.choice((None, f"idea/q-{_pick(r, 'idea')}")),

@@ -77,7 +77,7 @@ async def test_three_namespaces_and_the_cli_write_one_quest_at_once(home: Home, 
         asyncio.gather(memory_work(home), artifact_work(home), bash_work(home), queue_messages()), 180
     )
     assert bash_out["status"] == "failed" and bash_out["session"]["exit_code"] == 3
-    assert "hello from bash" in bash_out["output"]
+    assert "hello from bash" in bash_out["log"]
 
     report = verify_log(str(quest.log.path))
     assert report.ok, report.problems[:3]

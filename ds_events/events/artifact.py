@@ -26,6 +26,7 @@ __all__ = [
     "GitGraphRendered",
     "BaselineWaived",
     "RegistryBaselinePublished",
+    "PaperAdded",
     "EVENTS",
 ]
 
@@ -207,6 +208,18 @@ class RegistryBaselinePublished(Event, tag="registry.baseline_published", kw_onl
     source_quest: str = ""
 
 
+class PaperAdded(Event, tag="artifact.paper_added", kw_only=True):
+    """An arXiv paper entered the quest's paper library: the first time the quest read it
+    through ``arxiv``. The text stays in the home's cache; the log keeps what a listing
+    of the library shows."""
+
+    paper_id: str
+    title: str
+    authors: list[str] = []
+    published: str = ""
+    abstract: str = ""
+
+
 EVENTS: tuple[type[Event], ...] = (
     ArtifactRecorded,
     GitCheckpointed,
@@ -221,4 +234,5 @@ EVENTS: tuple[type[Event], ...] = (
     GitGraphRendered,
     BaselineWaived,
     RegistryBaselinePublished,
+    PaperAdded,
 )

@@ -6,8 +6,16 @@ least ``title`` (and usually ``authors``, ``abstract``, ``published``, ``section
 Atom API at ``config.yaml: arxiv.api_url`` (``handlers.connectors.arxiv``); without a
 network it fails with ``arxiv_offline``.
 Only a validated paper is cached, so an outage or a bad answer never poisons the cache.
-Error codes: ``invalid_paper_id``, ``invalid_mode``, ``arxiv_offline``,
-``arxiv_not_found``, ``arxiv_bad_response``, ``arxiv_fetch_failed``.
+
+The quest's paper library: the first time a quest reads a paper (either mode), an
+``artifact.paper_added`` event puts it in the library (the ``papers`` view);
+``arxiv(mode="list")`` without a ``paper_id`` lists it (DeepScientist's form), while
+``mode="list"`` with one stays the paper's overview. :class:`Arxiv` is the tool's one
+parameter model (DeepScientist's ``full_text`` included); :func:`arxiv` its service.
+
+Error codes: ``invalid_paper_id``, ``invalid_mode``, ``missing_paper_id``,
+``unexpected_argument``, ``arxiv_offline``, ``arxiv_not_found``, ``arxiv_bad_response``,
+``arxiv_fetch_failed``.
 """
 
 from __future__ import annotations
@@ -18,18 +26,33 @@ import re
 import xml.etree.ElementTree as ET
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import msgspec
+from msgspec import Meta
 
 from ds_events.config import DEFAULT_ARXIV_API_URL
-from ds_events.home import Home
+from ds_events.events.artifact import PaperAdded
+from ds_events.home import Home, Quest
 from ds_events.errors import Invalid, NotFound, ServiceError
 from ds_events.paths import write_atomic
+from projections.papers import Paper
 
 from .artifact_commands import PaperResult, ReadArxiv
+from .commands import Command, Result
 
-__all__ = ["Fetcher", "DEFAULT_API_URL", "api_url", "read_paper", "normalise_paper_id", "parse_atom", "MODES"]
+__all__ = [
+    "Fetcher",
+    "DEFAULT_API_URL",
+    "Arxiv",
+    "ArxivResult",
+    "api_url",
+    "arxiv",
+    "read_paper",
+    "normalise_paper_id",
+    "parse_atom",
+    "MODES",
+]
 
 Fetcher = Callable[[str], "dict[str, Any] | Awaitable[dict[str, Any]]"]
 DEFAULT_API_URL = DEFAULT_ARXIV_API_URL
@@ -38,6 +61,68 @@ _NEW_ID = re.compile(r"^\d{4}\.\d{4,5}(v\d+)?$")
 _OLD_ID = re.compile(r"^[a-z][a-z-]*(\.[A-Z]{2})?/\d{7}(v\d+)?$")
 _PREFIXES = ("https://arxiv.org/abs/", "http://arxiv.org/abs/", "https://arxiv.org/pdf/", "arxiv:", "arXiv:")
 _ATOM = "{http://www.w3.org/2005/Atom}"
+
+
+class Arxiv(Command):
+    """The ``arxiv`` tool's arguments."""
+
+    paper_id: Annotated[str | None, Meta(description=(
+        "e.g. \"2401.01234\", \"2401.01234v2\", \"hep-th/9901001\", \"arXiv:2401.01234\". "
+        "When null: only with mode=\"list\", which then lists the quest's paper library."
+    ))] = None
+    mode: Annotated[str, Meta(description=(
+        "\"read\" for the paper with its full text; \"list\" for a paper's metadata and section titles, "
+        "or, without paper_id, the quest's paper library. When null: read."
+    ))] = "read"
+    full_text: Annotated[bool | None, Meta(description=(
+        "read: false for the overview only (metadata, abstract, section titles), true for the full text too. "
+        "When null: the full text."
+    ))] = None
+
+
+class ArxivResult(Result, omit_defaults=True):
+    """A paper (``text`` and ``section_texts`` only when read in full), or the library
+    (``count`` and ``items``, newest first)."""
+
+    ok: bool
+    mode: str
+    paper_id: str | None = None
+    title: str | None = None
+    authors: list[str] | None = None
+    published: str | None = None
+    abstract: str | None = None
+    sections: list[str] | None = None
+    cached: bool | None = None
+    cache_path: str | None = None
+    text: str | None = None
+    section_texts: list[dict[str, str]] | None = None
+    count: int | None = None
+    items: list[Paper] | None = None
+
+
+async def arxiv(quest: Quest, cmd: Arxiv, fetcher: Fetcher) -> ArxivResult:
+    """Read a paper (and put it in the quest's library the first time), or list the library.
+
+    Every argument is checked before anything is fetched or written.
+    """
+    if cmd.mode not in MODES:
+        raise Invalid(f"unknown mode {cmd.mode!r}: use read or list", code="invalid_mode", allowed=list(MODES))
+    if cmd.paper_id is None:
+        if cmd.mode == "read":
+            raise Invalid("mode='read' needs a paper_id; mode='list' without one lists the quest's papers",
+                          code="missing_paper_id")
+        if cmd.full_text is not None:
+            raise Invalid("full_text is for reading a paper: the library listing has no text",
+                          code="unexpected_argument", arguments=["full_text"])
+        papers = list(quest.state("papers").papers.values())[::-1]
+        return ArxivResult(ok=True, mode="list", count=len(papers), items=papers)
+    if cmd.mode == "list" and cmd.full_text is not None:
+        raise Invalid("full_text is for mode='read'; mode='list' answers the overview",
+                      code="unexpected_argument", arguments=["full_text"])
+    mode = "list" if cmd.full_text is False else cmd.mode  # an overview read is what list answers
+    page = await read_paper(quest.home, ReadArxiv(paper_id=cmd.paper_id, mode=mode), fetcher)
+    await asyncio.to_thread(_add_to_library, quest, page)
+    return ArxivResult(ok=True, **{**msgspec.structs.asdict(page), "mode": cmd.mode})
 
 
 def api_url(home: Home) -> str:
@@ -141,6 +226,18 @@ def parse_atom(body: bytes, pid: str) -> dict[str, Any]:
         "published": entry.findtext(f"{_ATOM}published", ""),
         "abstract": entry.findtext(f"{_ATOM}summary", ""),
     }
+
+
+def _add_to_library(quest: Quest, page: PaperResult) -> None:
+    """Append ``artifact.paper_added`` unless the paper is in the library already (decided
+    under the log's lock, so concurrent first reads add it once)."""
+    if page.paper_id in quest.state("papers").papers:
+        return
+    with quest.transaction() as txn:
+        if page.paper_id in quest.state("papers").papers:
+            return
+        txn.append([PaperAdded(paper_id=page.paper_id, title=page.title, authors=page.authors,
+                               published=page.published, abstract=page.abstract)])
 
 
 def _cache_path(home: Home, pid: str) -> Path:

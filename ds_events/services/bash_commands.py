@@ -6,6 +6,11 @@ and :class:`BashExec`, the one-tool form the MCP namespace and the daemon's rout
 a ``mode`` plus the union of the others' arguments. Answers are Structs: a session's
 record (:class:`~projections.bash_sessions.Session`), :class:`OutputPage`,
 :class:`SessionList`, and :class:`BashExecResult` for the one-tool form.
+
+:class:`BashExec` is the one place where the argument forms of DeepScientist's
+``bash_exec`` are accepted next to ours (``command`` as an argv list, ``mode="create"``,
+``start``/``tail_limit``/``order`` read windows, ``timeout_seconds`` bounding a wait);
+:mod:`ds_events.services.bash_tool` turns each into the canonical operation.
 """
 
 from __future__ import annotations
@@ -30,9 +35,14 @@ __all__ = [
     "OutputPage",
     "SessionList",
     "BashExecResult",
+    "LogEntry",
+    "SessionItem",
+    "ORDERS",
 ]
 
-MODES = ("detach", "await", "read", "kill", "list", "history")
+# "create" is DeepScientist's name for "await" (start a command and wait for it).
+MODES = ("detach", "await", "create", "read", "kill", "list", "history")
+ORDERS = ("asc", "desc")
 
 # Descriptions shared by the one-tool form and the per-operation commands.
 _ID = "The session, e.g. \"bx-1a2b3c4d\"."
@@ -55,40 +65,92 @@ _REASON = "Recorded with the kill. When null: \"user_stop\"."
 
 
 class BashExec(Command):
-    command: Annotated[str, Meta(description=_COMMAND + " Only for detach, and for await without id.")] = ""
-    mode: Annotated[str, Meta(description="detach | await | read | kill | list | history.")] = "detach"
-    id: Annotated[str | None, Meta(description="The session, e.g. \"bx-1a2b3c4d\": for await (of a running session), read and kill.")] = None
+    """One ``bash_exec`` request. Which arguments a mode takes is checked by the service:
+    an argument the mode would not use is refused (``unexpected_argument``), never ignored."""
+
+    command: Annotated[str | list[str], Meta(description=(
+        "The shell command (bash -c) to start, for detach and await (create). A string, or an argv list: "
+        "[\"python\", \"train.py\", \"--lr\", \"0.1\"] runs those words, each quoted; a one-item list "
+        "is a shell command like a string."
+    ))] = ""
+    mode: Annotated[str, Meta(description="detach | await | read | kill | list | history; create = await. When null: detach.")] = "detach"
+    id: Annotated[str | None, Meta(description=(
+        "The session, e.g. \"bx-1a2b3c4d\": for await (of a running session), read and kill. "
+        "Left out for await without command and for read: the latest session."
+    ))] = None
     workdir: Annotated[str | None, Meta(description=_WORKDIR)] = None
     env: Annotated[dict[str, str] | None, Meta(description=_ENV)] = None
-    timeout_seconds: Annotated[float | None, Meta(description=_TIMEOUT)] = None
-    wait_timeout_seconds: Annotated[float | None, Meta(description="await: seconds to wait, at most 1800. When null: 60.")] = None
-    tail: Annotated[int | None, Meta(description="read: the last N lines (1-2000).")] = None
-    after_seq: Annotated[int | None, Meta(description="read: lines after this line number.")] = None
-    before_seq: Annotated[int | None, Meta(description="read: the `limit` lines before this line number.")] = None
+    timeout_seconds: Annotated[float | None, Meta(description=(
+        "detach/await of a new command: > 0, the session is terminated after that long (status terminated, "
+        "reason timeout), and an await waits for that end. await of an existing session, kill with wait: how "
+        "long to wait (as wait_timeout_seconds). When null: no limit."
+    ))] = None
+    wait_timeout_seconds: Annotated[float | None, Meta(description=(
+        "await, kill with wait: seconds to wait, at most 1800. When null: 60 for await (the session's "
+        "timeout_seconds + the kill grace for a new command that has one), the kill grace + 10 s for kill."
+    ))] = None
+    tail: Annotated[int | None, Meta(description="read: the last N lines (1-2000); with start, N lines from start.")] = None
+    start: Annotated[int | None, Meta(description="read: the first line (seq, from 1) of a window of `tail` (or `limit`, default 200) lines.")] = None
+    after_seq: Annotated[int | None, Meta(description="read: lines after this line number, as `tail` entries.")] = None
+    before_seq: Annotated[int | None, Meta(description="read: the `limit` lines before this line number, as `tail` entries.")] = None
+    tail_limit: Annotated[int | None, Meta(description=(
+        "read: the last N lines (1-2000) of the after_seq/before_seq window (of the whole log without them), "
+        "as `tail` entries."
+    ))] = None
+    order: Annotated[str | None, Meta(description="read: asc | desc, the order of the `tail` entries. When null: asc.")] = None
     limit: Annotated[int | None, Meta(description=(
-        "read: 1-2000 lines (when null: 200 with after_seq/before_seq); history: sessions (when null: 50)."
+        "read: 1-2000 lines (when null: 200 with start/after_seq/before_seq); list, history: sessions "
+        "(when null: every running one; 50 for history)."
     ))] = None
     force: Annotated[bool, Meta(description="kill: send KILL at once instead of TERM then KILL after the grace period.")] = False
     wait: Annotated[bool, Meta(description="kill: wait for the session to end.")] = False
     reason: Annotated[str | None, Meta(description="kill: recorded with the kill. When null: \"user_stop\".")] = None
 
 
+class LogEntry(Result):
+    """One output line and its number in the session's log."""
+
+    seq: int
+    line: str
+
+
+class SessionItem(Session, frozen=True, kw_only=True):
+    """A session as ``list`` and ``history`` answer it: its record, plus ``bash_id`` (the
+    id under DeepScientist's name) and ``stop_reason`` (why it was stopped, if it was)."""
+
+    bash_id: str
+    stop_reason: str | None = None
+
+
 class BashExecResult(Result):
     """What the one-tool form answers. Fields a mode does not fill are left out (UNSET),
     while a relevant field that has no value is said as null (``first_seq`` of an empty
-    log, ``omitted`` of a log read whole)."""
+    log, ``omitted`` of a log read whole, ``exit_code`` of a running session).
+
+    ``id`` and ``bash_id`` are the same session id (``bash_id`` is the name DeepScientist's
+    callers read). A read answers the text of its lines in ``log``, or, for a window by
+    seq (``after_seq``, ``before_seq``, ``tail_limit``, ``order``), the lines as ``tail``
+    entries ``{seq, line}``.
+    """
 
     mode: str
     id: str | UnsetType = UNSET
+    bash_id: str | UnsetType = UNSET
     status: str | UnsetType = UNSET
+    exit_code: int | None | UnsetType = UNSET
+    stop_reason: str | None | UnsetType = UNSET
     done: bool | UnsetType = UNSET
     session: Session | UnsetType = UNSET
-    output: str | UnsetType = UNSET
+    log: str | UnsetType = UNSET
+    tail: list[LogEntry] | UnsetType = UNSET
+    order: str | UnsetType = UNSET
+    log_line_count: int | UnsetType = UNSET
+    log_truncated: bool | UnsetType = UNSET
     first_seq: int | None | UnsetType = UNSET
     last_seq: int | None | UnsetType = UNSET
-    total_lines: int | UnsetType = UNSET
     omitted: list[int] | None | UnsetType = UNSET
-    sessions: list[Session] | UnsetType = UNSET
+    count: int | UnsetType = UNSET
+    items: list[SessionItem] | UnsetType = UNSET
     counts: dict[str, int] | UnsetType = UNSET
     message: str | UnsetType = UNSET
     next: str | UnsetType = UNSET
@@ -127,6 +189,9 @@ class ReadOutput(Command):
     after_seq: Annotated[int | None, Meta(description=_AFTER)] = None
     before_seq: Annotated[int | None, Meta(description=_BEFORE)] = None
     limit: Annotated[int | None, Meta(description="1-2000 lines. When null: 200 with after_seq/before_seq.")] = None
+    tail_limit: Annotated[int | None, Meta(description=(
+        "The last N lines (1-2000) of the after_seq/before_seq window, or of the whole log without them."
+    ))] = None
 
 
 class KillSession(Command):
@@ -136,6 +201,9 @@ class KillSession(Command):
     force: Annotated[bool, Meta(description=_FORCE)] = False
     wait: Annotated[bool, Meta(description="Wait (the grace period + 10 s at most) for the session to end.")] = False
     reason: Annotated[str | None, Meta(description=_REASON)] = None
+    wait_timeout_seconds: Annotated[float | None, Meta(description=(
+        "With wait: seconds to wait at most (up to 1800). When null: the grace period + 10 s."
+    ))] = None
 
 
 class ListSessions(Command):

@@ -72,6 +72,7 @@ __all__ = [
     "get_session",
     "await_session",
     "check_wait_timeout",
+    "check_window",
     "read_output",
     "kill",
     "kill_async",
@@ -192,18 +193,14 @@ def read_output(quest: Quest, cmd: ReadOutput) -> OutputPage:
 
     No window: the whole log when small, else its head and tail (the middle is counted,
     not returned). ``tail=N``: the last N lines. ``after_seq`` / ``before_seq`` (with
-    ``limit``, default 200): a page of lines by number. Memory stays bounded by what is
+    ``limit``, default 200): a page of lines by number; with ``tail_limit=N`` instead of
+    ``limit``, the last N lines of that window (of the whole log without bounds). Memory stays bounded by what is
     returned, whatever the log's size.
     """
     session = _session(quest, cmd.id)
-    tail = check_count("tail", cmd.tail)
-    limit = check_count("limit", cmd.limit)
-    after_seq = check_seq("after_seq", cmd.after_seq)
-    before_seq = check_seq("before_seq", cmd.before_seq)
-    if tail is not None and (after_seq is not None or before_seq is not None):
-        raise Invalid("use either tail or after_seq/before_seq, not both", code="conflicting_window")
-    if after_seq is not None and before_seq is not None and before_seq <= after_seq + 1:
-        raise Invalid("before_seq must be greater than after_seq + 1", code="empty_window")
+    check_window(cmd)
+    tail, limit, tail_limit = cmd.tail, cmd.limit, cmd.tail_limit
+    after_seq, before_seq = cmd.after_seq, cmd.before_seq
     if session.status == "running":
         reconcile(quest, only=[session.id])  # a reader must not be told "running" by a dead session
         session = _session(quest, session.id)
@@ -212,6 +209,8 @@ def read_output(quest: Quest, cmd: ReadOutput) -> OutputPage:
         found = linelog.LogSlice()
     elif tail is not None:
         found = linelog.tail(path, tail)
+    elif tail_limit is not None:
+        found = _last_of_window(path, after_seq, before_seq, tail_limit)
     elif after_seq is not None or before_seq is not None:
         found = linelog.window(path, after_seq=after_seq, before_seq=before_seq, limit=limit or 200)
     elif limit is not None:
@@ -227,6 +226,22 @@ def read_output(quest: Quest, cmd: ReadOutput) -> OutputPage:
         omitted=found.omitted,
         output=found.text(),
     )
+
+
+def check_window(cmd: ReadOutput) -> None:
+    """Refuse a read window that no log could answer (needs no state: checked first)."""
+    tail = check_count("tail", cmd.tail)
+    limit = check_count("limit", cmd.limit)
+    tail_limit = check_count("tail_limit", cmd.tail_limit)
+    after_seq = check_seq("after_seq", cmd.after_seq)
+    before_seq = check_seq("before_seq", cmd.before_seq)
+    if tail is not None and (after_seq is not None or before_seq is not None or tail_limit is not None):
+        raise Invalid("use either tail or after_seq/before_seq/tail_limit, not both", code="conflicting_window")
+    if tail_limit is not None and limit is not None:
+        raise Invalid("use either tail_limit (the last lines of the window) or limit (the first), not both",
+                      code="conflicting_window")
+    if after_seq is not None and before_seq is not None and before_seq <= after_seq + 1:
+        raise Invalid("before_seq must be greater than after_seq + 1", code="empty_window")
 
 
 def list_sessions(quest: Quest, cmd: ListSessions) -> SessionList:
@@ -257,7 +272,7 @@ def kill(quest: Quest, cmd: KillSession) -> Session:
         _signal_session(quest, session, cmd.force)
     if not cmd.wait:
         return _session(quest, cmd.id)
-    wait = _EndWait(quest, cmd.id, kill_grace_seconds(quest) + 10.0)
+    wait = _EndWait(quest, cmd.id, _kill_wait(quest, cmd))
     while (session := wait.ended()) is None:
         if wait.reconcile_due():
             reconcile(quest, only=[cmd.id])
@@ -272,7 +287,7 @@ async def kill_async(quest: Quest, cmd: KillSession) -> Session:
         await quest.emit_async(event)
         await asyncio.to_thread(_signal_session, quest, session, cmd.force)
     if cmd.wait:
-        return await await_session(quest, AwaitSession(id=cmd.id, wait_timeout_seconds=kill_grace_seconds(quest) + 10.0))
+        return await await_session(quest, AwaitSession(id=cmd.id, wait_timeout_seconds=_kill_wait(quest, cmd)))
     return _session(quest, cmd.id)
 
 
@@ -456,9 +471,26 @@ def _started_event(spec: StartSpec, handle: MonitorHandle) -> BashSessionStarted
     )
 
 
+def _kill_wait(quest: Quest, cmd: KillSession) -> float:
+    """Seconds a kill with ``wait`` waits: the caller's bound, else the grace period + 10 s."""
+    if cmd.wait_timeout_seconds is None:
+        return kill_grace_seconds(quest) + 10.0
+    return check_wait_timeout(cmd.wait_timeout_seconds)
+
+
+def _last_of_window(path: Path, after_seq: int | None, before_seq: int | None, n: int) -> linelog.LogSlice:
+    """The last ``n`` lines with ``after_seq < seq < before_seq`` (either bound optional)."""
+    total, _size = linelog.count(path)
+    stop = total + 1 if before_seq is None else min(before_seq, total + 1)
+    start_after = max(after_seq or 0, stop - 1 - n)
+    return linelog.window(path, after_seq=start_after, before_seq=stop, limit=n)
+
+
 def _plan_kill(quest: Quest, cmd: KillSession) -> tuple[Session, Event | None]:
     session_id, force, reason = cmd.id, cmd.force, cmd.reason
     session = _session(quest, session_id)
+    if cmd.wait_timeout_seconds is not None:
+        check_wait_timeout(cmd.wait_timeout_seconds)  # refused before anything is signalled
     if reason is not None and (not isinstance(reason, str) or len(reason) > 200 or "\n" in reason):
         raise Invalid("reason is one line of at most 200 characters", code="invalid_reason")
     if session.status != "running":

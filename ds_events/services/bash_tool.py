@@ -1,37 +1,63 @@
 """The one-tool form of the bash_exec service: ``bash_exec(quest, BashExec)``.
 
 What the `bash_exec` MCP tool (and the daemon's route) does with a request: check the
-rules of its ``mode`` (``invalid_mode``, ``unexpected_id``, ``unexpected_command``, the
-wait timeout) before anything starts, run the operation of
-:mod:`ds_events.services.bash_exec` the mode names, and shape the answer
-(:class:`BashExecResult`: the fields each mode has always answered with).
+rules of its ``mode`` (``invalid_mode``, ``unexpected_id``, ``unexpected_command``,
+``unexpected_argument``, the wait timeout, the read window) before anything starts, run
+the operation of :mod:`ds_events.services.bash_exec` the mode names, and shape the
+answer (:class:`BashExecResult`).
+
+DeepScientist's argument forms become the canonical operation here, and only here:
+an argv list ``command`` is quoted word by word into one shell command; ``mode="create"``
+is ``await``; ``read`` and ``await`` without an id (and, for await, without a command)
+mean the latest session; ``start=S, tail=N`` is the window of N lines from line S;
+``tail_limit``/``order`` answer the lines of a seq window as ``tail`` entries;
+``timeout_seconds`` bounds the wait of an await of an existing session or of a kill.
 """
 
 from __future__ import annotations
 
 import asyncio
+import shlex
 from typing import Any
 
-from ds_events.errors import Invalid
+import msgspec
+
+from ds_events.errors import Invalid, NotFound
 from ds_events.home import Quest
 from projections.bash_sessions import Session
 
 from . import bash_exec as service
 from .bash_commands import (
     MODES,
+    ORDERS,
     AwaitSession,
     BashExec,
     BashExecResult,
     KillSession,
     ListSessions,
+    LogEntry,
     OutputPage,
     ReadOutput,
+    SessionItem,
     StartSession,
 )
 
-__all__ = ["bash_exec", "AWAIT_TAIL_LINES"]
+__all__ = ["bash_exec", "command_text", "AWAIT_TAIL_LINES"]
 
 AWAIT_TAIL_LINES = 50  # the output an await answers with
+_WAIT_SLACK_SECONDS = 5.0  # after a new command's timeout and kill grace: time to record the end
+
+# The arguments each mode takes besides ``mode`` (the rest must keep their defaults).
+_TAKES: dict[str, frozenset[str]] = {
+    "detach": frozenset({"command", "workdir", "env", "timeout_seconds"}),
+    "start-await": frozenset({"command", "workdir", "env", "timeout_seconds", "wait_timeout_seconds"}),
+    "await": frozenset({"id", "timeout_seconds", "wait_timeout_seconds"}),
+    "read": frozenset({"id", "tail", "start", "after_seq", "before_seq", "tail_limit", "order", "limit"}),
+    "kill": frozenset({"id", "force", "wait", "reason", "timeout_seconds", "wait_timeout_seconds"}),
+    "list": frozenset({"limit"}),
+    "history": frozenset({"limit"}),
+}
+_DEFAULTS = {f.name: f.default for f in msgspec.structs.fields(BashExec)}
 
 
 async def bash_exec(quest: Quest, cmd: BashExec) -> BashExecResult:
@@ -42,52 +68,159 @@ async def bash_exec(quest: Quest, cmd: BashExec) -> BashExecResult:
     spawning the monitor) runs in worker threads: concurrent calls on one event loop do
     not wait on each other.
     """
-    mode, session_id = cmd.mode, cmd.id
-    if mode not in MODES:
-        raise Invalid(f"unknown mode {mode!r}: use one of {', '.join(MODES)}", code="invalid_mode")
-    starting = mode == "detach" or (mode == "await" and session_id is None)
+    if cmd.mode not in MODES:
+        raise Invalid(f"unknown mode {cmd.mode!r}: use one of {', '.join(MODES)}", code="invalid_mode")
+    mode = "await" if cmd.mode == "create" else cmd.mode
+    command = command_text(cmd.command)
+    has_command = cmd.command != ""  # an empty argv list is a command given empty: refused as such
+    session_id = cmd.id or None
+    starting = mode == "detach" or (mode == "await" and session_id is None and has_command)
     if starting and session_id is not None:
-        raise Invalid("mode='detach' starts a new session: leave out id", code="unexpected_id")
-    if not starting and cmd.command:
-        raise Invalid(f"mode={mode!r} does not take a command", code="unexpected_command")
+        raise Invalid(f"mode={mode!r} with a command starts a new session: leave out id", code="unexpected_id")
+    if not starting and has_command:
+        raise Invalid(
+            "mode='await' with id waits on that session: leave out command, or id to start a new one"
+            if mode == "await" else f"mode={mode!r} does not take a command",
+            code="unexpected_command",
+        )
+    _check_arguments(cmd, "start-await" if starting and mode == "await" else mode)
     if mode == "await":
-        service.check_wait_timeout(cmd.wait_timeout_seconds)  # refuse before starting anything
+        service.check_wait_timeout(_await_bound(cmd, starting))  # refuse before starting anything
     if starting:
-        start_cmd = StartSession(command=cmd.command, workdir=cmd.workdir, env=cmd.env, timeout_seconds=cmd.timeout_seconds)
+        start_cmd = StartSession(command=command, workdir=cmd.workdir, env=cmd.env, timeout_seconds=cmd.timeout_seconds)
         session = await service.start_async(quest, start_cmd)
         if mode == "detach":
             return _with_session("detach", session, message=f"started {session.id}",
                                  next=f"bash_exec(mode='await', id='{session.id}') or mode='read'")
         session_id = session.id
     if mode in ("list", "history"):
-        listed = await asyncio.to_thread(
-            service.list_sessions, quest, ListSessions(include_ended=mode == "history", limit=cmd.limit)
-        )
-        return BashExecResult(mode=mode, sessions=listed.sessions, counts=listed.counts)
-    session_id = session_id or ""  # the operation refuses it as missing_id
+        return await asyncio.to_thread(_listed, quest, mode, cmd.limit)
     if mode == "await":
-        session = await service.await_session(quest, AwaitSession(id=session_id, wait_timeout_seconds=cmd.wait_timeout_seconds))
+        session_id = session_id or _latest_id(quest)
+        wait = _await_bound(cmd, starting)
+        if starting and cmd.wait_timeout_seconds is None and cmd.timeout_seconds is not None:
+            wait += service.kill_grace_seconds(quest) + _WAIT_SLACK_SECONDS  # the timeout's TERM, KILL, record
+        session = await service.await_session(quest, AwaitSession(id=session_id, wait_timeout_seconds=wait))
         page = await asyncio.to_thread(service.read_output, quest, ReadOutput(id=session.id, tail=AWAIT_TAIL_LINES))
         return _awaited(session, page)
     if mode == "read":
-        window = ReadOutput(id=session_id, tail=cmd.tail, after_seq=cmd.after_seq, before_seq=cmd.before_seq, limit=cmd.limit)
-        page = await asyncio.to_thread(service.read_output, quest, window)
-        return _with_output(_with_session("read", page.session), page)
-    session = await service.kill_async(quest, KillSession(id=session_id, force=cmd.force, wait=cmd.wait, reason=cmd.reason))
+        return await asyncio.to_thread(_read, quest, cmd, session_id)
+    kill = KillSession(id=session_id or "", force=cmd.force, wait=cmd.wait, reason=cmd.reason,
+                       wait_timeout_seconds=_wait_bound(cmd))
+    session = await service.kill_async(quest, kill)
     text = "still stopping (the monitor escalates to KILL after the grace period)" \
         if session.status == "running" else f"ended: {session.status}"
     return _with_session("kill", session, message=text)
 
 
+def command_text(command: str | list[str]) -> str:
+    """The shell command a ``command`` argument stands for: a string as it is; an argv
+    list quoted word by word (so each item is one argument), a one-item list as the
+    shell command it holds (DeepScientist's callers wrap a whole command line so)."""
+    if isinstance(command, str):
+        return command
+    if len(command) == 1:
+        return command[0]
+    return shlex.join(command)
+
+
 # -- private helpers -----------------------------------------------------------------
 
 
+def _check_arguments(cmd: BashExec, form: str) -> None:
+    """Refuse arguments the mode would not use: a dropped argument is a silent surprise."""
+    takes = _TAKES[form]
+    extra = [name for name, default in _DEFAULTS.items()
+             if name not in ("mode", "command") and name not in takes and getattr(cmd, name) != default]
+    if form == "kill" and not cmd.wait:
+        extra += [n for n in ("timeout_seconds", "wait_timeout_seconds") if getattr(cmd, n) is not None]
+    if extra:
+        mode = "await" if form == "start-await" else form
+        raise Invalid(
+            f"mode={mode!r} does not take {', '.join(map(repr, extra))}"
+            + (" (a wait bound needs wait=true)" if form == "kill" and not cmd.wait else "")
+            + f": it takes {', '.join(sorted(takes))}",
+            code="unexpected_argument", arguments=extra, mode=mode,
+        )
+
+
+def _wait_bound(cmd: BashExec) -> float | None:
+    """How long to wait on an existing session: ``wait_timeout_seconds``, else
+    ``timeout_seconds`` (DeepScientist's callers bound such a wait with it)."""
+    return cmd.wait_timeout_seconds if cmd.wait_timeout_seconds is not None else cmd.timeout_seconds
+
+
+def _await_bound(cmd: BashExec, starting: bool) -> float | None:
+    if starting:  # timeout_seconds limits the new session; waiting for its end is what was asked
+        return cmd.wait_timeout_seconds if cmd.wait_timeout_seconds is not None else cmd.timeout_seconds
+    return _wait_bound(cmd)
+
+
+def _latest_id(quest: Quest) -> str:
+    sessions = quest.state("bash_sessions").sessions
+    if not sessions:
+        raise NotFound("no bash session in this quest yet: start one with command=...", code="no_sessions")
+    return next(reversed(sessions))  # type: ignore[no-any-return]
+
+
+def _read(quest: Quest, cmd: BashExec, session_id: str | None) -> BashExecResult:
+    order = cmd.order
+    if order is not None and order not in ORDERS:
+        raise Invalid(f"order must be asc or desc, got {order!r}", code="invalid_order")
+    by_seq = cmd.after_seq is not None or cmd.before_seq is not None or cmd.tail_limit is not None or order is not None
+    if cmd.start is not None:
+        if isinstance(cmd.start, bool) or cmd.start < 1:
+            raise Invalid("start must be a line number >= 1", code="invalid_window", field="start")
+        if by_seq:
+            raise Invalid("start/tail is a line window: leave out after_seq, before_seq, tail_limit and order",
+                          code="conflicting_window")
+        if cmd.tail is not None and cmd.limit is not None:
+            raise Invalid("with start, give the window's size as tail or limit, not both", code="conflicting_window")
+        window = ReadOutput(id="", after_seq=cmd.start - 1, limit=cmd.tail if cmd.tail is not None else cmd.limit or 200)
+    elif by_seq and cmd.after_seq is None and cmd.before_seq is None and cmd.tail_limit is None:
+        window = ReadOutput(id="", tail_limit=cmd.limit or 200)  # only an order: the latest lines
+    else:
+        window = ReadOutput(id="", tail=cmd.tail, after_seq=cmd.after_seq, before_seq=cmd.before_seq,
+                            limit=cmd.limit, tail_limit=cmd.tail_limit)
+    service.check_window(window)  # before the session is looked up: a bad window is refused as such
+    window = msgspec.structs.replace(window, id=session_id or _latest_id(quest))
+    page = service.read_output(quest, window)
+    result = _with_session("read", page.session)
+    if not by_seq:
+        return _with_output(result, page)
+    lines = page.lines[::-1] if order == "desc" else page.lines
+    result.tail, result.order = [LogEntry(seq=seq, line=text) for seq, text in lines], order or "asc"
+    result.log_line_count, result.log_truncated = page.total_lines, _partial(page)
+    result.first_seq, result.last_seq = page.first_seq, page.last_seq
+    return result
+
+
+def _listed(quest: Quest, mode: str, limit: int | None) -> BashExecResult:
+    listed = service.list_sessions(quest, ListSessions(include_ended=mode == "history", limit=limit))
+    sessions = listed.sessions if limit is None else listed.sessions[:limit]
+    items = [SessionItem(bash_id=s.id, stop_reason=_stop_reason(s), **msgspec.structs.asdict(s)) for s in sessions]
+    return BashExecResult(mode=mode, count=len(items), items=items, counts=listed.counts)
+
+
+def _stop_reason(session: Session) -> str | None:
+    """Why a session was stopped (timeout, a kill's reason, monitor_gone); None otherwise."""
+    return session.reason or None if session.status in ("terminated", "lost") else None
+
+
 def _with_session(mode: str, session: Session, **extra: Any) -> BashExecResult:
-    return BashExecResult(mode=mode, id=session.id, status=session.status, session=session, **extra)
+    return BashExecResult(mode=mode, id=session.id, bash_id=session.id, status=session.status,
+                          exit_code=session.exit_code, stop_reason=_stop_reason(session), session=session, **extra)
+
+
+def _partial(page: OutputPage) -> bool:
+    """Whether lines of the log are missing from the answer (a preview, a window)."""
+    if not page.total_lines:
+        return False
+    return page.omitted is not None or page.first_seq != 1 or page.last_seq != page.total_lines
 
 
 def _with_output(result: BashExecResult, page: OutputPage) -> BashExecResult:
-    result.output, result.total_lines = page.output, page.total_lines
+    result.log, result.log_line_count, result.log_truncated = page.output, page.total_lines, _partial(page)
     result.first_seq, result.last_seq = page.first_seq, page.last_seq
     result.omitted = list(page.omitted) if page.omitted else None
     return result

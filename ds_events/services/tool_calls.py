@@ -8,8 +8,9 @@ follower sees it in progress, and closed by :func:`finish_call`: two appends.
 
 Environment values are never logged: an ``env`` argument is stored with its keys only
 (the values are often tokens), as ``bash.session_started`` stores ``env_keys``. Nor is a
-command's output (a result's ``output`` field): the log never holds output lines (they
-live in the session's line log), so the record keeps only its length.
+command's output (a result's ``output`` field, and a ``bash_exec`` answer's ``log`` text and
+``tail`` lines): the log never holds output lines (they live in the session's line log),
+so the record keeps only their size.
 
 Arguments and results are bounded (:data:`MAX_JSON_CHARS` of JSON each): larger ones are
 stored as a truncated JSON string with ``truncated`` set. The complete outcome is in the
@@ -60,8 +61,8 @@ def finish_call(
     ``arguments`` are stored only when the call was not announced by :func:`start_call`.
     """
     args, args_cut = _bounded_arguments(arguments or {}) if not started else ({}, False)
-    if isinstance(result, dict) and isinstance(result.get("output"), str):
-        result = {**result, "output": f"<{len(result['output'])} characters of output, not logged>"}
+    if isinstance(result, dict):
+        result = _without_output(namespace, result)
     body, body_cut = bounded(result) if error is None else (None, False)
     return quest.emit(
         ToolCallFinished(
@@ -106,3 +107,16 @@ def _bounded_arguments(arguments: dict[str, Any]) -> tuple[dict[str, Any], bool]
         arguments = {**arguments, "env": {key: REDACTED for key in arguments["env"]}}
     value, cut = bounded(arguments)
     return (value, False) if not cut else ({"_truncated_json": value}, True)
+
+
+def _without_output(namespace: str, result: dict[str, Any]) -> dict[str, Any]:
+    """``result`` with a command's output replaced by its size (see the module's doc)."""
+    out = dict(result)
+    if isinstance(out.get("output"), str):
+        out["output"] = f"<{len(out['output'])} characters of output, not logged>"
+    if namespace == "bash_exec":
+        if isinstance(out.get("log"), str):
+            out["log"] = f"<{len(out['log'])} characters of output, not logged>"
+        if isinstance(out.get("tail"), list):
+            out["tail"] = f"<{len(out['tail'])} lines of output, not logged>"
+    return out

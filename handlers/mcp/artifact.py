@@ -112,19 +112,28 @@ def _records(ns: Namespace, arxiv_fetcher: arxiv_service.Fetcher | None) -> None
     fetcher = arxiv_fetcher
 
     @ns.tool
-    async def arxiv(tc: ToolContext, cmd: ReadArxiv) -> PaperResult:
-        """Read an arXiv paper through the local cache (fetched once, then served offline).
+    async def arxiv(tc: ToolContext, cmd: arxiv_service.Arxiv) -> arxiv_service.ArxivResult:
+        """Read an arXiv paper through the local cache (fetched once, then served offline),
+        or list the quest's paper library.
 
-        Returns: paper_id, title, authors, published, abstract, sections, cached, and with
-        mode="read" text and section_texts. Without a network an uncached paper fails with
-        `arxiv_offline`.
-        Example: arxiv(paper_id="1512.03385", mode="list")
+        The first time this quest reads a paper it enters the quest's library.
+        mode="read" (default): the paper with its full text (full_text=false: the overview
+        only). mode="list" with paper_id: that paper's metadata and section titles;
+        without paper_id: the library, newest first.
+
+        Returns: ok, mode; for a paper: paper_id, title, authors, published, abstract,
+        sections, cached, and when read in full text and section_texts; for the library:
+        count and items (arxiv_id, title, authors, published, abstract, added_at). Without
+        a network an uncached paper fails with `arxiv_offline`.
+        Examples: arxiv(paper_id="1512.03385", mode="list")
+                  arxiv(paper_id="1512.03385", full_text=True)
+                  arxiv(mode="list")
         """
         from ..connectors.arxiv import ArxivApiFetcher  # loads aiohttp: only when a paper is fetched
 
-        home = (await tc.quest_async()).home
-        chosen = fetcher or ArxivApiFetcher(arxiv_service.api_url(home))
-        return await arxiv_service.read_paper(home, cmd, chosen)
+        quest = await tc.quest_async()
+        chosen = fetcher or ArxivApiFetcher(arxiv_service.api_url(quest.home))
+        return await arxiv_service.arxiv(quest, cmd, chosen)
 
 
 def _git(ns: Namespace) -> None:

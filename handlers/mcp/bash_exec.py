@@ -23,6 +23,8 @@ turn: training runs, long evaluations, downloads. Sessions keep running when you
 server or the daemon go away; every start, progress report, kill and exit is recorded in
 the quest's event log. Start with mode="detach" (returns an id at once) or mode="await"
 (waits a while), then read, await or kill by id; mode="list" shows what is running.
+`command` may be an argv list; mode="create" is mode="await"; read without an id reads the
+latest session.
 Print lines like `__DS_PROGRESS__ {"step": 120, "loss": 1.9}` to report progress."""
 
 
@@ -37,30 +39,45 @@ def build_server(binding: QuestBinding) -> MCPServer[ToolContext]:
         (through a terminal) written to a numbered line log. It survives the end of your
         turn and of this server. Output lines are numbered from 1 (their "seq").
 
+        `command` is a string, or an argv list (["python", "train.py", "--lr", "0.1"]: each
+        item one word). Answers name the session `id` (also as `bash_id`) with its `status`,
+        `exit_code`, `stop_reason` and full record (`session`).
+
         Modes:
           detach  start `command` and return at once with its id (status "running").
-          await   start `command`, or with `id` wait on an existing session, for up to
-                  `wait_timeout_seconds` (default 60, max 1800). Returns the output tail and
-                  done=true when it ended; if still running, done=false and `next` says what
-                  to call (it keeps running: await again, read, or kill).
-          read    the output of session `id`: all of it when small, else head and tail
-                  with the middle counted in `omitted` [first, last]. Page huge logs with
-                  `tail`=N (last N lines), `after_seq`=S (lines after S), `before_seq`=S
-                  (the `limit` lines before S); `limit` 1-2000 (default 200).
+          await   start `command` (mode="create" is the same), or with `id` wait on an
+                  existing session (no id, no command: the latest one), for up to
+                  `wait_timeout_seconds` (default 60, max 1800; a new command with
+                  `timeout_seconds` is waited for until that limit ends it; an existing
+                  session's wait may be bounded by `timeout_seconds` too). Returns the last
+                  50 lines in `log` and done=true when it ended; if still running,
+                  done=false and `next` says what to call (it keeps running).
+          read    the output of session `id` (no id: the latest session), as text in `log`
+                  with `log_line_count` and `log_truncated`: all of it when small, else head
+                  and tail with the middle counted in `omitted` [first, last]. Windows:
+                  `tail`=N (last N lines), `start`=S with `tail`=N (N lines from line S).
+                  By seq, answered as `tail` entries [{seq, line}]: `after_seq`=S (the
+                  `limit` lines after S, default 200), `before_seq`=S (the `limit` lines
+                  before S), `tail_limit`=N (the last N lines of that window, or of the
+                  log), `order`="asc" | "desc".
           kill    stop session `id`: TERM to its whole process group, KILL after a grace
                   period (5 s by default); `force`=true sends KILL at once; `wait`=true
-                  waits for the exit. `reason` is recorded (default "user_stop").
-          list    running sessions, with counts of every status.
-          history every session, newest first (`limit`, default 50), with counts.
+                  waits for the exit (bounded by `wait_timeout_seconds` or
+                  `timeout_seconds`). `reason` is recorded (default "user_stop").
+          list    running sessions as `items` (each with `bash_id`), `count`, and `counts`
+                  of every status.
+          history every session, newest first (`limit`, default 50), same fields.
+        An argument the mode does not use is refused (unexpected_argument).
 
         Session status: running | completed (exit 0) | failed (non-zero exit) |
-        terminated (killed or timed out; see reason) | lost (its monitor vanished).
+        terminated (killed or timed out; see stop_reason) | lost (its monitor vanished).
 
         Examples:
           bash_exec(command="python train.py --epochs 20", mode="detach", timeout_seconds=7200)
           bash_exec(command="pytest -q", mode="await", wait_timeout_seconds=300)
           bash_exec(mode="await", id="bx-1a2b3c4d", wait_timeout_seconds=600)
           bash_exec(mode="read", id="bx-1a2b3c4d", tail=100)
+          bash_exec(mode="read", id="bx-1a2b3c4d", after_seq=120, tail_limit=50)
           bash_exec(mode="kill", id="bx-1a2b3c4d", wait=True, reason="diverged")
         """
         return await bash_tool.bash_exec(await tc.quest_async(), cmd)

@@ -102,7 +102,7 @@ async def test_command_output_is_not_logged(home: Home, quest: Quest) -> None:
         answer = await clients["bash_exec"].call_tool(
             "bash_exec", {"command": "echo out-$((6*7))-put", "mode": "await", "wait_timeout_seconds": 60}
         )
-    assert "out-42-put" in answer.structured_content["output"]
+    assert "out-42-put" in answer.structured_content["log"]
     finished = tool_events(quest)[-1]
-    assert finished.result["output"].endswith("characters of output, not logged>")
+    assert finished.result["log"].endswith("characters of output, not logged>")
     assert "out-42-put" not in (quest.root / ".ds" / "events.jsonl").read_text()

@@ -40,7 +40,12 @@ def _cases(quest):
         ({"mode": "read", "id": "bx-00000000"}, "unknown_session"),
         ({"mode": "kill", "id": "bx-00000000"}, "unknown_session"),
         ({"mode": "await", "id": "bx-00000000"}, "unknown_session"),
-        ({"mode": "read"}, "missing_id"),
+        ({"mode": "read"}, "no_sessions"),
+        ({"mode": "kill"}, "missing_id"),
+        ({"command": "true", "tail": 5}, "unexpected_argument"),
+        ({"command": "true", "mode": "create", "force": True}, "unexpected_argument"),
+        ({"mode": "list", "reason": "x"}, "unexpected_argument"),
+        ({"command": ["echo", 1]}, "invalid_argument"),
         ({"mode": "read", "id": "bx-1", "command": "ls"}, "unexpected_command"),
         ({"mode": "history", "limit": 0}, "invalid_window"),
     ]
@@ -81,4 +86,4 @@ async def test_a_workdir_in_a_git_worktree_outside_the_quest_is_allowed(quest, t
     repo.add_worktree("wt", str(tree))
     async with client_for(quest) as c:
         r = await call(c, command="pwd", mode="await", workdir=str(tree), wait_timeout_seconds=20)
-    assert r["output"] == str(tree.resolve()) and r["session"]["workdir"] == str(tree.resolve())
+    assert r["log"] == str(tree.resolve()) and r["session"]["workdir"] == str(tree.resolve())

@@ -50,9 +50,9 @@ async def test_reading_the_tail_of_a_100_mb_log_keeps_memory_bounded(quest):
         finally:
             path.unlink()
     tail = results["tail"]
-    assert tail["total_lines"] == total and (tail["first_seq"], tail["last_seq"]) == (total - 199, total)
-    assert tail["output"].splitlines()[-1] == f"line {total} {PAD}"
+    assert tail["log_line_count"] == total and (tail["first_seq"], tail["last_seq"]) == (total - 199, total)
+    assert tail["log"].splitlines()[-1] == f"line {total} {PAD}"
     assert results["preview"]["omitted"] == [51, total - 150]
     assert results["middle"]["first_seq"] == total // 2 + 1
-    assert results["middle"]["output"].splitlines()[0] == f"line {total // 2 + 1} {PAD}"
+    assert results["middle"]["tail"][0] == {"seq": total // 2 + 1, "line": f"line {total // 2 + 1} {PAD}"}
     assert results["before"]["last_seq"] == total // 3 - 1 and results["before"]["first_seq"] == total // 3 - 200

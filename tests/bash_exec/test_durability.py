@@ -68,12 +68,12 @@ async def test_a_session_outlives_the_mcp_server_that_started_it_and_a_new_serve
 
     async with stdio_client(home) as second:
         listed = await call(second, mode="list")
-        assert {s["id"] for s in listed["sessions"]} == {waiting["id"], sleeper["id"]}
+        assert {s["bash_id"] for s in listed["items"]} == {waiting["id"], sleeper["id"]}
         gate.write_text("go")
         done = await call(second, mode="await", id=waiting["id"], wait_timeout_seconds=30)
         killed = await call(second, mode="kill", id=sleeper["id"], wait=True)
     assert (done["status"], done["session"]["exit_code"]) == ("failed", 3)
-    assert done["output"].splitlines() == ["started", "finished"]
+    assert done["log"].splitlines() == ["started", "finished"]
     assert killed["status"] == "terminated" and group_is_gone(killed["session"]["pgid"])
     assert not any(e.type == "bash.session_lost" for e in bash_events(quest))
 
@@ -135,7 +135,7 @@ async def test_replay_rebuilds_the_session_list_byte_for_byte(home, quest, capsy
     wait_until(lambda: json.loads(sessions_file.read_bytes())["counts"] == history["counts"], what="the file")
     original = sessions_file.read_bytes()
     state = quest.state("bash_sessions")
-    assert [s["id"] for s in json.loads(original)["sessions"]][::-1] == [s["id"] for s in history["sessions"]]
+    assert [s["id"] for s in json.loads(original)["sessions"]][::-1] == [s["id"] for s in history["items"]]
     sessions_file.unlink()
     for snap in (quest.root / ".ds" / "snapshots").glob("*.json"):
         snap.unlink()

@@ -18,8 +18,8 @@ async def test_a_command_that_exits_zero_completes_and_its_output_is_readable(qu
         r = await call(c, command="echo hello; echo world >&2", mode="await", wait_timeout_seconds=20)
     assert r["done"] is True and r["status"] == "completed"
     assert r["session"]["exit_code"] == 0 and r["session"]["reason"] == ""
-    assert r["output"].splitlines() == ["hello", "world"]
-    assert (r["first_seq"], r["last_seq"], r["total_lines"]) == (1, 2, 2)
+    assert r["log"].splitlines() == ["hello", "world"]
+    assert (r["first_seq"], r["last_seq"], r["log_line_count"], r["log_truncated"]) == (1, 2, 2, False)
     types = [e.type for e in bash_events(quest, r["id"])]
     assert types == ["bash.session_started", "bash.session_exited"]  # state changes, not lines
 
@@ -49,7 +49,7 @@ async def test_await_that_times_out_says_so_and_the_session_keeps_running(quest)
         assert "still running" in r["message"] and "mode='await'" in r["next"] and "kill" in r["next"]
         assert procs.is_alive(r["session"]["pid"], r["session"]["start_time"])
         listed = await call(c, mode="list")
-        assert [s["id"] for s in listed["sessions"]] == [started["id"]] and listed["counts"]["running"] == 1
+        assert [s["id"] for s in listed["items"]] == [started["id"]] and listed["counts"]["running"] == 1
         killed = await call(c, mode="kill", id=started["id"], force=True, wait=True)
     assert killed["status"] == "terminated" and killed["session"]["reason"] == "user_stop"
 
@@ -109,7 +109,7 @@ async def test_progress_lines_become_progress_events_and_show_on_the_session(que
     # throttled: at least the latest report is recorded, and never one per line
     assert 1 <= len(progress) <= 2 and progress[-1].data == {"step": 2, "loss": 0.5} and progress[-1].line == 2
     assert r["session"]["progress"] == {"step": 2, "loss": 0.5}
-    assert "not json" in r["output"]
+    assert "not json" in r["log"]
 
 
 async def test_workdir_and_env_reach_the_command_and_only_env_keys_are_recorded(quest):
@@ -117,7 +117,7 @@ async def test_workdir_and_env_reach_the_command_and_only_env_keys_are_recorded(
     async with client_for(quest) as c:
         r = await call(c, command='pwd; echo "$SECRET_TOKEN $DS_BASH_SESSION_ID"', mode="await",
                        workdir="sub/dir", env={"SECRET_TOKEN": "s3cr3t"}, wait_timeout_seconds=20)
-    lines = r["output"].splitlines()
+    lines = r["log"].splitlines()
     assert lines[0] == str((quest.root / "sub" / "dir").resolve())
     assert lines[1] == f"s3cr3t {r['id']}"
     started = bash_events(quest, r["id"])[0]
@@ -135,9 +135,9 @@ async def test_list_and_history_show_sessions_with_status_counts(quest):
         limited = await call(c, mode="history", limit=1)
         await call(c, mode="kill", id=running["id"], wait=True)
         after = await call(c, mode="history")
-    assert [s["id"] for s in listed["sessions"]] == [running["id"]]
-    assert [s["id"] for s in history["sessions"]] == [running["id"], bad["id"], ok["id"]]
-    assert [s["id"] for s in limited["sessions"]] == [running["id"]]
+    assert [s["id"] for s in listed["items"]] == [running["id"]]
+    assert [s["id"] for s in history["items"]] == [running["id"], bad["id"], ok["id"]]
+    assert [s["id"] for s in limited["items"]] == [running["id"]]
     assert history["counts"] == {"running": 1, "completed": 1, "failed": 1, "terminated": 0, "lost": 0}
     assert after["counts"] == {"running": 0, "completed": 1, "failed": 1, "terminated": 1, "lost": 0}
 
@@ -151,19 +151,23 @@ async def test_read_pages_a_long_log_by_seq_and_previews_head_and_tail(quest):
         page = await call(c, mode="read", id=sid, after_seq=100, limit=5)
         back = await call(c, mode="read", id=sid, before_seq=11, limit=4)
         between = await call(c, mode="read", id=sid, after_seq=10, before_seq=13)
-    assert preview["total_lines"] == 5000 and preview["omitted"] == [51, 4850]
-    out = preview["output"].splitlines()
+        last_before = await call(c, mode="read", id=sid, before_seq=20, tail_limit=3)
+        all_between = await call(c, mode="read", id=sid, after_seq=10, before_seq=20, tail_limit=50, order="desc")
+    assert preview["log_line_count"] == 5000 and preview["omitted"] == [51, 4850] and preview["log_truncated"] is True
+    out = preview["log"].splitlines()
     assert out[:2] == ["1", "2"] and out[50] == "... 4800 lines omitted (seq 51..4850) ..." and out[-1] == "5000"
-    assert tail["output"].splitlines() == ["4998", "4999", "5000"] and tail["first_seq"] == 4998
-    assert page["output"].splitlines() == ["101", "102", "103", "104", "105"]
+    assert tail["log"].splitlines() == ["4998", "4999", "5000"] and tail["first_seq"] == 4998
+    assert [(e["seq"], e["line"]) for e in page["tail"]] == [(n, str(n)) for n in range(101, 106)]
     assert (back["first_seq"], back["last_seq"]) == (7, 10)
-    assert between["output"].splitlines() == ["11", "12"]
+    assert [e["line"] for e in between["tail"]] == ["11", "12"]
+    assert [e["seq"] for e in last_before["tail"]] == [17, 18, 19]
+    assert [e["seq"] for e in all_between["tail"]] == list(range(19, 10, -1)) and all_between["order"] == "desc"
 
 
 async def test_the_command_runs_under_a_terminal_in_its_own_process_group(quest):
     async with client_for(quest) as c:
         r = await call(c, command="test -t 1 && echo tty; cut -d' ' -f5 /proc/$$/stat", mode="await", wait_timeout_seconds=20)
-    lines = r["output"].split()
+    lines = r["log"].split()
     assert lines[0] == "tty" and int(lines[1]) == r["session"]["pgid"] == r["session"]["pid"]
     assert r["session"]["pgid"] != os.getpgid(0) and r["session"]["monitor_pid"] != r["session"]["pid"]
 

@@ -27,14 +27,16 @@ from projections import bash_sessions
 
 from .support import call, client_for, session_of, start, wait_until
 
-# The fields the tool answered with before its rules moved into the service, per mode.
+# The fields the tool answers with, per mode (DeepScientist's names where it has the concept).
+_SESSION = {"mode", "id", "bash_id", "status", "exit_code", "stop_reason", "session"}
+_LOG = {"log", "log_line_count", "log_truncated", "first_seq", "last_seq", "omitted"}
 FIELDS = {
-    "detach": {"mode", "id", "status", "session", "message", "next"},
-    "await": {"mode", "id", "status", "session", "done", "output", "first_seq", "last_seq", "total_lines", "omitted", "message"},
-    "read": {"mode", "id", "status", "session", "output", "first_seq", "last_seq", "total_lines", "omitted"},
-    "kill": {"mode", "id", "status", "session", "message"},
-    "list": {"mode", "sessions", "counts"},
-    "history": {"mode", "sessions", "counts"},
+    "detach": _SESSION | {"message", "next"},
+    "await": _SESSION | _LOG | {"done", "message"},
+    "read": _SESSION | _LOG,
+    "kill": _SESSION | {"message"},
+    "list": {"mode", "count", "items", "counts"},
+    "history": {"mode", "count", "items", "counts"},
 }
 
 
@@ -45,18 +47,18 @@ async def _run(quest, **args) -> dict:
 
 async def test_every_mode_runs_through_the_service_alone_with_the_fields_the_tool_answers(quest):
     done = await _run(quest, command="seq 3", mode="await", wait_timeout_seconds=20)
-    assert set(done) == FIELDS["await"] and done["done"] is True and done["output"] == "1\n2\n3"
+    assert set(done) == FIELDS["await"] and done["done"] is True and done["log"] == "1\n2\n3"
     assert done["omitted"] is None and done["session"] == msgspec.to_builtins(session_of(quest, done["id"]))
     running = await _run(quest, command="echo up; sleep 300")
     assert set(running) == FIELDS["detach"] and running["status"] == "running"
     waited = await _run(quest, mode="await", id=running["id"], wait_timeout_seconds=0)
     assert set(waited) == FIELDS["await"] | {"next"} and waited["done"] is False
     read = await _run(quest, mode="read", id=done["id"], tail=2)
-    assert set(read) == FIELDS["read"] and (read["output"], read["first_seq"], read["last_seq"]) == ("2\n3", 2, 3)
+    assert set(read) == FIELDS["read"] and (read["log"], read["first_seq"], read["last_seq"]) == ("2\n3", 2, 3)
     for mode in ("list", "history"):
         listed = await _run(quest, mode=mode)
         assert set(listed) == FIELDS[mode]
-    assert [s["id"] for s in (await _run(quest, mode="history"))["sessions"]] == [running["id"], done["id"]]
+    assert [s["id"] for s in (await _run(quest, mode="history"))["items"]] == [running["id"], done["id"]]
     killed = await _run(quest, mode="kill", id=running["id"], force=True, wait=True)
     assert set(killed) == FIELDS["kill"] and killed["status"] == "terminated"
 
@@ -75,8 +77,13 @@ async def test_the_tool_answers_exactly_what_the_service_answers(quest):
         ({"command": "true", "mode": "run"}, "invalid_mode"),
         ({"command": "true", "id": "bx-00000000"}, "unexpected_id"),
         ({"mode": "read", "id": "bx-1", "command": "ls"}, "unexpected_command"),
-        ({"mode": "read"}, "missing_id"),
+        ({"mode": "read"}, "no_sessions"),
+        ({"mode": "await"}, "no_sessions"),
+        ({"mode": "kill"}, "missing_id"),
         ({"mode": "kill", "id": ""}, "missing_id"),
+        ({"mode": "read", "id": "bx-1", "force": True}, "unexpected_argument"),
+        ({"mode": "kill", "id": "bx-1", "timeout_seconds": 5}, "unexpected_argument"),
+        ({"mode": "read", "order": "newest"}, "invalid_order"),
         ({"mode": "await", "id": "bx-00000000"}, "unknown_session"),
         ({"command": "true", "mode": "await", "wait_timeout_seconds": -1}, "invalid_timeout"),
         ({"command": ""}, "empty_command"),
@@ -99,7 +106,7 @@ async def test_calls_on_one_server_run_side_by_side(quest):
         waiting = asyncio.create_task(call(c, mode="await", id=long["id"], wait_timeout_seconds=60))
         quick = await call(c, command="echo hi", mode="await", wait_timeout_seconds=20)
         read = await call(c, mode="read", id=quick["id"])
-        assert quick["output"] == read["output"] == "hi" and not waiting.done()
+        assert quick["log"] == read["log"] == "hi" and not waiting.done()
         await call(c, mode="kill", id=long["id"], force=True)
         waited = await asyncio.wait_for(waiting, 30)
     assert waited["done"] is True and waited["status"] == "terminated"
