@@ -85,7 +85,7 @@ REFUSED = [
     ({"mode": "list", "paper_id": "2010.11929", "full_text": False}, "unexpected_argument"),
     ({"mode": "search"}, "invalid_mode"),
     ({"paper_id": "not-an-id"}, "invalid_paper_id"),
-    ({"mode": "list", "comment": "scouting"}, "unknown_argument"),
+    ({"mode": "list", "comment": ["not", "a", "note"]}, "invalid_argument"),  # a comment is text or an object
 ]
 
 

@@ -134,7 +134,7 @@ REFUSED = [
     ({"mode": "read"}, "no_sessions"),
     ({"mode": "kill"}, "missing_id"),
     ({"mode": "await", "id": "bx-00000000", "command": "ls"}, "unexpected_command"),
-    ({"command": "true", "comment": "smoke"}, "unknown_argument"),
+    ({"command": "true", "comment": 3}, "invalid_argument"),  # a comment is text or an object
 ]
 
 
