@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable
+from pathlib import Path
 
 import click
 
@@ -127,20 +128,26 @@ def _short(value: object, width: int = 60) -> str:
 
 
 @cli.command()
-@click.argument("quest_id")
+@click.argument("quest_id", required=False)
+@click.option("--registry", is_flag=True, help="Audit the home's baseline registry log instead of a quest's.")
 @json_option
 @pass_home
-def verify(home: Home, quest_id: str, as_json: bool) -> None:
+def verify(home: Home, quest_id: str | None, registry: bool, as_json: bool) -> None:
     """Audit a quest's log: every line decodes, seqs run 1..N, the hash chain holds, and
     the anchors outside the log (head anchor, snapshots, git trailers) and its index agree.
 
     Exits 1 and lists each problem (line, byte offset, reason, the anchor that caught it).
-    Example: ds verify tok-abl
+    Example: ds verify tok-abl      (ds verify --registry: the home's baseline registry)
     """
     from ds_events.verify import verify_log  # only the auditing commands need it
 
-    path = _log_path(home, quest_id)
-    report = verify_log(path, key=home.log_key(create=False), repo=home.quest_root(quest_id))
+    quest_id = _quest_or_registry(quest_id, registry)
+    if registry:
+        path = _registry_log(home)
+        report = verify_log(str(path), key=home.log_key(create=False))
+    else:
+        path = _log_path(home, quest_id)
+        report = verify_log(path, key=home.log_key(create=False), repo=home.quest_root(quest_id))
     if as_json:
         emit_json(
             {
@@ -164,7 +171,8 @@ def verify(home: Home, quest_id: str, as_json: bool) -> None:
             out(f"{path}: {p}")
         for note in report.notes:
             out(f"note: {note}")
-        out(f"{len(report.problems)} problem(s) in {report.lines} lines: run `ds repair {quest_id}` to quarantine them")
+        fix = f"run `ds repair {quest_id}` to quarantine them" if quest_id else f"the registry log is {path}"
+        out(f"{len(report.problems)} problem(s) in {report.lines} lines: {fix}")
     if not report.ok:
         sys.exit(1)
 
@@ -210,15 +218,21 @@ def repair(home: Home, quest_id: str, yes: bool) -> None:
 
 
 @cli.command()
-@click.argument("quest_id")
+@click.argument("quest_id", required=False)
+@click.option("--registry", is_flag=True, help="Rebuild the home's baseline registry files instead of a quest's.")
 @json_option
 @pass_home
-def replay(home: Home, quest_id: str, as_json: bool) -> None:
+def replay(home: Home, quest_id: str | None, registry: bool, as_json: bool) -> None:
     """Rebuild every projection and materialised file of a quest from its log.
 
-    Example: ds replay tok-abl
+    Example: ds replay tok-abl      (ds replay --registry: the home's baseline registry)
     """
     from ds_events.replay import replay_quest  # only replay needs it
+
+    quest_id = _quest_or_registry(quest_id, registry)
+    if registry:
+        _replay_registry(home, as_json)
+        return
 
     path = _log_path(home, quest_id)
     root = home.quest_root(quest_id)
@@ -253,3 +267,34 @@ def _log_path(home: Home, quest_id: str) -> str:
     if not path.is_file():
         raise CliError(f"no quest {quest_id!r} in {home.root}: see `ds quest list`")
     return str(path)
+
+
+def _quest_or_registry(quest_id: str | None, registry: bool) -> str:
+    if registry and quest_id is not None:
+        raise click.UsageError("give a quest id or --registry, not both")
+    if not registry and quest_id is None:
+        raise click.UsageError("give a quest id (or --registry for the home's baseline registry)")
+    return quest_id or ""
+
+
+def _registry_log(home: Home) -> Path:
+    path = home.root / "baselines" / ".ds" / "events.jsonl"
+    if not path.is_file():
+        raise CliError(f"no baseline registry in {home.root}: nothing was published with publish_baseline yet")
+    return path
+
+
+def _replay_registry(home: Home, as_json: bool) -> None:
+    from ds_events.services.artifacts import open_registry
+
+    _registry_log(home)
+    log, views = open_registry(home)
+    try:
+        written = views.materialise(full=True)
+        last_seq = log.last_seq
+    finally:
+        log.close()
+    if as_json:
+        emit_json({"events": last_seq, "last_seq": last_seq, "files_written": written})
+    else:
+        out(f"registry: {last_seq} events folded, {len(written)} file(s) differed: {', '.join(written) or 'none'}")
