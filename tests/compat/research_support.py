@@ -13,8 +13,6 @@ from contextlib import asynccontextmanager
 import mcp
 
 from ds_events.home import Home, Quest
-from handlers.mcp import QuestBinding
-from handlers.mcp import artifact as artifact_ns
 from tests.helpers import ds_env
 
 __all__ = ["artifact_client", "stdio_artifact", "ok", "refused", "LogWatch", "CONTRACT", "confirm_baseline"]
@@ -36,9 +34,9 @@ def stdio_artifact(home: Home, quest_id: str = "q1") -> mcp.StdioServerParameter
 
 @asynccontextmanager
 async def artifact_client(home: Home, quest_id: str = "q1") -> AsyncIterator[mcp.Client]:
-    """An in-process client of the `artifact` server (a context manager, not a fixture:
-    anyio cancel scopes must stay in the test's task)."""
-    async with mcp.Client(artifact_ns.build_server(QuestBinding(home=home.root, quest_id=quest_id))) as c:
+    """A real stdio client of `ds mcp --namespace artifact`, as a runner starts it (a
+    context manager, not a fixture: anyio cancel scopes must stay in the test's task)."""
+    async with mcp.Client(stdio_artifact(home, quest_id)) as c:
         yield c
 
 
