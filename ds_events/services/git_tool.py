@@ -72,6 +72,12 @@ def git(quest: Quest, cmd: Git) -> GitResult:
         result, seq = _commit_workspace(quest, cmd, branch)
     elif action == "branch":
         result, seq = _branch(quest, cmd, branch)
+    elif action == "graph":  # DeepScientist's graph action: the same snapshot as render_git_graph
+        from .git import render_git_graph
+        from .artifact_commands import RenderGitGraph
+
+        drawn = render_git_graph(quest, RenderGitGraph(max_commits=min(max(cmd.limit, 1), 2000)))
+        result, seq = {"graph": drawn.graph, "json_path": drawn.json_path, "svg_path": drawn.svg_path}, drawn.seq
     else:
         result, seq = _checkout(quest, cmd, branch)
     branch, root = _workspace(quest)

@@ -27,7 +27,7 @@ __all__ = [
     "GIT_ACTIONS", "DOCUMENT_NAMES",
 ]  # fmt: skip
 
-GIT_ACTIONS = ("status", "commit", "branch", "checkout", "log", "show", "diff")
+GIT_ACTIONS = ("status", "commit", "branch", "checkout", "log", "show", "diff", "graph")
 DOCUMENT_NAMES = ("brief", "plan", "status", "summary", "active_user_requirements")
 
 _FOUNDATION = {
@@ -138,7 +138,10 @@ class GetResearchMapStatus(_Call):
 
 
 class Git(_Call, kw_only=True):
-    action: Annotated[str, Meta(description="status | commit | branch | checkout | log | show | diff.")]
+    action: Annotated[str, Meta(description=(
+        "status | commit | branch | checkout | log | show | diff | graph (the quest's branch graph, as "
+        "render_git_graph: recorded, and drawn to artifacts/graphs/)."
+    ))]
     message: Annotated[str | None, Meta(description="commit: the commit message.")] = None
     ref: Annotated[str | None, Meta(description="log: the branch or commit to list; show: the commit; checkout: the branch.")] = None
     base: Annotated[str | None, Meta(description="diff: the older side (with head); log: stop at this commit.")] = None

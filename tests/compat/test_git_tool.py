@@ -112,3 +112,13 @@ async def test_a_bad_git_call_is_refused_with_its_code_and_writes_nothing(
         assert log.types() == []
         assert sorted(quest.repo().branches.local) == branches
         assert not (quest.root / ".ds" / "worktrees").exists()
+
+
+async def test_the_graph_action_records_and_draws_the_branch_graph(home: Home, quest: Quest) -> None:
+    async with artifact_client(home) as c:
+        drawn = await ok(c, "git", {"action": "graph", "limit": 50})
+    assert drawn["action"] == "graph" and drawn["result"]["graph"]["branches"][0]["name"] == "main"
+    assert drawn["result"]["svg_path"] == "artifacts/graphs/git_graph.svg"
+    assert (quest.root / drawn["result"]["svg_path"]).read_text().lstrip().startswith("<svg")
+    rendered = [e for e in quest.log.read() if e.type == "git.graph_rendered"]
+    assert len(rendered) == 1 and rendered[0].seq == drawn["seq"]
