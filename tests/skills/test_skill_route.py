@@ -190,11 +190,12 @@ async def test_the_route_the_skills_teach_runs_on_the_real_servers(home: Home, q
             "artifact.interact",
             kind="decision_request",
             message="Final state: ... Close?",
-            options=[{"id": "close", "label": "Close the quest", "recommended": True}, {"id": "continue", "label": "Continue"}],
+            reply_schema={"decision_type": "quest_completion_approval"},
+            options=[{"id": "approve", "label": "Close the quest", "recommended": True}, {"id": "continue", "label": "Continue"}],
         )
         assert request["interaction_status"] == "waiting" and request["open_request_count"] == 1 and audit["ok"] is True
         # The user answers; the next turn is a decision turn that acts on the reply.
-        interactions.reply(quest, interactions.Reply(interaction_id=request["interaction_id"], text="close it", option_id="close"))  # fmt: skip
+        interactions.reply(quest, interactions.Reply(interaction_id=request["interaction_id"], text="close it", option_id="approve"))  # fmt: skip
 
         call.stage = "decision"
         await call("memory.list_recent", kind="decisions", limit=8)
@@ -210,6 +211,8 @@ async def test_the_route_the_skills_teach_runs_on_the_real_servers(home: Home, q
         await call("artifact.record", payload={"kind": "approval", "verdict": "approved", "summary": "close"})
         await call("memory.write", kind="decisions", title="Quest closed after label smoothing result was written up", body="approved")  # fmt: skip
         await call("artifact.interact", kind="answer", message="Decided: stop.", reply_to_interaction_id=request["interaction_id"])  # fmt: skip
+        closed = await call("artifact.complete_quest", summary="Label smoothing 0.1 helps a small ResNet; written up.")
+        assert closed["status"] == "completed" and quest.state("status").status == "completed"
 
     for name in SKILL_NAMES:
         named = {f"{c.namespace}.{c.tool}" for c in tool_calls(_section(load_skill(name).body, "Tool calls")) if c.called}
