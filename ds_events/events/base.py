@@ -16,7 +16,7 @@ from typing import ClassVar
 
 import msgspec
 
-__all__ = ["Event", "new_event_id", "new_event_ids", "utc_now"]
+__all__ = ["Event", "new_event_id", "new_event_ids", "utc_now", "ts_seconds"]
 
 
 class Event(msgspec.Struct, frozen=True, kw_only=True, tag_field="type"):
@@ -66,3 +66,9 @@ def new_event_ids(count: int) -> list[str]:
 def utc_now() -> str:
     """The current time as RFC 3339 UTC with microseconds, e.g. ``2026-11-30T09:34:45.123456Z``."""
     return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def ts_seconds(ts: str) -> float:
+    """An event's ``ts`` (as :func:`utc_now` writes it) as POSIX seconds; ValueError if
+    it is not a timestamp."""
+    return datetime.fromisoformat(ts.replace("Z", "+00:00")).timestamp()

@@ -19,6 +19,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from ds_events.bash import procs
 from ds_events.config import RunnerConfig
 from ds_events.services.scheduler import RunResult
 from ds_events.services.turns import MCP_NAMESPACES, TurnRecorder, TurnSpec
@@ -55,8 +56,8 @@ async def start_agent(argv: list[str], *, cwd: str, env: dict[str, str]) -> asyn
 
 def stop_group(proc: asyncio.subprocess.Process) -> None:
     """KILL the agent's whole process group (when the host itself is going away)."""
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(proc.pid, signal.SIGKILL)
+    with contextlib.suppress(PermissionError):
+        procs.signal_group(proc.pid, signal.SIGKILL)
 
 
 class LineRunner:

@@ -26,7 +26,6 @@ import signal
 import socket
 import time
 from collections.abc import Callable
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +34,7 @@ import msgspec
 from ds_events.bash import procs
 from ds_events.errors import Conflict
 from ds_events.events import Event, new_event_id
+from ds_events.events.base import ts_seconds
 from ds_events.events.interaction import MailboxDelivered
 from ds_events.events.runner import (
     AgentMessage,
@@ -178,7 +178,7 @@ def next_action(status: str, turns: view.State, inbox: mailbox.State) -> Action:
     if turns.retry is not None:
         plan = turns.retry
         return Action(
-            kind="retry", reason=plan.reason, due=_epoch(plan.scheduled_at) + plan.delay_s,
+            kind="retry", reason=plan.reason, due=ts_seconds(plan.scheduled_at) + plan.delay_s,
             retry_of=plan.run_id, attempt=plan.attempt,
         )  # fmt: skip
     if turns.needs_continuation:
@@ -397,6 +397,3 @@ def _exists(pid: int) -> bool:
         return False
     return True
 
-
-def _epoch(ts: str) -> float:
-    return datetime.strptime(ts, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=timezone.utc).timestamp()

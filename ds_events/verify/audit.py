@@ -14,9 +14,9 @@ import os
 import struct
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from datetime import datetime
 
 from ..events import EventDecodeError, LogRepaired, decode_line
+from ..events.base import ts_seconds
 from ..log import INDEX_EVERY, line_hash
 from .anchors import Claim, collect_anchors
 
@@ -207,6 +207,6 @@ def _repair_after(claim: Claim, repairs: list[LogRepaired]) -> LogRepaired | Non
 
 def _when(ts: str) -> float:
     try:
-        return datetime.fromisoformat(ts.replace("Z", "+00:00")).timestamp()
+        return ts_seconds(ts)
     except ValueError:
         return 0.0
