@@ -33,6 +33,7 @@ from ds_events.services import connectors
 from ds_events.services import interactions as service
 from ds_events.services import quests as quest_service
 from tests.helpers import domain_events, ds_env, tool_error
+from tests.interactions.test_mailbox_race import PRODUCER
 
 pytestmark = pytest.mark.slow
 
@@ -228,15 +229,8 @@ async def test_replay_rebuilds_the_interaction_files_byte_for_byte(home: Home, q
 # -- the race: three consumers, 200 queued messages ------------------------------------------
 
 N = 200
+# PRODUCER (queues N user messages from its own process) is the older race test's.
 
-PRODUCER = """
-import sys
-from ds_events.home import Home
-from ds_events.services import quests
-q = Home().open_quest("q1", actor="daemon")
-for i in range(int(sys.argv[1])):
-    quests.post_message(q, quests.PostMessage(text=f"message {i}"), source="daemon")
-"""
 
 CONSUMER = """
 import json, sys, time
