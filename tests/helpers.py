@@ -25,7 +25,7 @@ import ds_events.events.tool as evt
 from ds_events.events import Event
 from ds_events.home import Home
 
-__all__ = ["tool_error", "ds_env", "DS", "wait_until", "wait_until_async", "event_payloads", "random_events", "EVENT_TAGS_MADE"]
+__all__ = ["tool_error", "ds_env", "stdio_server", "DS", "wait_until", "wait_until_async", "event_payloads", "random_events", "EVENT_TAGS_MADE"]
 
 
 def tool_error(result: object) -> dict:
@@ -44,6 +44,17 @@ def ds_env(home: Home, **extra: str) -> dict[str, str]:
 
 
 DS = [sys.executable, "-m", "ds_events"]
+
+
+def stdio_server(home: Home, namespace: str, quest_id: str = "q1") -> Any:
+    """``ds mcp --namespace <namespace>`` as a runner starts it: a subprocess speaking
+    stdio, bound to ``quest_id`` (an ``mcp.StdioServerParameters``)."""
+    import mcp
+
+    return mcp.StdioServerParameters(
+        command=sys.executable, args=["-m", "ds_events", "mcp", "--namespace", namespace],
+        env=ds_env(home, DS_QUEST_ID=quest_id),
+    )  # fmt: skip
 
 
 def domain_events(quest: Any) -> int:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import subprocess
-import sys
 from typing import Any
 
 import mcp
@@ -19,17 +18,13 @@ import pytest
 from ds_events.home import Home, Quest
 from ds_events.replay import replay_quest
 from ds_events.verify import verify_log
-from tests.helpers import DS, ds_env
+from tests.helpers import DS, ds_env, stdio_server
 
 pytestmark = pytest.mark.slow
 
 
 def server(home: Home, namespace: str) -> mcp.StdioServerParameters:
-    return mcp.StdioServerParameters(
-        command=sys.executable,
-        args=["-m", "ds_events", "mcp", "--namespace", namespace],
-        env=ds_env(home, DS_QUEST_ID="q1"),
-    )
+    return stdio_server(home, namespace)
 
 
 async def call(client: mcp.Client, tool: str, args: dict[str, Any]) -> dict[str, Any]:

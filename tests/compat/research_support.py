@@ -4,7 +4,6 @@ must succeed or fail in our shape, and the events a call appended to the log."""
 from __future__ import annotations
 
 import json
-import sys
 from typing import Any
 
 from collections.abc import AsyncIterator
@@ -13,7 +12,7 @@ from contextlib import asynccontextmanager
 import mcp
 
 from ds_events.home import Home, Quest
-from tests.helpers import ds_env
+from tests.helpers import stdio_server
 
 __all__ = ["artifact_client", "stdio_artifact", "ok", "refused", "LogWatch", "CONTRACT", "confirm_baseline"]
 
@@ -26,10 +25,7 @@ CONTRACT = {
 
 def stdio_artifact(home: Home, quest_id: str = "q1") -> mcp.StdioServerParameters:
     """`ds mcp --namespace artifact` as a runner starts it: a subprocess speaking stdio."""
-    return mcp.StdioServerParameters(
-        command=sys.executable, args=["-m", "ds_events", "mcp", "--namespace", "artifact"],
-        env=ds_env(home, DS_QUEST_ID=quest_id),
-    )  # fmt: skip
+    return stdio_server(home, "artifact", quest_id)
 
 
 @asynccontextmanager

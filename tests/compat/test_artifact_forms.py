@@ -9,7 +9,6 @@ rebuilds every file the calls produced, byte for byte."""
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -17,13 +16,11 @@ import mcp
 
 from ds_events.home import Home, Quest
 from ds_events.replay import replay_quest
-from tests.helpers import ds_env
+from tests.helpers import stdio_server
 
 
 def server(home: Home, quest_id: str = "q1") -> mcp.StdioServerParameters:
-    return mcp.StdioServerParameters(
-        command=sys.executable, args=["-m", "ds_events", "mcp", "--namespace", "artifact"], env=ds_env(home, DS_QUEST_ID=quest_id)
-    )
+    return stdio_server(home, "artifact", quest_id)
 
 
 async def call(c: mcp.Client, tool: str, **args: Any) -> dict[str, Any]:

@@ -6,7 +6,6 @@ fields its callers read (``ok``, ``mode``, ``count``, ``items[].arxiv_id``, ``pa
 
 from __future__ import annotations
 
-import sys
 from typing import Any
 
 import mcp
@@ -16,7 +15,7 @@ from aiohttp import web
 from ds_events.home import Home, Quest
 from ds_events.replay import replay_quest
 from tests.artifact.support import set_config
-from tests.helpers import domain_events, ds_env, tool_error
+from tests.helpers import domain_events, stdio_server, tool_error
 
 ENTRY = """<?xml version="1.0" encoding="UTF-8"?>
 <feed xmlns="http://www.w3.org/2005/Atom"><entry>
@@ -44,10 +43,7 @@ async def atom_api(aiohttp_server, home: Home):  # type: ignore[no-untyped-def]
 
 
 def stdio(home: Home) -> mcp.Client:
-    return mcp.Client(mcp.StdioServerParameters(
-        command=sys.executable, args=["-m", "ds_events", "mcp", "--namespace", "artifact"],
-        env=ds_env(home, DS_QUEST_ID="q1"),
-    ))
+    return mcp.Client(stdio_server(home, "artifact"))
 
 
 async def call(client: mcp.Client, **args: Any) -> dict[str, Any]:

@@ -11,7 +11,6 @@ read (``bash_id``, ``status``, ``exit_code``, ``stop_reason``, ``log``, ``log_li
 from __future__ import annotations
 
 import shlex
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -23,7 +22,7 @@ from ds_events.home import Home, Quest
 from ds_events.replay import replay_quest
 from ds_events.services import bash_exec as service
 from ds_events.services.bash_commands import KillSession
-from tests.helpers import domain_events, ds_env, tool_error
+from tests.helpers import domain_events, stdio_server, tool_error
 
 
 @pytest.fixture(autouse=True)
@@ -36,10 +35,7 @@ def _no_session_outlives_its_test(quest: Quest) -> Iterator[None]:
 
 def stdio(home: Home) -> mcp.Client:
     """A real `ds mcp --namespace bash_exec` process bound to quest q1."""
-    return mcp.Client(mcp.StdioServerParameters(
-        command=sys.executable, args=["-m", "ds_events", "mcp", "--namespace", "bash_exec"],
-        env=ds_env(home, DS_QUEST_ID="q1"),
-    ))
+    return mcp.Client(stdio_server(home, "bash_exec"))
 
 
 async def call(client: mcp.Client, **args: Any) -> dict[str, Any]:

@@ -32,7 +32,7 @@ from ds_events.replay import replay_quest
 from ds_events.services import connectors
 from ds_events.services import interactions as service
 from ds_events.services import quests as quest_service
-from tests.helpers import domain_events, ds_env, tool_error
+from tests.helpers import domain_events, ds_env, stdio_server, tool_error
 from tests.interactions.test_mailbox_race import PRODUCER
 
 pytestmark = pytest.mark.slow
@@ -41,10 +41,7 @@ Server = Callable[..., Awaitable[TestServer]]
 
 
 def stdio_artifact(home: Home, quest_id: str = "q1") -> mcp.StdioServerParameters:
-    return mcp.StdioServerParameters(
-        command=sys.executable, args=["-m", "ds_events", "mcp", "--namespace", "artifact"],
-        env=ds_env(home, DS_QUEST_ID=quest_id),
-    )  # fmt: skip
+    return stdio_server(home, "artifact", quest_id)
 
 
 @asynccontextmanager

@@ -9,7 +9,6 @@ log too; replay rebuilds the card files byte for byte.
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -24,15 +23,13 @@ from ds_events.memory.store import MemoryContext
 from ds_events.replay import replay_quest
 from ds_events.services.memory import write as write_card
 from ds_events.services.memory_commands import WriteCard
-from tests.helpers import domain_events, ds_env, tool_error
+from tests.helpers import domain_events, stdio_server, tool_error
 
 pytestmark = pytest.mark.slow
 
 
 def stdio_memory(home: Home, quest_id: str = "q1") -> mcp.StdioServerParameters:
-    return mcp.StdioServerParameters(
-        command=sys.executable, args=["-m", "ds_events", "mcp", "--namespace", "memory"], env=ds_env(home, DS_QUEST_ID=quest_id)
-    )
+    return stdio_server(home, "memory", quest_id)
 
 
 async def call(client: mcp.Client, tool: str, args: dict[str, Any]) -> dict[str, Any]:
