@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 import urllib.parse
+import uuid
 from typing import Any
 
 import pytest
@@ -95,3 +96,21 @@ def test_clicking_an_event_node_shows_its_artifact_payload_and_a_stage_node_its_
 def _num(x: float) -> str:
     """How the page prints a metric (six significant digits, no trailing zeros)."""
     return f"{x:.6g}"
+
+
+def test_the_canvas_follows_records_another_process_appends(page: Any, server: Server) -> None:
+    from playwright.sync_api import expect
+
+    from ds_events.home import Quest
+    from ds_events.services import artifacts
+    from ds_events.services.artifact_commands import Record
+
+    quest_id = f"web-canvas-{uuid.uuid4().hex[:8]}"
+    assert server.api("/api/quests", "POST", {"title": "Canvas follows the log", "id": quest_id})[0] == 201
+    page.goto(server.page_url(f"/q/{quest_id}"))
+    page.locator('#canvas .tab[data-view="event"]').click()
+    expect(page.locator("#canvas .board")).to_contain_text("Nothing here yet.")
+    with Quest(server.home, quest_id, actor="mcp:artifact") as quest:
+        made = artifacts.record(quest, Record(payload={"kind": "decision", "verdict": "go", "action": "continue", "reason": "drawn live"}))
+    _node(page, f"decision:{made.artifact_id}").click()  # appears without a reload
+    expect(page.locator("#details .d-artifact pre")).to_contain_text("drawn live")
