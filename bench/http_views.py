@@ -1,5 +1,6 @@
-"""``GET /workflow`` and ``GET /canvas?view=branch|event|stage`` of ``ds serve`` must not
-grow with log length: the same requests on a quest whose log holds 10,000 events and on
+"""``GET /workflow``, ``GET /canvas?view=branch|event|stage``, a Canvas node's details
+(``GET /nodes/branch:run/a``) and the quest list of ``ds serve`` must not grow with log
+length: the same requests on a quest whose log holds 10,000 events and on
 one with ``--big`` events (1,000,000 by default), over HTTP on loopback.
 
 One home holds both quests, built by appending event batches straight to their logs
@@ -48,6 +49,8 @@ MEASURES = {
     "canvas branch": "/api/quests/{q}/canvas?view=branch",
     "canvas event": "/api/quests/{q}/canvas?view=event",
     "canvas stage": "/api/quests/{q}/canvas?view=stage",
+    "node details run/a": "/api/quests/{q}/nodes/branch%3Arun%2Fa",  # what a click on the page's Canvas asks
+    "quest list": "/api/quests",  # what the page's list polls (both quests; the same at either size)
     "raw GET /api/health": "/api/health",
 }
 

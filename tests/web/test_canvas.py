@@ -114,3 +114,30 @@ def test_the_canvas_follows_records_another_process_appends(page: Any, server: S
         made = artifacts.record(quest, Record(payload={"kind": "decision", "verdict": "go", "action": "continue", "reason": "drawn live"}))
     _node(page, f"decision:{made.artifact_id}").click()  # appears without a reload
     expect(page.locator("#details .d-artifact pre")).to_contain_text("drawn live")
+
+
+def test_the_layout_places_every_node_apart_with_edges_pointing_down_even_around_a_cycle(page: Any) -> None:
+    nodes = [{"id": c} for c in "abcdefg"]
+    edges = [["a", "b"], ["b", "c"], ["c", "a"], ["a", "d"], ["d", "e"], ["b", "e"], ["x", "a"], ["f", "f"]]  # a cycle, an unknown end, a self loop
+    placed = page.evaluate(
+        """async ([nodes, edges]) => {
+            const { layout } = await import("/static/layout.js");
+            const g = layout(nodes, edges.map(([source, target]) => ({ source, target })), { w: 100, h: 40 });
+            return { nodes: Object.fromEntries(g.nodes), edges: g.edges.map(e => [e.source, e.target, e.back]), width: g.width, height: g.height };
+        }""",
+        [nodes, edges],
+    )
+    boxes = placed["nodes"]
+    assert sorted(boxes) == list("abcdefg")
+    for a in boxes:
+        for b in boxes:
+            if a < b:
+                ba, bb = boxes[a], boxes[b]
+                assert ba["x"] + 100 <= bb["x"] or bb["x"] + 100 <= ba["x"] or ba["y"] != bb["y"], f"{a} and {b} overlap"
+    assert all(0 <= p["x"] and p["x"] + 100 <= placed["width"] and p["y"] + 40 <= placed["height"] for p in boxes.values())
+    kept = {(s, t): back for s, t, back in placed["edges"]}
+    assert set(kept) == {("a", "b"), ("b", "c"), ("c", "a"), ("a", "d"), ("d", "e"), ("b", "e")}  # unknown ends and self loops left out
+    assert [k for k, back in kept.items() if back] == [("c", "a")]  # the one edge that closes the cycle
+    for (s, t), back in kept.items():
+        if not back:
+            assert boxes[t]["y"] > boxes[s]["y"], f"{s} -> {t} does not point down"
