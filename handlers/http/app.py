@@ -10,7 +10,7 @@ from aiohttp import web
 
 from ds_events.home import Home
 
-from . import routes_quests, routes_state, routes_views
+from . import page, routes_quests, routes_state, routes_views
 from .auth import auth_middleware
 from .errors import error_middleware
 from .hub import DEFAULT_WORKERS, Hub
@@ -36,7 +36,8 @@ def make_app(
 ) -> web.Application:
     """The daemon's aiohttp application over ``home``.
 
-    ``token``: every route then requires ``Authorization: Bearer <token>``.
+    ``token``: every ``/api`` route then requires ``Authorization: Bearer <token>`` (the
+    page's own files at ``/`` and ``/static/`` do not: see ``page.py``).
     ``queue_size``: live events a stream may have unsent before it is dropped.
     ``poll_interval``: how often the one follower per quest looks for other processes'
     appends. ``keepalive``: seconds between comment lines on an idle stream.
@@ -57,6 +58,7 @@ def make_app(
     app.router.add_get("/api/quests/{quest_id}/events", events)
     routes_views.add_routes(app, hub)
     routes_state.add_routes(app, hub)
+    page.add_routes(app)
 
     async def hub_ctx(app: web.Application) -> AsyncIterator[None]:
         yield

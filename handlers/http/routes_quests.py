@@ -98,5 +98,11 @@ def add_routes(app: web.Application, hub: Hub) -> None:
 
 
 def _summary(hub: Hub, quest_id: str) -> dict[str, object]:
-    s = hub.quest(quest_id).state("status")
-    return {"quest_id": quest_id, "title": s.title, "status": s.status, "anchor": s.anchor, "last_seq": s.last_seq}
+    """A list row: what the page's quest list shows (``updated_at``: the last event's time;
+    ``open_requests``: decision requests still waiting for the user)."""
+    q = hub.quest(quest_id)
+    s = q.state("status")
+    return {
+        "quest_id": quest_id, "title": s.title, "status": s.status, "anchor": s.anchor, "last_seq": s.last_seq,
+        "updated_at": s.updated_at, "open_requests": len(q.state("interactions").open_requests),
+    }  # fmt: skip

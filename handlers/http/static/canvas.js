@@ -1,0 +1,120 @@
+// The quest's Canvas: the branch, event and stage views of GET /api/quests/{id}/canvas,
+// drawn as an SVG graph laid out on the page (layout.js). Nodes are focusable buttons:
+// a click (or Enter) selects one and calls onSelect(node, view).
+// mountCanvas(el, {questId, onSelect}) -> {refresh(), close()}.
+import { api } from "./api.js";
+import { h, s, errorBox } from "./dom.js";
+import { layout } from "./layout.js";
+
+export const VIEWS = [
+  ["branch", "Branches"],
+  ["event", "Events"],
+  ["stage", "Stages"],
+];
+const NODE_W = 184;
+const NODE_H = 50;
+
+export function mountCanvas(el, { questId, onSelect }) {
+  let view = "branch";
+  let selected = null;
+  let generation = 0;
+  let controller = null;
+  const tabs = h("div.tabs", { role: "tablist", "aria-label": "Canvas view" },
+    VIEWS.map(([name, label]) => h("button.tab", {
+      type: "button", role: "tab", "data-view": name, "aria-selected": String(name === view),
+      onclick: () => { if (view !== name) { view = name; selected = null; markTabs(); load(); } },
+    }, label)));
+  const info = h("span.canvas-info.muted");
+  const board = h("div.board", { "data-view": view });
+  el.append(h("div.pane-head", {}, h("h2", {}, "Canvas"), tabs, info), board);
+
+  function markTabs() {
+    for (const b of tabs.querySelectorAll("button")) b.setAttribute("aria-selected", String(b.dataset.view === view));
+  }
+
+  async function load() {
+    const mine = ++generation;
+    controller?.abort();
+    controller = new AbortController();
+    let doc;
+    try {
+      doc = await api(`/api/quests/${encodeURIComponent(questId)}/canvas?view=${view}`, { signal: controller.signal });
+    } catch (err) {
+      if (err.name === "AbortError" || mine !== generation) return;
+      board.replaceChildren(errorBox(err));
+      return;
+    }
+    if (mine !== generation) return;  // a newer view was asked for meanwhile
+    board.dataset.view = view;
+    board.dataset.seq = doc.seq;
+    info.textContent = `${doc.nodes.length} nodes · seq ${doc.seq}`;
+    board.replaceChildren(doc.nodes.length ? draw(doc) : h("p.muted", {}, "Nothing here yet."));
+  }
+
+  function draw(doc) {
+    const g = layout(doc.nodes, doc.edges, { w: NODE_W, h: NODE_H });
+    const byId = new Map(doc.nodes.map((n) => [n.id, n]));
+    const svg = s("svg", {
+      class: "graph", width: g.width, height: g.height, viewBox: `0 0 ${g.width} ${g.height}`,
+      role: "group", "aria-label": `${doc.view} view`,
+    });
+    svg.append(s("defs", {}, s("marker", { id: "arrow", viewBox: "0 0 10 10", refX: 9, refY: 5, markerWidth: 7, markerHeight: 7, orient: "auto-start-reverse" },
+      s("path", { d: "M0,0 L10,5 L0,10 z", class: "arrowhead" }))));
+    for (const e of g.edges) {
+      const [[x1, y1], [x2, y2]] = e.points;
+      const my = (y1 + y2) / 2;
+      svg.append(s("path", {
+        class: `edge rel-${e.relation || "link"}${e.back ? " back" : ""}`, d: `M${x1},${y1} C${x1},${my} ${x2},${my} ${x2},${y2}`,
+        "marker-end": "url(#arrow)", "data-source": e.source, "data-target": e.target,
+      }));
+    }
+    for (const [id, p] of g.nodes) {
+      const n = byId.get(id);
+      const [line1, line2, kind] = describe(doc.view, n);
+      const node = s("g", {
+        class: `node kind-${cssName(kind)}${n.status ? ` status-${cssName(n.status)}` : ""}${id === selected ? " selected" : ""}`,
+        transform: `translate(${p.x},${p.y})`, tabindex: 0, role: "button", "data-id": id, "aria-label": `${line1}: ${line2}`,
+      },
+      s("title", {}, `${n.label || id}\n${line2}`),
+      s("rect", { width: p.w, height: p.h, rx: 8 }),
+      s("text", { x: 10, y: 20, class: "n-label" }, clip(line1, 24)),
+      s("text", { x: 10, y: 38, class: "n-sub" }, clip(line2, 30)));
+      const choose = () => {
+        selected = id;
+        for (const other of svg.querySelectorAll(".node.selected")) other.classList.remove("selected");
+        node.classList.add("selected");
+        onSelect?.(n, doc.view);
+      };
+      node.addEventListener("click", choose);
+      node.addEventListener("keydown", (ev) => { if (ev.key === "Enter" || ev.key === " ") { ev.preventDefault(); choose(); } });
+      svg.append(node);
+    }
+    return svg;
+  }
+
+  load();
+  return {
+    refresh: load,
+    close() { generation++; controller?.abort(); el.replaceChildren(); },
+  };
+}
+
+/** [title line, detail line, kind] of a node in a view. */
+function describe(view, n) {
+  if (view === "branch") {
+    const metric = n.latest_metric ? ` · ${n.latest_metric.name} ${n.latest_metric.value}` : "";
+    const ab = n.ahead === null || n.ahead === undefined ? "" : ` · +${n.ahead}/−${n.behind}`;
+    return [n.label === n.id ? n.id : `${n.label}`, `${n.branch_kind}${ab}${metric}`, n.branch_kind || "branch"];
+  }
+  if (view === "event") return [n.label || n.id, `${n.event_kind} · ${n.branch}${n.status ? ` · ${n.status}` : ""}`, n.event_kind || "event"];
+  return [n.stage || n.label, `${n.branch} · ${n.event_count} event${n.event_count === 1 ? "" : "s"}`, "stage"];
+}
+
+function clip(text, n) {
+  text = String(text ?? "");
+  return text.length > n ? `${text.slice(0, n - 1)}…` : text;
+}
+
+function cssName(text) {
+  return String(text).toLowerCase().replace(/[^a-z0-9_-]+/g, "-");
+}

@@ -1,0 +1,33 @@
+"""The quest list at ``/`` in a real browser over a real daemon."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from ds_events.home import Home
+
+from .harness import Server
+
+
+def test_the_page_lists_the_demo_quest_with_its_status_anchor_and_activity(page: Any, server: Server, demo: tuple[Home, str]) -> None:
+    from playwright.sync_api import expect
+
+    _, quest_id = demo
+    status, listing = server.api("/api/quests")
+    assert status == 200
+    (summary,) = [q for q in listing["quests"] if q["quest_id"] == quest_id]
+    row = page.locator(f'.quest-row[data-quest="{quest_id}"]')
+    expect(row.locator(".q-title")).to_have_text(summary["title"])
+    expect(row.locator(".q-status")).to_have_text(summary["status"])
+    expect(row.locator(".q-anchor")).to_have_text(summary["anchor"])
+    expect(row.locator(".q-activity time")).to_have_attribute("datetime", summary["updated_at"])
+    expect(row.locator(".q-requests")).to_have_attribute("data-open", str(summary["open_requests"]))
+
+    row.click()  # opens the quest's view; back returns to the list
+    expect(page).to_have_url(re.compile(rf"#/q/{re.escape(quest_id)}$"))
+    expect(page.locator(".quest-title")).to_have_text(summary["title"])
+    expect(page.locator("#trace")).to_be_attached()
+    expect(page.locator("#steer")).to_be_attached()
+    page.go_back()
+    expect(page.locator(f'.quest-row[data-quest="{quest_id}"]')).to_be_visible()
