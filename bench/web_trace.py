@@ -22,38 +22,21 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import statistics
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from pathlib import Path
 
 import aiohttp
 from _rounds import ROUNDS, ratios, spread
-from _serve import start_serve
+from _serve import served_bench_quest
 from _start_env import child_env
+from serve_stream import APPENDER, sse_subscriber  # the same appender and raw reader as the stream bench
 
 import _util  # noqa: F401 - puts the repository on sys.path
 from ds_events.home import Home
-
-APPENDER = """
-import sys, time
-from ds_events.home import Home
-from ds_events.services.quests import PostMessage, post_message
-home, n, rate = Home(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3])
-with home.open_quest("bench", actor="appender") as q:
-    print("ready", flush=True)
-    sys.stdin.readline()
-    start = time.monotonic()
-    for i in range(n):
-        delay = start + i / rate - time.monotonic()
-        if delay > 0:
-            time.sleep(delay)
-        post_message(q, PostMessage(text=f"bench {i} {time.time():.6f}"))
-"""
 
 # In the page: note when each message's card enters the trace.
 OBSERVE = """
@@ -63,7 +46,7 @@ OBSERVE = """
   new MutationObserver((records) => {
     const now = Date.now();
     for (const r of records) for (const node of r.addedNodes) {
-      const m = /^bench (\\d+) ([\\d.]+)$/.exec(node.querySelector?.('.text')?.textContent || '');
+      const m = /^(\\d+) ([\\d.]+)$/.exec(node.querySelector?.('.text')?.textContent || '');
       if (m) window.__arrivals.push([Number(m[1]), Number(m[2]), now / 1000]);
     }
   }).observe(list, { childList: true });
@@ -71,22 +54,10 @@ OBSERVE = """
 """
 
 
-def raw_reader(url: str, total: int, arrivals: list[tuple[int, float, float]], ready: threading.Event) -> None:
+def raw_reader(url: str, total: int, arrivals: list[tuple[int, float, float]]) -> None:
     async def read() -> None:
         async with aiohttp.ClientSession() as session:
-            async with session.get(url, headers={"Accept": "text/event-stream"}, timeout=aiohttp.ClientTimeout(total=None)) as resp:
-                ready.set()
-                async for raw in resp.content:
-                    if not raw.startswith(b"data: "):
-                        continue
-                    now = time.time()
-                    event = json.loads(raw[6:])
-                    if event.get("type") != "conversation.message":
-                        continue
-                    _, index, sent = event["content"].split()
-                    arrivals.append((int(index), float(sent), now))
-                    if len(arrivals) >= total:
-                        return
+            await sse_subscriber(session, url, total, arrivals, [])
 
     asyncio.run(read())
 
@@ -104,10 +75,9 @@ def run(args: argparse.Namespace, home: Home, port: int, tmp: Path) -> None:
     )  # fmt: skip
     assert appender.stdout.readline().strip() == "ready"  # type: ignore[union-attr]
     raw: list[tuple[int, float, float]] = []
-    connected = threading.Event()
     with home.open_quest("bench") as q:
         after = q.log.last_seq
-    reader = threading.Thread(target=raw_reader, args=(f"{base}/api/quests/bench/events?after={after}", total, raw, connected), daemon=True)
+    reader = threading.Thread(target=raw_reader, args=(f"{base}/api/quests/bench/events?after={after}", total, raw), daemon=True)
     reader.start()
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
@@ -115,8 +85,7 @@ def run(args: argparse.Namespace, home: Home, port: int, tmp: Path) -> None:
         page.goto(f"{base}/#/q/bench")
         page.wait_for_selector('#trace .trace-state[data-state="live"]')
         page.evaluate(OBSERVE)
-        connected.wait(30)
-        time.sleep(1.0)  # let both readers settle before the first append
+        time.sleep(1.0)  # let both readers connect and settle before the first append
         appender.stdin.write("go\n")  # type: ignore[union-attr]
         appender.stdin.flush()  # type: ignore[union-attr]
         deadline = time.monotonic() + total / args.rate + 60
@@ -156,16 +125,8 @@ def main() -> None:
     parser.add_argument("--per-round", type=int, default=10)
     parser.add_argument("--rate", type=float, default=10.0, help="appends per second")
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory() as tmp:
-        home = Home(Path(tmp) / "home")
-        home.init()
-        home.create_quest("Bench", quest_id="bench").close()
-        proc, port = start_serve(home.root, Path(tmp))
-        try:
-            run(args, home, port, Path(tmp))
-        finally:
-            proc.terminate()
-            proc.wait()
+    with served_bench_quest() as (tmp, root, port):
+        run(args, Home(root), port, tmp)
 
 
 if __name__ == "__main__":
