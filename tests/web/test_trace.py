@@ -5,14 +5,18 @@ a bounded window of cards in the DOM, and a reconnect resumes without duplicates
 from __future__ import annotations
 
 import socket
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+from ds_events.cli.demo import DEMO_TRAJECTORY
 from ds_events.home import Home
 
 from .conftest import TOKEN
-from .harness import Guard, Server, screenshot_path, start_serve
-from .trace_support import card_keys, ds_message, new_quest, quest_page, run_agent_script
+from .harness import Guard, Server, screenshot_path, serve, start_serve
+from .trace_support import card_keys, ds_message, log_events, new_quest, quest_page, run_agent_script
 
 WINDOW = 200  # trace.js's default windowSize: the most cards the DOM holds
 
@@ -44,6 +48,8 @@ async def main():
             result = await client.call_tool("search" if "query" in args else "write", args)
             assert not result.is_error, result.content
             print(result.structured_content.get("status", "found"))
+        result = await client.call_tool("read", {"card_id": "knowledge-00000000"})
+        print("refused" if result.is_error else "read")
 
 asyncio.run(main())
 """
@@ -56,7 +62,7 @@ def test_memory_tool_calls_render_as_structured_cards(open_page: Any, server: Se
     page = quest_page(open_page, server, quest_id)
     # The agent's side: the real memory MCP server in its own process, as a runner starts it.
     said = run_agent_script(server.home, quest_id, _MEMORY_CALLS).split()
-    assert said == ["written", "duplicate_candidates", "found"]
+    assert said == ["written", "duplicate_candidates", "found", "refused"]
 
     writes = page.locator('#trace .card.memory[data-op="write"]')
     expect(writes).to_have_count(2)
@@ -76,8 +82,15 @@ def test_memory_tool_calls_render_as_structured_cards(open_page: Any, server: Se
     expect(search).to_contain_text("query warmup loss spikes")
     expect(search).to_contain_text("1 found")
     expect(search.locator(".cards-found li")).to_contain_text(card_id)
-    # The runner-less calls and the card's own event make no extra cards.
-    assert page.locator("#trace .card.memory").count() == 3
+    # A refused call shows the code and message its record carries.
+    (refusal,) = [e for e in log_events(server.home, quest_id, "tool.call_finished") if e["status"] == "error"]
+    read = page.locator('#trace .card.memory[data-op="read"]')
+    expect(read.locator(".badge")).to_have_text("error")
+    expect(read).to_contain_text("card knowledge-00000000")
+    expect(read.locator(".failure code")).to_have_text(refusal["error_code"])
+    expect(read.locator(".failure")).to_contain_text(refusal["error_message"])
+    # The card's own memory.card_written event makes no card of its own.
+    assert page.locator("#trace .card.memory").count() == 4
 
 
 def test_the_demo_quest_shows_records_metrics_shell_sessions_messages_and_reasoning(open_page: Any, server: Server, demo: tuple[Home, str]) -> None:
@@ -237,6 +250,40 @@ def test_the_trace_follows_the_stream_of_a_daemon_that_requires_a_token(open_pag
     seq = ds_message(token_server.home, quest_id, "seen through a stream that sent the token")
     expect(page.locator(f'#trace .card[data-key="e:{seq}"]')).to_contain_text("seen through a stream that sent the token")
     expect(page.locator("#token-dialog")).to_be_hidden()
+
+
+@pytest.fixture
+def live_server(tmp_path: Path) -> Iterator[Server]:
+    """A daemon that runs turns: the demo's scripted agent through the real MCP servers,
+    over a home of its own holding the quest ``live``. (Asked for before ``open_page``,
+    it outlives the page, so the page's last screenshot still sees it.)"""
+    home = Home(tmp_path / "home")
+    home.init()
+    home.create_quest("A live turn", quest_id="live").close()
+    with serve(home, "--runner", "scripted", "--trajectory", str(DEMO_TRAJECTORY), log=tmp_path / "serve.log") as s:
+        yield s
+
+
+def test_a_turn_of_the_scripted_agent_streams_into_the_trace_live(live_server: Server, open_page: Any) -> None:
+    """A message from the page starts a turn; the agent's reasoning, memory calls,
+    record and answer appear while the turn runs."""
+    from playwright.sync_api import expect
+
+    page = quest_page(open_page, live_server, "live")
+    page.fill("#steer textarea", "Find the comparator first.")
+    page.click("#steer button.send")
+    trace = page.locator("#trace")
+    expect(trace.locator(".card.divider", has_text="turn started · scout")).to_have_count(1, timeout=60_000)
+    expect(trace.locator("details.card.reasoning")).to_contain_text("Frame the task")
+    expect(trace.locator('.card.memory[data-op="search"]')).to_contain_text("query cifar10 resnet label smoothing")
+    expect(trace.locator('.card.memory[data-op="write"] .saved')).to_have_count(2)
+    expect(trace.locator(".card.artifact", has_text="decision decision-0001")).to_contain_text("baseline found")
+    expect(trace.locator(".card.bubble.agent", has_text="Scouting done")).to_have_count(1)
+    expect(trace.locator(".card.divider", has_text="turn completed")).to_have_count(1, timeout=60_000)
+    # Calls to our MCP servers show once (their own record), not again as the runner saw them.
+    assert trace.locator(".card.tool", has_text="memory.").count() == 0
+    keys = card_keys(page)
+    assert len(keys) == len(set(keys))
 
 
 # -- helpers ------------------------------------------------------------------------------

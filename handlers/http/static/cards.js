@@ -153,7 +153,7 @@ function memoryToolCard(e, args, finished) {
     card.append(h("div", { class: "field refused" }, `refused: ${result.message || "config settings in the title"}`));
   } else if (Array.isArray(result.items)) {
     card.append(h("div", { class: "field" }, `${result.count ?? result.items.length} found`));
-    card.append(cardList(result.items.map((c) => [c.id, c.title, c.score !== undefined ? `score ${Number(c.score).toFixed(2)}` : c.kind])));
+    if (result.items.length) card.append(cardList(result.items.map((c) => [c.id, c.title, c.score !== undefined ? `score ${Number(c.score).toFixed(2)}` : c.kind])));
   } else if (result.global_id) {
     card.append(h("div", { class: "field saved" }, `${result.id} → global ${result.global_id}`));
   } else if (result.title && result.id) {
@@ -315,7 +315,7 @@ function line(cls, label, text) {
 }
 
 function errorLine(finished) {
-  return h("div", { class: "error" }, h("code", {}, finished.error_code || "error"), ` ${finished.error_message || ""}`);
+  return h("div", { class: "failure" }, h("code", {}, finished.error_code || "error"), ` ${finished.error_message || ""}`);
 }
 
 function cardList(rows) {

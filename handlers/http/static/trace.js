@@ -28,7 +28,7 @@ function mountTrace(element, { questId, windowSize = 200, pageSize = 100 } = {})
   const jump = h("button", { type: "button", class: "trace-jump", hidden: true }, "newer events ↓");
   const errorEl = h("div", { class: "trace-error", role: "alert", hidden: true });
   const older = h("div", { class: "trace-older" }, "");
-  const list = h("div", { class: "trace-list" });
+  const list = h("div", { class: "trace-list", role: "log", "aria-label": "Events of the quest" });
   const scroller = h("div", { class: "trace-scroll" }, older, list);
   element.classList.add("trace");
   element.replaceChildren(h("div", { class: "trace-bar" }, h("span", { class: "trace-title" }, "Live trace"), stateEl, jump), errorEl, scroller);
