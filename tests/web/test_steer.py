@@ -52,7 +52,11 @@ def test_pause_shows_the_quest_paused_and_resume_active_again(open_page: Any, se
     from playwright.sync_api import expect
 
     quest_id = new_quest(server, "Steering: pause")
-    page = quest_page(open_page, server, quest_id)
+    streams: list[str] = []
+    page = open_page(server, "/")  # the list first: then watch the quest view's requests
+    page.on("request", lambda r: streams.append(r.url) if "text/event-stream" in r.headers.get("accept", "") else None)
+    page.goto(server.page_url(f"/q/{quest_id}"))
+    expect(page.locator("#trace .trace-state")).to_have_attribute("data-state", "live")
     expect(page.locator("#steer .steer-status")).to_have_text("active")
     page.click('#steer button[data-action="pause"]')
     expect(page.locator("#steer .steer-status")).to_have_text("paused")
@@ -67,6 +71,31 @@ def test_pause_shows_the_quest_paused_and_resume_active_again(open_page: Any, se
     assert [e["action"] for e in log_events(server.home, quest_id, "quest.control")] == ["pause", "resume"]
     keys = card_keys(page)
     assert len(keys) == len(set(keys))
+    # One stream for the quest's view: the steering panel heard the trace's.
+    assert streams == [f"{server.url}/api/quests/{quest_id}/events"], streams
+
+
+def test_the_steering_panel_alone_follows_a_stream_of_its_own(open_page: Any, server: Server) -> None:
+    from playwright.sync_api import expect
+
+    quest_id = new_quest(server, "Steering without a trace")
+    page = open_page(server, "/")  # no trace of the quest on this page
+    page.evaluate(
+        """async (questId) => {
+          const { mountSteering } = await import("/static/steer.js");
+          const el = document.createElement("section");
+          el.id = "steer-alone";
+          document.body.append(el);
+          mountSteering(el, { questId });
+        }""",
+        quest_id,
+    )
+    expect(page.locator("#steer-alone .steer-status")).to_have_text("active")
+    page.click('#steer-alone button[data-action="pause"]')
+    expect(page.locator("#steer-alone .steer-status")).to_have_text("paused")
+    # The agent asks from another process: the panel's own stream brings the request.
+    iid = open_decision_request(server.home, quest_id, "Keep the schedule?")
+    expect(page.locator(f'#steer-alone .request[data-interaction="{iid}"] button.option')).to_have_count(2)
 
 
 def test_a_refused_message_shows_the_routes_code_and_appends_nothing(open_page: Any, server: Server) -> None:

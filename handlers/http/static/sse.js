@@ -9,7 +9,7 @@
 // it reconnects after the server's `retry:` delay, sending Last-Event-ID, so the daemon
 // resumes exactly after the last event handled: no gap, no duplicate.
 
-export { openStream, parseFrames };
+export { openStream, parseFrames, shareQuestEvents, listenQuestEvents };
 
 const DEFAULT_RETRY_MS = 2000;
 const MAX_RETRY_MS = 10000;
@@ -141,4 +141,51 @@ function parseFrames(text) {
     frames.push(frame);
   }
   return { frames, rest };
+}
+
+// A page-wide relay of a quest's events. A browser opens at most six connections to one
+// host over HTTP/1.1 and every open stream holds one, so the panels of one quest share
+// the stream one of them reads: the trace publishes every event it reads (its first
+// page and then the stream); the steering panel listens when a trace of the same quest
+// is mounted, and opens a stream of its own only when none is.
+const relays = new Map();  // quest id -> {publishers, listeners}
+
+function shareQuestEvents(questId) {
+  const r = relayOf(questId);
+  r.publishers += 1;
+  return {
+    publish(events) {
+      for (const fn of r.listeners) fn(events);
+    },
+    close() {
+      r.publishers -= 1;
+      forget(questId, r);
+    },
+  };
+}
+
+// Calls fn(events) with what the quest's publisher reads; null when nothing publishes.
+function listenQuestEvents(questId, fn) {
+  const r = relays.get(questId);
+  if (!r || !r.publishers) return null;
+  r.listeners.add(fn);
+  return {
+    close() {
+      r.listeners.delete(fn);
+      forget(questId, r);
+    },
+  };
+}
+
+function relayOf(questId) {
+  let r = relays.get(questId);
+  if (!r) {
+    r = { publishers: 0, listeners: new Set() };
+    relays.set(questId, r);
+  }
+  return r;
+}
+
+function forget(questId, r) {
+  if (!r.publishers && !r.listeners.size && relays.get(questId) === r) relays.delete(questId);
 }

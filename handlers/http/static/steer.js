@@ -6,20 +6,20 @@
 // Every action goes through the daemon's routes and nothing is shown before its event
 // is in the log: the panel shows the quest's state as the routes answer it, and reads
 // it again when a steering event (control, completion, request, reply) arrives on the
-// quest's stream. The trace shows the message or reply card when its event arrives. A
+// quest's stream (the trace's, when it is on the page: see sse.js's relay). The trace shows the message or reply card when its event arrives. A
 // refused action shows the route's error code and message.
 
 import { api, token } from "./api.js";
 import { h } from "./cards.js";
-import { openStream } from "./sse.js";
+import { listenQuestEvents, openStream } from "./sse.js";
 
 export { mountSteering };
 
 // The events after which the panel's state may have changed.
-const WATCHED = [
+const WATCHED = new Set([
   "quest.control", "quest.completed", "quest.anchor_changed", "quest.created",
   "interaction.sent", "interaction.replied",
-].join(",");
+]);
 
 function mountSteering(element, { questId } = {}) {
   const q = encodeURIComponent(questId);
@@ -137,6 +137,14 @@ function mountSteering(element, { questId } = {}) {
     }
   }
 
+  const changed = () => { refresh().catch(showError); };
+  // With the trace of this quest on the page, its stream tells us what happened (every
+  // event it reads from its first page on, so nothing between our first read and its
+  // stream is missed); alone, the panel follows a stream of the watched types itself.
+  const shared = listenQuestEvents(questId, (events) => {
+    if (events.some((e) => WATCHED.has(e.type))) changed();
+  });
+
   (async () => {
     let seq;
     try {
@@ -145,10 +153,10 @@ function mountSteering(element, { questId } = {}) {
       showError(err);
       return;
     }
-    if (closed) return;
-    stream = openStream(`${base}/events?types=${WATCHED}`, {
+    if (closed || shared) return;
+    stream = openStream(`${base}/events?types=${[...WATCHED].join(",")}`, {
       lastEventId: seq,
-      onEvent: () => { refresh().catch(showError); },
+      onEvent: changed,
       onError: showError,
       token,
       onUnauthorized: () => api(base).catch(() => {}),
@@ -159,6 +167,7 @@ function mountSteering(element, { questId } = {}) {
     close() {
       closed = true;
       if (stream) stream.close();
+      if (shared) shared.close();
     },
   };
 }

@@ -15,7 +15,7 @@
 
 import { api, token } from "./api.js";
 import { cardKey, drawCard, h } from "./cards.js";
-import { openStream } from "./sse.js";
+import { openStream, shareQuestEvents } from "./sse.js";
 
 export { mountTrace };
 
@@ -46,6 +46,7 @@ function mountTrace(element, { questId, windowSize = 200, pageSize = 100 } = {})
   let busy = false;
   let closed = false;
   let stream = null;
+  const relay = shareQuestEvents(questId);  // the steering panel reads this stream too
 
   // -- cards ------------------------------------------------------------------------------
 
@@ -183,6 +184,7 @@ function mountTrace(element, { questId, windowSize = 200, pageSize = 100 } = {})
 
   function onEvent(e) {
     if (e.seq <= latest) return;  // already handled (a resumed stream never sends these)
+    relay.publish([e]);
     const previous = latest;
     latest = e.seq;
     if (e.seq <= high) return showEdges();  // a page brought it already
@@ -217,9 +219,12 @@ function mountTrace(element, { questId, windowSize = 200, pageSize = 100 } = {})
       for (const e of got.events) apply(e, list);
       const last = got.events.length ? got.events[got.events.length - 1].seq : 0;
       low = got.events.length ? got.events[0].seq : 1;
-      high = Math.max(last, latest);
-      latest = high;
+      // The page ends at `last`; events the stream brought meanwhile (above it) come in
+      // as newer pages when the reader is at the bottom.
+      high = last;
+      latest = Math.max(latest, last);
       hasOlder = got.has_more;
+      relay.publish(got.events);
       trimTop();
       toBottom();
       showError(null);
@@ -255,6 +260,7 @@ function mountTrace(element, { questId, windowSize = 200, pageSize = 100 } = {})
     close() {
       closed = true;
       if (stream) stream.close();
+      relay.close();
     },
   };
 }
