@@ -30,7 +30,7 @@ from . import research
 from .artifact_commands import Checkpoint, PrepareBranch
 from .research_commands import GIT_ACTIONS, ActivateBranch, Git, GitResult
 
-__all__ = ["git"]
+__all__ = ["git", "changed_files"]
 
 _MAX_LOG = 500
 _MAX_PATCH_BYTES = 200_000  # diff text returned per call; the rest is cut (``truncated``)
@@ -87,6 +87,23 @@ def git(quest: Quest, cmd: Git) -> GitResult:
 
 
 # -- the workspace ------------------------------------------------------------------------
+
+
+def changed_files(repo: pygit2.Repository, base: str | None, head: str) -> dict[str, Any]:
+    """What ``git(action="diff")`` lists, without the patch: the files ``head`` changed
+    against ``base`` (``base`` None: the commit ``head`` against its parent).
+    Returns base, head, files (path, old_path, status, additions, deletions, binary),
+    file_count, truncated."""
+    commit = _commit(repo, head)
+    if base is None:
+        parent = commit.parents[0] if commit.parents else None
+        diff = repo.diff(parent.tree, commit.tree) if parent is not None else commit.tree.diff_to_tree(swap=True)
+        base = str(parent.id) if parent is not None else None
+    else:
+        diff = repo.diff(_commit(repo, base).tree, commit.tree)
+    files = _files(diff, None, patch=False)
+    files.pop("patch")
+    return {"base": base, "head": str(commit.id), **files}
 
 
 def _workspace(quest: Quest) -> tuple[str, Path]:

@@ -101,8 +101,11 @@ def _summary(hub: Hub, quest_id: str) -> dict[str, object]:
     """A list row: what the page's quest list shows (``updated_at``: the last event's time;
     ``open_requests``: decision requests still waiting for the user)."""
     q = hub.quest(quest_id)
-    s = q.state("status")
-    return {
-        "quest_id": quest_id, "title": s.title, "status": s.status, "anchor": s.anchor, "last_seq": s.last_seq,
-        "updated_at": s.updated_at, "open_requests": len(q.state("interactions").open_requests),
-    }  # fmt: skip
+    q.views.catch_up(keep=False)
+    # Lent, not handed out: the page polls this list, and a handed-out state makes the
+    # next event copy it.
+    with q.views.lend("status") as s, q.views.lend("interactions") as inbox:
+        return {
+            "quest_id": quest_id, "title": s.title, "status": s.status, "anchor": s.anchor, "last_seq": s.last_seq,
+            "updated_at": s.updated_at, "open_requests": len(inbox.open_requests),
+        }  # fmt: skip

@@ -1,5 +1,6 @@
 """The read models of the views helper (``services/read_models.py``): workflow, node
-traces and the three Canvas views (JSON, or SVG with ``format=svg``).
+traces and the three Canvas views (JSON, or SVG with ``format=svg``); and a Canvas
+node's details for the page (``services/node_details.py``).
 
 Each runs on a worker thread (:meth:`Hub.run`): the branch view reads git, and any of
 them may first fold events other processes appended."""
@@ -44,6 +45,12 @@ def add_routes(app: web.Application, hub: Hub) -> None:
         qid, ref = request.match_info["quest_id"], request.match_info["ref"]
         return await answer(hub, lambda: _models().node_trace(hub.quest(qid), ref))
 
+    async def node_details(request: web.Request) -> web.Response:
+        qid, ref = request.match_info["quest_id"], request.match_info["ref"]
+        from ds_events.services.node_details import node_details as details
+
+        return await answer(hub, lambda: details(hub.quest(qid), ref))
+
     async def canvas(request: web.Request) -> web.Response:
         qid = request.match_info["quest_id"]
         view = request.query.get("view", "branch")
@@ -64,3 +71,4 @@ def add_routes(app: web.Application, hub: Hub) -> None:
     app.router.add_get("/api/quests/{quest_id}/node-traces", node_traces)
     app.router.add_get("/api/quests/{quest_id}/node-traces/{ref}", node_trace)
     app.router.add_get("/api/quests/{quest_id}/canvas", canvas)
+    app.router.add_get("/api/quests/{quest_id}/nodes/{ref}", node_details)

@@ -58,3 +58,14 @@ async def test_the_quest_list_row_carries_last_activity_and_open_requests(client
     assert row["quest_id"] == "q1"
     assert row["open_requests"] == 0
     assert row["updated_at"].endswith(("Z", "+00:00"))
+
+
+def test_every_static_file_is_package_data_so_an_installed_daemon_serves_it() -> None:
+    import fnmatch
+    import tomllib
+
+    pyproject = tomllib.loads((STATIC_DIR.parents[2] / "pyproject.toml").read_text())
+    patterns = pyproject["tool"]["setuptools"]["package-data"]["handlers.http"]
+    for path in STATIC_DIR.iterdir():
+        rel = f"static/{path.name}"
+        assert any(fnmatch.fnmatch(rel, p) for p in patterns), f"{rel} would be left out of the wheel: add its pattern to package-data"

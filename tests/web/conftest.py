@@ -1,5 +1,5 @@
-"""Browser tests: fixtures over ``harness.py`` (one demo home, one browser and one daemon
-per kind per session; a new browser context, guarded, per test).
+"""Browser tests: fixtures over ``harness.py`` (one demo home and one daemon per kind per
+session, one browser for the package; a new browser context, guarded, per test).
 
 - ``demo``: (home, quest_id) of a home holding the demo quest (``ds demo``, ~30 s, once).
 - ``server``: ``ds serve --no-turns`` over it, no token. ``token_server``: the same home
@@ -45,8 +45,11 @@ def token_server(demo: tuple[Home, str], tmp_path_factory: pytest.TempPathFactor
         yield s
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def browser() -> Iterator[Any]:
+    # Package scope: one browser for all of tests/web, closed when its last test ends. The
+    # sync API keeps an event loop running on this thread while it is open, and any async
+    # test after it (pytest-asyncio) would then fail to start its own.
     with launch() as b:
         yield b
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import uuid
 from typing import Any
 
 from ds_events.home import Home
@@ -31,3 +32,25 @@ def test_the_page_lists_the_demo_quest_with_its_status_anchor_and_activity(page:
     expect(page.locator("#steer")).to_be_attached()
     page.go_back()
     expect(page.locator(f'.quest-row[data-quest="{quest_id}"]')).to_be_visible()
+
+
+def test_the_list_follows_new_quests_and_their_open_decision_requests_live(page: Any, server: Server, demo: tuple[Home, str]) -> None:
+    from playwright.sync_api import expect
+
+    from ds_events.home import Quest
+    from ds_events.services import interactions
+
+    expect(page.locator(f'.quest-row[data-quest="{demo[1]}"]')).to_be_visible()
+    quest_id = f"web-list-{uuid.uuid4().hex[:8]}"
+    status, body = server.api("/api/quests", "POST", {"title": "A quest made while the list is open", "id": quest_id})
+    assert status == 201, body
+    row = page.locator(f'.quest-row[data-quest="{quest_id}"]')
+    expect(row.locator(".q-title")).to_have_text("A quest made while the list is open")  # no reload
+    expect(row.locator(".q-requests")).to_have_attribute("data-open", "0")
+
+    with Quest(server.home, quest_id, actor="mcp:artifact") as quest:  # the agent's side, another process than the daemon
+        interactions.interact(quest, interactions.Interact(
+            message="Sweep first?", kind="decision_request", options=[{"id": "yes", "label": "Yes"}, {"id": "no", "label": "No"}],
+        ))  # fmt: skip
+    expect(row.locator(".q-requests")).to_have_attribute("data-open", "1")
+    expect(row.locator(".q-requests")).to_have_text("1 open request")

@@ -11,7 +11,7 @@ export const VIEWS = [
   ["event", "Events"],
   ["stage", "Stages"],
 ];
-const NODE_W = 184;
+const NODE_W = 200;
 const NODE_H = 50;
 
 export function mountCanvas(el, { questId, onSelect }) {
@@ -54,10 +54,13 @@ export function mountCanvas(el, { questId, onSelect }) {
   function draw(doc) {
     const g = layout(doc.nodes, doc.edges, { w: NODE_W, h: NODE_H });
     const byId = new Map(doc.nodes.map((n) => [n.id, n]));
+    // Shrinks to fit its pane down to 60% (text stays legible); beyond that the pane scrolls.
     const svg = s("svg", {
-      class: "graph", width: g.width, height: g.height, viewBox: `0 0 ${g.width} ${g.height}`,
-      role: "group", "aria-label": `${doc.view} view`,
+      class: "graph", viewBox: `0 0 ${g.width} ${g.height}`, role: "group", "aria-label": `${doc.view} view`,
     });
+    svg.style.width = "100%";
+    svg.style.maxWidth = `${g.width}px`;
+    svg.style.minWidth = `${Math.round(g.width * 0.6)}px`;
     svg.append(s("defs", {}, s("marker", { id: "arrow", viewBox: "0 0 10 10", refX: 9, refY: 5, markerWidth: 7, markerHeight: 7, orient: "auto-start-reverse" },
       s("path", { d: "M0,0 L10,5 L0,10 z", class: "arrowhead" }))));
     for (const e of g.edges) {
@@ -77,8 +80,8 @@ export function mountCanvas(el, { questId, onSelect }) {
       },
       s("title", {}, `${n.label || id}\n${line2}`),
       s("rect", { width: p.w, height: p.h, rx: 8 }),
-      s("text", { x: 10, y: 20, class: "n-label" }, clip(line1, 24)),
-      s("text", { x: 10, y: 38, class: "n-sub" }, clip(line2, 30)));
+      s("text", { x: 10, y: 20, class: "n-label" }, clip(line1, 23)),
+      s("text", { x: 10, y: 38, class: "n-sub" }, clip(line2, 31)));
       const choose = () => {
         selected = id;
         for (const other of svg.querySelectorAll(".node.selected")) other.classList.remove("selected");
@@ -104,7 +107,8 @@ function describe(view, n) {
   if (view === "branch") {
     const metric = n.latest_metric ? ` · ${n.latest_metric.name} ${n.latest_metric.value}` : "";
     const ab = n.ahead === null || n.ahead === undefined ? "" : ` · +${n.ahead}/−${n.behind}`;
-    return [n.label === n.id ? n.id : `${n.label}`, `${n.branch_kind}${ab}${metric}`, n.branch_kind || "branch"];
+    const title = n.run_kind === "analysis_slice" ? n.id.split("/").pop() : n.label;  // a slice shares its run's title
+    return [title, `${n.branch_kind}${ab}${metric}`, n.branch_kind || "branch"];
   }
   if (view === "event") return [n.label || n.id, `${n.event_kind} · ${n.branch}${n.status ? ` · ${n.status}` : ""}`, n.event_kind || "event"];
   return [n.stage || n.label, `${n.branch} · ${n.event_count} event${n.event_count === 1 ? "" : "s"}`, "stage"];
