@@ -286,6 +286,35 @@ def test_a_turn_of_the_scripted_agent_streams_into_the_trace_live(live_server: S
     assert len(keys) == len(set(keys))
 
 
+_PARSE = """
+async (chunks) => {
+  const { parseFrames } = await import("/static/sse.js");
+  const frames = [];
+  let pending = "";
+  for (const chunk of chunks) {
+    const parsed = parseFrames(pending + chunk);
+    pending = parsed.rest;
+    frames.push(...parsed.frames);
+  }
+  return { frames, pending };
+}
+"""
+
+
+def test_the_stream_parser_joins_frames_split_across_chunks(page: Any) -> None:
+    stream = 'retry: 2000\r\n\r\n: keep-alive\n\nid: 7\nevent: event\ndata: {"a":\ndata: 1}\n\nid: 8\ndata:{"b": 2}\r\n\r\nid: 9\ndata: {"c'
+    # Every way of cutting the text in two gives the same frames.
+    for cut in range(len(stream) + 1):
+        got = page.evaluate(_PARSE, [stream[:cut], stream[cut:]])
+        assert got["frames"] == [
+            {"retry": 2000},
+            {},
+            {"id": "7", "event": "event", "data": '{"a":\n1}'},
+            {"id": "8", "data": '{"b": 2}'},
+        ], cut
+        assert got["pending"] == 'id: 9\ndata: {"c', cut
+
+
 # -- helpers ------------------------------------------------------------------------------
 
 

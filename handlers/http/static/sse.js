@@ -120,9 +120,11 @@ function openStream(path, options) {
 // join with "\n", a line starting with ":" is a comment, one optional space after ":".
 function parseFrames(text) {
   const frames = [];
-  const normalised = text.replace(/\r\n?/g, "\n");
+  // A chunk may end between the "\r" and "\n" of one line end: keep that "\r" for later.
+  const held = text.endsWith("\r") ? "\r" : "";
+  const normalised = text.slice(0, text.length - held.length).replace(/\r\n?/g, "\n");
   const blocks = normalised.split("\n\n");
-  const rest = blocks.pop();
+  const rest = blocks.pop() + held;
   for (const block of blocks) {
     const frame = {};
     const data = [];
