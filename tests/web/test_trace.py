@@ -144,9 +144,11 @@ def test_the_trace_keeps_a_bounded_window_of_cards_over_thousands_of_events(open
     from playwright.sync_api import expect
 
     quest_id = new_quest(server, "A long quest")
+    page = quest_page(open_page, server, quest_id, height=700)
+    # 2,000 events from another process while the trace follows at the bottom: the
+    # newest stay, the oldest leave.
     last = int(run_agent_script(server.home, quest_id, _BULK, "2000"))
     assert last == 2001
-    page = quest_page(open_page, server, quest_id, height=700)
     trace = page.locator("#trace")
     expect(trace).to_have_attribute("data-last-seq", str(last))
     expect(trace.locator(".trace-list > .card").last).to_have_attribute("data-key", f"e:{last}")

@@ -182,21 +182,32 @@ function mountTrace(element, { questId, windowSize = 200, pageSize = 100 } = {})
 
   // -- live -------------------------------------------------------------------------------
 
+  // Live events are taken in as they are read and drawn in one batch per chunk the
+  // stream delivers (a microtask after the reader's loop), so a burst, such as the
+  // catch-up after a reconnect, costs one layout rather than one per event.
+  let queue = [];
+
   function onEvent(e) {
     if (e.seq <= latest) return;  // already handled (a resumed stream never sends these)
-    relay.publish([e]);
-    const previous = latest;
+    queue.push([e, latest]);
     latest = e.seq;
-    if (e.seq <= high) return showEdges();  // a page brought it already
-    if (high < previous) return showEdges();  // the window is away from the live end
+    if (queue.length === 1) queueMicrotask(flush);
+  }
+
+  function flush() {
+    const batch = queue;
+    queue = [];
+    relay.publish(batch.map(([e]) => e));
     const follow = nearBottom();
-    if (!follow && list.childElementCount >= windowSize) return showEdges();  // the reader is reading above
-    apply(e, list);
-    high = e.seq;
-    if (follow) {
-      trimTop();
-      toBottom();
+    for (const [e, previous] of batch) {
+      if (e.seq <= high) continue;  // a page brought it already
+      if (high < previous) continue;  // the window is away from the live end
+      if (!follow && list.childElementCount >= windowSize) continue;  // the reader reads above
+      apply(e, list);
+      high = e.seq;
+      if (follow) trimTop();  // no layout read: cheap per event
     }
+    if (follow) toBottom();
     showEdges();
   }
 
