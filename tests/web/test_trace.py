@@ -34,6 +34,40 @@ def test_an_event_appended_by_another_process_appears_in_the_trace(open_page: An
     expect(page.locator("#trace")).to_have_attribute("data-last-seq", str(seq))
 
 
+_RUNNER_TOOLS = """
+import sys
+from ds_events.events.runner import RunnerToolCall, RunnerToolResult
+from ds_events.home import Home, Quest
+home, quest_id = Home(sys.argv[1]), sys.argv[2]
+with Quest(home, quest_id, actor="runner:codex") as quest:
+    run = "run-web-1"
+    for event in (
+        RunnerToolCall(call_id="c1", tool="shell", arguments={"command": "pytest -q tests/test_model.py"}, run_id=run),
+        RunnerToolCall(call_id="c2", tool="memory.search", arguments={"query": "x"}, server="memory", run_id=run),
+        RunnerToolResult(call_id="c2", status="ok", output={"ok": True, "count": 0, "items": []}, run_id=run),
+        RunnerToolResult(call_id="c1", status="error", output="1 failed, 12 passed", run_id=run),
+    ):
+        quest.emit(event)
+"""
+
+
+def test_the_agents_own_tool_calls_show_as_one_card_each(open_page: Any, server: Server) -> None:
+    """A call of the agent's own tool (its shell) is one card, its result merged in; the
+    runner's view of a call to our servers makes no card (the server's record does)."""
+    from playwright.sync_api import expect
+
+    quest_id = new_quest(server, "The agent's own tools")
+    page = quest_page(open_page, server, quest_id)
+    run_agent_script(server.home, quest_id, _RUNNER_TOOLS)
+    shell = page.locator('#trace .card.tool[data-key="rtool:run-web-1:c1"]')
+    expect(shell.locator(".badge")).to_have_text("error")
+    expect(shell.locator("code.cmd")).to_have_text("pytest -q tests/test_model.py")
+    shell.locator("summary").click()
+    expect(shell.locator("pre.output")).to_have_text("1 failed, 12 passed")
+    expect(page.locator("#trace")).to_have_attribute("data-last-seq", "5")
+    assert page.locator("#trace .card.tool").count() == 1
+
+
 _MEMORY_CALLS = """
 import asyncio, os, sys
 import mcp

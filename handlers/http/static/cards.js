@@ -6,7 +6,7 @@
 // redraws a card when another of its events arrives. Text from the log is always set as
 // text (never parsed as HTML).
 
-export { cardKey, drawCard, h, OUR_SERVERS };
+export { cardKey, drawCard, h };
 
 // The MCP namespaces the runtime serves: their calls are recorded by the servers
 // themselves as tool.call_* events, which carry the structured result, so the runner's
