@@ -243,6 +243,7 @@ function mountTrace(element, { questId, windowSize = 200, pageSize = 100 } = {})
       busy = false;
       showEdges();
     }
+    requestAnimationFrame(onScroll);  // at the bottom with newer events waiting: page them in
   }
 
   jump.addEventListener("click", () => { reload().catch(showError); });
