@@ -44,7 +44,7 @@ def node_details(quest: Quest, ref: str) -> dict[str, Any]:
         if node is None and (name is None or name not in branches):
             raise NotFound(f"no node {ref!r} in quest {quest.id} (or it left the window)", code="unknown_node", ref=ref)
         branch = name if name is not None else (node or {}).get("branch")
-        artifact, metrics, commit = _artifact(state, ref, branches.get(branch) if branch else None)
+        artifact, metrics = _artifact(state, ref, branches.get(branch) if branch else None)
         out = {
             "quest_id": quest.id,
             "seq": state.last_seq,
@@ -55,16 +55,16 @@ def node_details(quest: Quest, ref: str) -> dict[str, Any]:
             "metrics": metrics,
             "git": _git(branches.get(branch), state.active_branch) if branch else None,
         }
-    out["changed_files"] = _changed(repo, ref, commit, branches.get(branch) if branch else None, name is not None)
+    out["changed_files"] = _changed(repo, ref, branches.get(branch) if branch else None)
     return out
 
 
 # -- private helpers ----------------------------------------------------------------------
 
 
-def _artifact(state: Any, ref: str, bnode: dict[str, Any] | None) -> tuple[dict[str, Any] | None, dict[str, Any] | None, str | None]:
-    """(artifact, metrics, commit) behind a node: the record, run, baseline, campaign,
-    slice or checkpoint its ref names; for a branch node, the branch's run or slice."""
+def _artifact(state: Any, ref: str, bnode: dict[str, Any] | None) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+    """(artifact, metrics) behind a node: the record, run, baseline, campaign, slice or
+    checkpoint its ref names; for a branch node, the branch's run or slice."""
     kind, _, key = ref.partition(":")
     if kind == "branch" and bnode is not None:
         if bnode.get("run_id") and bnode.get("run_kind") == "main_experiment" and bnode["run_id"] in state.runs:
@@ -75,29 +75,27 @@ def _artifact(state: Any, ref: str, bnode: dict[str, Any] | None) -> tuple[dict[
                 kind, key = "slice", f"{info.campaign_id}/{info.slice_id}"
     if kind == "run" and key in state.runs:
         run = state.runs[key]
-        return _doc("run", key, run), _run_metrics(run), run.head_sha
+        return _doc("run", key, run), _run_metrics(run)
     if kind == "baseline" and key in state.baselines:
         base = state.baselines[key]
         conf = base.confirmed
         metrics = None if conf is None else {"baseline_id": key, "primary_metric": conf.primary_metric,
                                              "metrics_summary": dict(conf.metrics_summary), "comparisons": {}, "progress": {}}  # fmt: skip
-        return _doc("baseline", key, base), metrics, None
+        return _doc("baseline", key, base), metrics
     if kind == "campaign" and key in state.campaigns:
-        return _doc("campaign", key, state.campaigns[key]), None, None
+        return _doc("campaign", key, state.campaigns[key]), None
     if kind == "slice":
         campaign_id, _, slice_id = key.partition("/")
         campaign = state.campaigns.get(campaign_id)
         found = [s for s in campaign.slices if s.slice_id == slice_id] if campaign is not None else []
         if found:
-            return _doc("slice", key, found[0]), _slice_metrics(state, found[0]), found[0].head_sha
+            return _doc("slice", key, found[0]), _slice_metrics(state, found[0])
     if kind == "checkpoint":
-        done = [c for c in state.checkpoints if c.sha == key]
-        if done:
-            return _doc("checkpoint", key, done[-1]), None, key
-        return None, None, key  # older than the few the view keeps: git still knows it
+        done = [c for c in state.checkpoints if c.sha == key]  # the view keeps the last few; git has the rest
+        return (_doc("checkpoint", key, done[-1]) if done else None), None
     if key in state.records:
-        return _doc(state.records[key].kind, key, state.records[key]), None, None
-    return None, None, None
+        return _doc(state.records[key].kind, key, state.records[key]), None
+    return None, None
 
 
 def _doc(kind: str, key: str, value: Any) -> dict[str, Any]:
@@ -144,12 +142,13 @@ def _git(bnode: dict[str, Any] | None, active: str) -> dict[str, Any] | None:
     }  # fmt: skip
 
 
-def _changed(repo: Any, ref: str, commit: str | None, bnode: dict[str, Any] | None, is_branch: bool) -> dict[str, Any] | None:
+def _changed(repo: Any, ref: str, bnode: dict[str, Any] | None) -> dict[str, Any] | None:
     """A branch (or a run or slice on one): what its head changed since it left its parent
     (the merge base). A checkpoint: its commit against its parent. Other nodes: None."""
-    if ref.startswith("checkpoint:") and commit:
-        return changed_files(repo, None, commit)
-    if bnode is None or not (is_branch or ref.partition(":")[0] in ("run", "slice")):
+    kind, _, key = ref.partition(":")
+    if kind == "checkpoint":
+        return changed_files(repo, None, key)
+    if bnode is None or kind not in ("branch", "run", "slice"):
         return None
     if bnode["compare_base"] is None:  # main: its last commit
         return changed_files(repo, None, bnode["head"])

@@ -54,3 +54,13 @@ def test_the_list_follows_new_quests_and_their_open_decision_requests_live(page:
         ))  # fmt: skip
     expect(row.locator(".q-requests")).to_have_attribute("data-open", "1")
     expect(row.locator(".q-requests")).to_have_text("1 open request")
+
+
+def test_an_unknown_quest_shows_the_daemons_error_code(open_page: Any, server: Server) -> None:
+    from playwright.sync_api import expect
+
+    page = open_page(server, "/q/no-such-quest")
+    expect(page.locator(".quest .problem .error code")).to_have_text("unknown_quest")
+    expect(page.locator("#canvas .error code")).to_have_text("unknown_quest")
+    page.locator("#crumbs a").click()  # and the way back to the list
+    expect(page.locator(".list-view")).to_be_visible()

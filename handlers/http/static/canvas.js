@@ -48,7 +48,9 @@ export function mountCanvas(el, { questId, onSelect }) {
     board.dataset.view = view;
     board.dataset.seq = doc.seq;
     info.textContent = `${doc.nodes.length} nodes · seq ${doc.seq}`;
+    const [top, left] = [board.scrollTop, board.scrollLeft];  // a live redraw keeps the reader's place
     board.replaceChildren(doc.nodes.length ? draw(doc) : h("p.muted", {}, "Nothing here yet."));
+    board.scrollTo(left, top);
   }
 
   function draw(doc) {
