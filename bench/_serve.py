@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import contextlib
 import subprocess
 import sys
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 from _start_env import child_env
 
-__all__ = ["start_serve"]
+__all__ = ["start_serve", "served_bench_quest"]
 
 
 def start_serve(home: Path, tmp: Path) -> tuple[subprocess.Popen[str], int]:
@@ -25,3 +28,21 @@ def start_serve(home: Path, tmp: Path) -> tuple[subprocess.Popen[str], int]:
         proc.kill()
         raise SystemExit(f"ds serve did not start: {line!r}")
     return proc, int(line.rsplit(":", 1)[1].split()[0])
+
+
+@contextlib.contextmanager
+def served_bench_quest() -> Iterator[tuple[Path, Path, int]]:
+    """A temporary home holding the quest ``bench``, served by ``ds serve --no-turns``;
+    yields (the temporary directory, the home's root, the port)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        from ds_events.home import Home
+
+        home = Home(Path(tmp) / "home")
+        home.init()
+        home.create_quest("Bench", quest_id="bench").close()
+        proc, port = start_serve(home.root, Path(tmp))
+        try:
+            yield Path(tmp), home.root, port
+        finally:
+            proc.terminate()
+            proc.wait()

@@ -25,13 +25,12 @@ import json
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 import aiohttp
 from _rounds import ROUNDS, ratios, spread
-from _serve import start_serve
+from _serve import served_bench_quest
 from _start_env import child_env
 
 import _util  # noqa: F401 - puts the repository on sys.path
@@ -148,16 +147,8 @@ def main() -> None:
     parser.add_argument("--per-round", type=int, default=50)
     parser.add_argument("--rate", type=float, default=50.0, help="appends per second")
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory() as tmp:
-        home = Home(Path(tmp) / "home")
-        home.init()
-        home.create_quest("Bench", quest_id="bench").close()
-        proc, port = start_serve(home.root, Path(tmp))
-        try:
-            asyncio.run(run(args, home, port, Path(tmp)))
-        finally:
-            proc.terminate()
-            proc.wait()
+    with served_bench_quest() as (tmp, root, port):
+        asyncio.run(run(args, Home(root), port, tmp))
 
 
 if __name__ == "__main__":
