@@ -6,6 +6,8 @@
 - Inbound: user-role ``conversation.message`` events are the queued messages of the
   mailbox; :class:`InteractionReplied` is the user's answer to a request and is queued
   too. :class:`MailboxDelivered` records that a batch of queued items reached the agent.
+- A new blocking request closes the earlier ones still open (DeepScientist's
+  ``supersede_open_requests``): :class:`InteractionSuperseded`, one per request closed.
 - Delivery configuration: :class:`ConnectorBound` / :class:`ConnectorUnbound` (which
   conversations the quest reports to) and :class:`RoutingPolicyChanged`.
 """
@@ -19,6 +21,7 @@ from .base import Event
 __all__ = [
     "InteractionSent",
     "InteractionReplied",
+    "InteractionSuperseded",
     "MailboxDelivered",
     "ConnectorBound",
     "ConnectorUnbound",
@@ -39,7 +42,10 @@ class InteractionSent(Event, tag="interaction.sent", kw_only=True):
     """The agent told the user something or asked for a decision.
 
     ``targets`` are the binding ids the routing policy chose when it was sent;
-    ``fingerprint`` is what repeated-progress suppression compares.
+    ``fingerprint`` is what repeated-progress suppression compares. The fields after
+    ``routing_policy`` are DeepScientist's delivery arguments, kept as sent (attachment
+    paths made quest-relative): ``expects_reply`` is null on lines written before it
+    existed (the reply mode decides: blocking expects one).
     """
 
     interaction_id: str
@@ -53,6 +59,15 @@ class InteractionSent(Event, tag="interaction.sent", kw_only=True):
     fingerprint: str = ""
     targets: list[str] = []
     routing_policy: str = ""
+    summary_preview: str = ""
+    importance: str = "info"
+    response_phase: str = "ack"
+    attachments: list[dict[str, Any]] = []
+    surface_actions: list[dict[str, Any]] = []
+    connector_hints: dict[str, Any] = {}
+    allow_free_text: bool = True
+    expects_reply: bool | None = None
+    min_interval_seconds: float | None = None
 
 
 class InteractionReplied(Event, tag="interaction.replied", kw_only=True):
@@ -63,6 +78,14 @@ class InteractionReplied(Event, tag="interaction.replied", kw_only=True):
     option_id: str | None = None
     data: dict[str, Any] | None = None
     source: str = ""
+
+
+class InteractionSuperseded(Event, tag="interaction.superseded", kw_only=True):
+    """An open blocking request was closed unanswered because ``superseded_by`` (a newer
+    blocking request) replaced it; a late reply to it is refused."""
+
+    interaction_id: str
+    superseded_by: str
 
 
 class MailboxDelivered(Event, tag="mailbox.delivered", kw_only=True):
@@ -120,4 +143,5 @@ EVENTS = (
     ConnectorUnbound,
     RoutingPolicyChanged,
     DeliveryAttempted,
+    InteractionSuperseded,
 )
