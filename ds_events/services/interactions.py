@@ -146,6 +146,31 @@ _REPLY_SCHEMA_SCHEMA = {
 }
 
 
+_ATTACHMENT_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "path": {"type": "string", "description": "A file of the quest or of one of its worktrees (relative or absolute)."},
+        "url": {"type": "string", "description": "Or an http(s) URL."},
+        "kind": {"type": "string"}, "name": {"type": "string"}, "label": {"type": "string"},
+        "content_type": {"type": "string", "description": "e.g. image/png, application/pdf."},
+        "caption": {"type": "string"}, "description": {"type": "string"},
+        "extracted_text_path": {"type": "string", "description": "A text rendering of the file, in the quest."},
+        "size_bytes": {"type": "integer"},
+        "connector_delivery": {"type": "object", "additionalProperties": {"type": "object", "description": "Settings for that connector, e.g. {\"media_kind\": \"image\"}."}},
+    },
+    "additionalProperties": False,
+}  # fmt: skip
+_SURFACE_ACTION_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "type": {"type": "string", "description": "The action, e.g. send_notification, take_photo."},
+        "command": {"type": "string", "description": "Or the action named as command."},
+    },
+    "description": "The action and its parameters (text, title, ...), as the connector takes them.",
+}
+_HINTS_SCHEMA = {"type": "object", "additionalProperties": {"type": "object", "description": "That connector's hints."}}
+
+
 class Interact(Command):
     """Tell the user something (or ask), and take every user message that arrived."""
 
@@ -199,14 +224,14 @@ class Interact(Command):
         "Up to 20 files to send with the message: {\"path\": \"<file in the quest or a worktree>\"} or "
         "{\"url\": \"https://...\"}, optional kind, name, label, content_type, caption, description, "
         "extracted_text_path, size_bytes, connector_delivery ({\"<connector>\": {...}}). A path must exist."
-    ))] = None
+    ), extra_json_schema={"anyOf": [{"type": "array", "items": _ATTACHMENT_SCHEMA, "maxItems": 20}, {"type": "null"}]})] = None
     surface_actions: Annotated[list[dict[str, Any]] | None, Meta(description=(
         "Up to 10 device-side actions a connector may offer, each naming its action in type (or command), "
         "e.g. {\"type\": \"send_notification\", \"text\": \"Run finished\"}."
-    ))] = None
+    ), extra_json_schema={"anyOf": [{"type": "array", "items": _SURFACE_ACTION_SCHEMA, "maxItems": 10}, {"type": "null"}]})] = None
     connector_hints: Annotated[dict[str, Any] | None, Meta(description=(
         "Per-connector rendering hints, e.g. {\"qq\": {\"render_mode\": \"markdown\"}}."
-    ))] = None
+    ), extra_json_schema={"anyOf": [_HINTS_SCHEMA, {"type": "null"}]})] = None
     allow_free_text: Annotated[bool, Meta(description=(
         "true (default): a reply may be free text. false: a reply must choose one of the options (or carry "
         "data matching reply_schema)."
