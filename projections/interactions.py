@@ -21,6 +21,7 @@ from msgspec.structs import replace
 from ds_events.events import ConversationMessage, Event, QuestCreated
 from ds_events.events.interaction import (
     ConnectorBound,
+    DeliveryOptions,
     ConnectorUnbound,
     DeliveryAttempted,
     InteractionReplied,
@@ -93,13 +94,7 @@ class InteractionRecord(msgspec.Struct, kw_only=True):
     status: str = "sent"  # sent | waiting (blocking, unanswered) | answered | superseded
     replies: list[str] = []  # event ids of the user's replies
     deliveries: dict[str, DeliveryStatus] = {}
-    summary_preview: str = ""
-    importance: str = "info"
-    response_phase: str = "ack"
-    attachments: list[dict[str, Any]] = []
-    surface_actions: list[dict[str, Any]] = []
-    connector_hints: dict[str, Any] = {}
-    allow_free_text: bool = True
+    delivery_options: DeliveryOptions = msgspec.field(default_factory=DeliveryOptions)
     expects_reply: bool = False
     superseded_by: str | None = None
 
@@ -329,9 +324,7 @@ def _apply_sent(state: State, event: InteractionSent) -> None:
         reply_schema=event.reply_schema, reply_to_interaction_id=event.reply_to_interaction_id,
         dedupe_key=event.dedupe_key, fingerprint=event.fingerprint,
         status="waiting" if event.reply_mode == "blocking" else "sent",
-        summary_preview=event.summary_preview, importance=event.importance, response_phase=event.response_phase,
-        attachments=list(event.attachments), surface_actions=list(event.surface_actions),
-        connector_hints=dict(event.connector_hints), allow_free_text=event.allow_free_text,
+        delivery_options=event.delivery_options or DeliveryOptions(),
         expects_reply=event.reply_mode == "blocking" if event.expects_reply is None else event.expects_reply,
         deliveries={
             bid: DeliveryStatus(binding_id=bid, connector=state.bindings[bid].connector if bid in state.bindings else "")

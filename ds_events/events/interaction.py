@@ -16,12 +16,15 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
+import msgspec
+
 from .base import Event
 
 __all__ = [
     "InteractionSent",
     "InteractionReplied",
     "InteractionSuperseded",
+    "DeliveryOptions",
     "MailboxDelivered",
     "ConnectorBound",
     "ConnectorUnbound",
@@ -38,14 +41,28 @@ ReplyMode = Literal["none", "threaded", "blocking"]
 RoutingPolicy = Literal["fanout_all", "primary_only", "primary_plus_local"]
 
 
+class DeliveryOptions(msgspec.Struct, kw_only=True, frozen=True):
+    """How a message is presented where it is delivered: DeepScientist's delivery
+    arguments of ``interact``, as checked (attachment paths relative to the quest).
+    ``allow_free_text=False``: a reply must choose an option (or carry structured data)."""
+
+    summary_preview: str = ""
+    importance: str = "info"
+    response_phase: str = "ack"
+    attachments: list[dict[str, Any]] = []
+    surface_actions: list[dict[str, Any]] = []
+    connector_hints: dict[str, Any] = {}
+    allow_free_text: bool = True
+
+
 class InteractionSent(Event, tag="interaction.sent", kw_only=True):
     """The agent told the user something or asked for a decision.
 
     ``targets`` are the binding ids the routing policy chose when it was sent;
-    ``fingerprint`` is what repeated-progress suppression compares. The fields after
-    ``routing_policy`` are DeepScientist's delivery arguments, kept as sent (attachment
-    paths made quest-relative): ``expects_reply`` is null on lines written before it
-    existed (the reply mode decides: blocking expects one).
+    ``fingerprint`` is what repeated-progress suppression compares. ``delivery_options`` (null
+    on lines written before it existed: the defaults) is how it is presented;
+    ``expects_reply`` null: the reply mode decides (blocking expects one);
+    ``min_interval_seconds`` is the rate limit the sender asked for.
     """
 
     interaction_id: str
@@ -59,13 +76,7 @@ class InteractionSent(Event, tag="interaction.sent", kw_only=True):
     fingerprint: str = ""
     targets: list[str] = []
     routing_policy: str = ""
-    summary_preview: str = ""
-    importance: str = "info"
-    response_phase: str = "ack"
-    attachments: list[dict[str, Any]] = []
-    surface_actions: list[dict[str, Any]] = []
-    connector_hints: dict[str, Any] = {}
-    allow_free_text: bool = True
+    delivery_options: DeliveryOptions | None = None
     expects_reply: bool | None = None
     min_interval_seconds: float | None = None
 

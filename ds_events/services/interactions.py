@@ -376,10 +376,7 @@ def interact(quest: Quest, cmd: Interact, *, consumer: str = "") -> InteractResu
                     reply_to_interaction_id=cmd.reply_to_interaction_id, dedupe_key=cmd.dedupe_key,
                     fingerprint=fingerprint if cmd.kind in _SUPPRESSIBLE else "",
                     targets=[b.binding_id for b in targets], routing_policy=state.routing_policy,
-                    summary_preview=form.summary_preview, importance=form.importance,
-                    response_phase=form.response_phase, attachments=form.attachments,
-                    surface_actions=form.surface_actions, connector_hints=form.connector_hints,
-                    allow_free_text=cmd.allow_free_text, expects_reply=expects,
+                    delivery_options=form, expects_reply=expects,
                     min_interval_seconds=cmd.min_interval_seconds,
                 )
             )
@@ -427,7 +424,7 @@ def interact(quest: Quest, cmd: Interact, *, consumer: str = "") -> InteractResu
         normalized_attachments=form.attachments,
         surface_actions=form.surface_actions,
         connector_hints=form.connector_hints,
-        allow_free_text=cmd.allow_free_text,
+        allow_free_text=form.allow_free_text,
         superseded_interaction_ids=closed,
     )
     _set_deliveries(result, record)
@@ -523,7 +520,7 @@ def reply(quest: Quest, cmd: Reply, *, source: str = "cli") -> InteractionReplie
                 f"unknown option {option_id!r} for {interaction_id}: choose one of {', '.join(ids) or '(none)'}",
                 code="unknown_option", options=ids,
             )
-        if not record.allow_free_text and option_id is None and data is None:
+        if not record.delivery_options.allow_free_text and option_id is None and data is None:
             raise Invalid(
                 f"{interaction_id} takes no free-text reply: choose an option"
                 + (f" ({', '.join(ids)})" if ids else "") + (" or send data matching its reply_schema" if record.reply_schema else ""),
@@ -770,7 +767,7 @@ def _record_summary(record: view.InteractionRecord) -> InteractionSummary:
         reply_mode=record.reply_mode,
         status=record.status,
         replies=len(record.replies),
-        summary_preview=record.summary_preview,
+        summary_preview=record.delivery_options.summary_preview,
         expects_reply=record.expects_reply,
     )
 

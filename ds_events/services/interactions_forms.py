@@ -27,9 +27,9 @@ import msgspec
 from ds_events.artifacts.validate import confine_path
 from ds_events.errors import Invalid
 from ds_events.events.base import ts_seconds
+from ds_events.events.interaction import DeliveryOptions
 
 __all__ = [
-    "Forms",
     "check_forms",
     "reply_mode_for",
     "too_soon",
@@ -71,19 +71,9 @@ ERROR_CODES = (
 )
 
 
-class Forms(msgspec.Struct, kw_only=True, frozen=True):
-    """The delivery arguments as they are stored in ``interaction.sent``."""
-
-    summary_preview: str
-    importance: str
-    response_phase: str
-    attachments: list[dict[str, Any]]
-    surface_actions: list[dict[str, Any]]
-    connector_hints: dict[str, Any]
-
-
-def check_forms(root: Path, cmd: Any) -> Forms:
-    """``cmd``'s delivery arguments checked and normalised (``root``: the quest)."""
+def check_forms(root: Path, cmd: Any) -> DeliveryOptions:
+    """``cmd``'s delivery arguments checked and normalised (``root``: the quest), as
+    ``interaction.sent`` keeps them."""
     if cmd.importance not in IMPORTANCE:
         raise Invalid(f"importance must be one of {', '.join(IMPORTANCE)}", code="invalid_importance",
                       allowed=list(IMPORTANCE))  # fmt: skip
@@ -97,13 +87,14 @@ def check_forms(root: Path, cmd: Any) -> Forms:
                           code="invalid_min_interval")  # fmt: skip
         if cmd.kind != "progress":
             raise Invalid("min_interval_seconds only applies to kind progress", code="invalid_min_interval")
-    return Forms(
+    return DeliveryOptions(
         summary_preview=_preview(cmd.summary_preview, cmd.message),
         importance=cmd.importance,
         response_phase=cmd.response_phase,
         attachments=[_attachment(root, i, a) for i, a in enumerate(_bounded(cmd.attachments, "attachments", MAX_ATTACHMENTS))],
         surface_actions=[_action(i, a) for i, a in enumerate(_bounded(cmd.surface_actions, "surface_actions", MAX_ACTIONS))],
         connector_hints=_hints(cmd.connector_hints, "connector_hints", "invalid_connector_hints"),
+        allow_free_text=cmd.allow_free_text,
     )
 
 

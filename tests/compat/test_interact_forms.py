@@ -67,12 +67,14 @@ async def test_delivery_arguments_are_kept_in_the_event_the_record_and_the_resul
     assert sent["connector_hints"] == {"qq": {"render_mode": "markdown"}}
     assert (sent["importance"], sent["response_phase"], sent["summary_preview"]) == ("warning", "final", "Main run beats the baseline")
     [event] = [e for e in watch.since() if e["type"] == "interaction.sent"]
-    assert event["interaction_id"] == "ms-main-001" and event["attachments"] == sent["normalized_attachments"]
-    assert event["surface_actions"] == [{"type": "send_notification", "text": "Run finished"}]
-    assert (event["importance"], event["response_phase"], event["expects_reply"]) == ("warning", "final", True)
+    options = event["delivery_options"]
+    assert event["interaction_id"] == "ms-main-001" and options["attachments"] == sent["normalized_attachments"]
+    assert options["surface_actions"] == [{"type": "send_notification", "text": "Run finished"}]
+    assert (options["importance"], options["response_phase"], event["expects_reply"]) == ("warning", "final", True)
     record = _record(quest, "ms-main-001")
-    assert record["attachments"] == sent["normalized_attachments"] and record["connector_hints"] == sent["connector_hints"]
-    assert record["summary_preview"] == "Main run beats the baseline" and record["expects_reply"] is True
+    kept = record["delivery_options"]
+    assert kept["attachments"] == sent["normalized_attachments"] and kept["connector_hints"] == sent["connector_hints"]
+    assert kept["summary_preview"] == "Main run beats the baseline" and record["expects_reply"] is True
     # Without a preview, the message's first line-folded 220 characters are the preview.
     async with artifact_client(home) as c:
         plain = await ok(c, "interact", {"message": "word " * 100})
@@ -121,7 +123,7 @@ async def test_allow_free_text_false_makes_a_reply_choose_an_option(home: Home, 
         service.reply(quest, service.Reply(interaction_id=strict["interaction_id"], text="A", option_id="a"))
         taken = await ok(c, "interact", {"message": "Going with A."})
     assert [(m["text"], m["option_id"]) for m in taken["recent_inbound_messages"]] == [("A", "a")]
-    assert _record(quest, strict["interaction_id"])["allow_free_text"] is False
+    assert _record(quest, strict["interaction_id"])["delivery_options"]["allow_free_text"] is False
 
 
 async def test_expects_reply_overrides_the_default_reply_mode(home: Home, quest: Quest) -> None:
