@@ -4,6 +4,11 @@ home to attach.
 Its log lives under ``DS_HOME/baselines/.ds/events.jsonl`` (same format and rules as a
 quest's); it materialises ``DS_HOME/baselines/<baseline_id>.json``. A later publication
 of the same id replaces the entry (the newest publication wins, whichever quest made it).
+
+``sources`` says which quest's publication of which baseline the registry holds
+(``"<quest>/<baseline_id>"`` -> the registry event's id): a quest publishes an id once,
+so a quest publication missing from it is one whose publisher died before the registry
+append (:func:`ds_events.services.artifacts.publish_baseline` completes it).
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ from ds_events.events.artifact import RegistryBaselinePublished
 
 from .base import Files, Projection
 
-__all__ = ["PROJECTION", "State", "Entry", "entry_path"]
+__all__ = ["PROJECTION", "State", "Entry", "entry_path", "source_key"]
 
 
 class Entry(msgspec.Struct, kw_only=True):
@@ -35,6 +40,11 @@ class Entry(msgspec.Struct, kw_only=True):
 class State(msgspec.Struct, kw_only=True):
     last_seq: int = 0
     entries: dict[str, Entry] = {}
+    sources: dict[str, str] = {}
+
+
+def source_key(quest_id: str, baseline_id: str) -> str:
+    return f"{quest_id}/{baseline_id}"
 
 
 def entry_path(baseline_id: str) -> str:
@@ -54,6 +64,7 @@ def apply(state: State, event: Event) -> State:
             ts=event.ts,
             publications=(before.publications + 1) if before else 1,
         )
+        state.sources[source_key(event.source_quest, event.baseline_id)] = event.id
     return state
 
 
@@ -89,4 +100,5 @@ PROJECTION = Projection(
     apply=apply,
     render=render,
     render_changed=render_changed,
+    version=2,  # 2: sources (older snapshots: refolded)
 )

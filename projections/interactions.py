@@ -21,10 +21,12 @@ from msgspec.structs import replace
 from ds_events.events import ConversationMessage, Event, QuestCreated
 from ds_events.events.interaction import (
     ConnectorBound,
+    DeliveryOptions,
     ConnectorUnbound,
     DeliveryAttempted,
     InteractionReplied,
     InteractionSent,
+    InteractionSuperseded,
     MailboxDelivered,
     RoutingPolicyChanged,
 )
@@ -89,9 +91,12 @@ class InteractionRecord(msgspec.Struct, kw_only=True):
     reply_to_interaction_id: str | None = None
     dedupe_key: str | None = None
     fingerprint: str = ""
-    status: str = "sent"  # sent | waiting (blocking, unanswered) | answered
+    status: str = "sent"  # sent | waiting (blocking, unanswered) | answered | superseded
     replies: list[str] = []  # event ids of the user's replies
     deliveries: dict[str, DeliveryStatus] = {}
+    delivery_options: DeliveryOptions = msgspec.field(default_factory=DeliveryOptions)
+    expects_reply: bool = False
+    superseded_by: str | None = None
 
 
 class Binding(msgspec.Struct, kw_only=True):
@@ -149,6 +154,12 @@ def apply(state: State, event: Event) -> State:
                 )
                 if answered and iid in state.open_requests:
                     state.open_requests.remove(iid)
+        case InteractionSuperseded(interaction_id=iid, superseded_by=by):
+            record = state.interactions.get(iid)
+            if record is not None and record.status == "waiting":
+                state.interactions[iid] = replace(record, status="superseded", superseded_by=by)
+            if iid in state.open_requests:
+                state.open_requests.remove(iid)
         case MailboxDelivered(batch_id=batch_id, message_ids=ids):
             state.batches += 1
             taken: set[str] = set()
@@ -257,7 +268,7 @@ def render_changed(state: State, events: Iterable[Event]) -> Files:
         match event:
             case InteractionSent(interaction_id=iid) | InteractionReplied(interaction_id=iid) | DeliveryAttempted(
                 interaction_id=iid
-            ):
+            ) | InteractionSuperseded(interaction_id=iid):
                 if iid in state.interactions:
                     files[f"interactions/records/{iid}.json"] = _record_json(state.interactions[iid])
                 files["interactions/open_requests.md"] = _open_requests_md(state)
@@ -313,6 +324,8 @@ def _apply_sent(state: State, event: InteractionSent) -> None:
         reply_schema=event.reply_schema, reply_to_interaction_id=event.reply_to_interaction_id,
         dedupe_key=event.dedupe_key, fingerprint=event.fingerprint,
         status="waiting" if event.reply_mode == "blocking" else "sent",
+        delivery_options=event.delivery_options or DeliveryOptions(),
+        expects_reply=event.reply_mode == "blocking" if event.expects_reply is None else event.expects_reply,
         deliveries={
             bid: DeliveryStatus(binding_id=bid, connector=state.bindings[bid].connector if bid in state.bindings else "")
             for bid in event.targets

@@ -256,6 +256,9 @@ _MAKERS: dict[str, Callable[[random.Random, list[str]], Event]] = {
         branch=r.choice(("main", f"idea/q-{_pick(r, 'idea')}")), worktree=r.choice((None, ".ds/worktrees/x")),
         idea_id=r.choice((None, _pick(r, "idea"))), anchor=r.choice(("", "experiment")), promote_to_head=r.random() < 0.5,
     ),
+    "interaction.superseded": lambda r, _i: evi.InteractionSuperseded(
+        interaction_id=_pick(r, "int"), superseded_by=_pick(r, "int")
+    ),
 }
 EVENT_TAGS_MADE = frozenset(_MAKERS)
 

@@ -6,6 +6,8 @@
 - Inbound: user-role ``conversation.message`` events are the queued messages of the
   mailbox; :class:`InteractionReplied` is the user's answer to a request and is queued
   too. :class:`MailboxDelivered` records that a batch of queued items reached the agent.
+- A new blocking request closes the earlier ones still open (DeepScientist's
+  ``supersede_open_requests``): :class:`InteractionSuperseded`, one per request closed.
 - Delivery configuration: :class:`ConnectorBound` / :class:`ConnectorUnbound` (which
   conversations the quest reports to) and :class:`RoutingPolicyChanged`.
 """
@@ -14,11 +16,15 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
+import msgspec
+
 from .base import Event
 
 __all__ = [
     "InteractionSent",
     "InteractionReplied",
+    "InteractionSuperseded",
+    "DeliveryOptions",
     "MailboxDelivered",
     "ConnectorBound",
     "ConnectorUnbound",
@@ -35,11 +41,28 @@ ReplyMode = Literal["none", "threaded", "blocking"]
 RoutingPolicy = Literal["fanout_all", "primary_only", "primary_plus_local"]
 
 
+class DeliveryOptions(msgspec.Struct, kw_only=True, frozen=True):
+    """How a message is presented where it is delivered: DeepScientist's delivery
+    arguments of ``interact``, as checked (attachment paths relative to the quest).
+    ``allow_free_text=False``: a reply must choose an option (or carry structured data)."""
+
+    summary_preview: str = ""
+    importance: str = "info"
+    response_phase: str = "ack"
+    attachments: list[dict[str, Any]] = []
+    surface_actions: list[dict[str, Any]] = []
+    connector_hints: dict[str, Any] = {}
+    allow_free_text: bool = True
+
+
 class InteractionSent(Event, tag="interaction.sent", kw_only=True):
     """The agent told the user something or asked for a decision.
 
     ``targets`` are the binding ids the routing policy chose when it was sent;
-    ``fingerprint`` is what repeated-progress suppression compares.
+    ``fingerprint`` is what repeated-progress suppression compares. ``delivery_options`` (null
+    on lines written before it existed: the defaults) is how it is presented;
+    ``expects_reply`` null: the reply mode decides (blocking expects one);
+    ``min_interval_seconds`` is the rate limit the sender asked for.
     """
 
     interaction_id: str
@@ -53,6 +76,9 @@ class InteractionSent(Event, tag="interaction.sent", kw_only=True):
     fingerprint: str = ""
     targets: list[str] = []
     routing_policy: str = ""
+    delivery_options: DeliveryOptions | None = None
+    expects_reply: bool | None = None
+    min_interval_seconds: float | None = None
 
 
 class InteractionReplied(Event, tag="interaction.replied", kw_only=True):
@@ -63,6 +89,14 @@ class InteractionReplied(Event, tag="interaction.replied", kw_only=True):
     option_id: str | None = None
     data: dict[str, Any] | None = None
     source: str = ""
+
+
+class InteractionSuperseded(Event, tag="interaction.superseded", kw_only=True):
+    """An open blocking request was closed unanswered because ``superseded_by`` (a newer
+    blocking request) replaced it; a late reply to it is refused."""
+
+    interaction_id: str
+    superseded_by: str
 
 
 class MailboxDelivered(Event, tag="mailbox.delivered", kw_only=True):
@@ -120,4 +154,5 @@ EVENTS = (
     ConnectorUnbound,
     RoutingPolicyChanged,
     DeliveryAttempted,
+    InteractionSuperseded,
 )

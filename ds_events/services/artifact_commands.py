@@ -519,6 +519,9 @@ class PublishBaselineResult(Result):
     seq: int
     baseline_registry_entry: dict[str, Any] = {}
     ok: bool = True
+    # A retry that completed an earlier publication cut short between its quest and
+    # registry appends (nothing new in the quest; the registry entry written now).
+    recovered: bool = False
 
 
 class AttachBaselineResult(Result):

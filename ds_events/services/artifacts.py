@@ -187,7 +187,6 @@ def publish_baseline(quest: Quest, cmd: PublishBaseline) -> PublishBaselineResul
     if cmd.comment is not None:
         clean.setdefault("comment", cmd.comment)
     state = quest.state("artifacts")
-    _check_publishable(state, baseline_id)
     confirmed = state.baselines[baseline_id].confirmed if baseline_id in state.baselines else None
     if confirmed is not None:
         # DeepScientist's skills confirm a baseline, then publish it for reuse: what the
@@ -200,13 +199,18 @@ def publish_baseline(quest: Quest, cmd: PublishBaseline) -> PublishBaselineResul
         ):  # fmt: skip
             if value is not None and key not in clean:
                 clean[key] = value
+    unregistered = _unregistered_publication(quest, state, baseline_id)
+    if unregistered is not None:
+        return _complete_publication(quest, unregistered, clean, variants)
+    _check_publishable(state, baseline_id)
     check_materialised(quest.root, [record_path("baseline", baseline_id)])
-    # The registry first: a quest event is what makes the id taken here, so a retry
-    # after a failure between the two appends publishes again instead of being refused.
-    entry = _publish_to_registry(quest, baseline_id, clean, variants)
+    # The quest first, then the registry, whose event takes the quest event's id: a
+    # publisher that dies between the two leaves a quest publication the registry lacks,
+    # and a retry completes it (the same id makes the registry append idempotent).
     with quest.transaction() as txn:
         _check_publishable(quest.state("artifacts"), baseline_id)
         stored = txn.append(BaselinePublished(baseline_id=baseline_id, payload=clean, variant_ids=variants))[0]
+    entry = _publish_to_registry(quest, stored)  # type: ignore[arg-type]
     return PublishBaselineResult(
         baseline_id=baseline_id, variant_ids=variants, path=record_path("baseline", baseline_id), seq=stored.seq,
         baseline_registry_entry=entry,
@@ -696,16 +700,58 @@ def registry_entry(home: Home, baseline_id: str) -> dict[str, Any] | None:
         log.close()
 
 
-def _publish_to_registry(quest: Quest, baseline_id: str, payload: dict[str, Any], variants: list[str]) -> dict[str, Any]:
+def _publish_to_registry(quest: Quest, published: BaselinePublished) -> dict[str, Any]:
+    """The registry half of ``published`` (a quest event), under the quest event's id:
+    appending it again (a retry, two retries racing) stores nothing new."""
     log, views = open_registry(quest.home, quest.log.actor)
     try:
-        event = RegistryBaselinePublished(baseline_id=baseline_id, payload=payload, variant_ids=variants, source_quest=quest.id)
+        event = RegistryBaselinePublished(
+            baseline_id=published.baseline_id, payload=dict(published.payload), variant_ids=list(published.variant_ids),
+            source_quest=quest.id, id=published.id,
+        )  # fmt: skip
         stored = log.append([event])
         views.materialise(stored)
-        entry = views.state(baseline_registry.PROJECTION.name).entries[baseline_id]
-        return {**msgspec.to_builtins(entry), "path": str(views.root / baseline_registry.entry_path(baseline_id))}
+        entry = views.state(baseline_registry.PROJECTION.name).entries[published.baseline_id]
+        return {**msgspec.to_builtins(entry), "path": str(views.root / baseline_registry.entry_path(published.baseline_id))}
     finally:
         log.close()
+
+
+def _unregistered_publication(quest: Quest, state: Any, baseline_id: str) -> BaselinePublished | None:
+    """This quest's publication of ``baseline_id`` when the registry does not hold it (its
+    publisher died between the two appends), else None."""
+    baseline = state.baselines.get(baseline_id)
+    if baseline is None or baseline.published_seq is None:
+        return None
+    event = quest.log.get(baseline.published_seq)
+    if not isinstance(event, BaselinePublished):
+        return None
+    log, views = open_registry(quest.home, quest.log.actor)
+    try:
+        held = baseline_registry.source_key(quest.id, baseline_id) in views.state(baseline_registry.PROJECTION.name).sources
+    finally:
+        log.close()
+    return None if held else event
+
+
+def _complete_publication(
+    quest: Quest, published: BaselinePublished, payload: dict[str, Any], variants: list[str]
+) -> PublishBaselineResult:
+    """Finish a publication its publisher left half done: the registry gets the quest's
+    publication as it was made. A retry with the same payload is answered as the first
+    call would have been; another payload is refused (the id is published here), after
+    the registry was brought in line."""
+    entry = _publish_to_registry(quest, published)
+    if (published.payload, list(published.variant_ids)) != (payload, variants):
+        raise Conflict(
+            f"baseline {published.baseline_id!r} already exists (its earlier publication, cut short, is now complete "
+            "in the home's registry)", code="baseline_exists", baseline_id=published.baseline_id,
+        )  # fmt: skip
+    return PublishBaselineResult(
+        baseline_id=published.baseline_id, variant_ids=list(published.variant_ids),
+        path=record_path("baseline", published.baseline_id), seq=published.seq, baseline_registry_entry=entry,
+        recovered=True,
+    )  # fmt: skip
 
 
 def refresh_summary(quest: Quest, cmd: RefreshSummary) -> SummaryResult:

@@ -223,6 +223,9 @@ def webhook_payload(quest_id: str, record: view.InteractionRecord, binding_id: s
         "options": record.options,
         "reply_schema": record.reply_schema,
         "reply_to_interaction_id": record.reply_to_interaction_id,
+        # DeepScientist's delivery arguments, for the receiver to render as it can.
+        **msgspec.to_builtins(record.delivery_options),
+        "expects_reply": record.expects_reply,
         "seq": record.seq,
         "ts": record.ts,
         "binding_id": binding_id,

@@ -19,7 +19,18 @@ own state (sent | waiting | answered) is ``interaction_status``.
 Repeated progress is suppressed: a ``progress`` or ``milestone`` update whose text
 (case and whitespace folded) equals the previous update of the same kind, or whose
 ``dedupe_key`` was already used, writes nothing and returns ``suppressed_duplicate`` with
-``duplicate_of``. The mailbox is still consumed.
+``duplicate_of``. With ``min_interval_seconds``, a progress update sent sooner than that
+after the previous one writes nothing and returns ``suppressed_min_interval`` (with
+``retry_after_seconds``); once the interval has passed, even a repeat is sent (a
+heartbeat). The mailbox is still consumed.
+
+DeepScientist's other delivery arguments (:mod:`.interactions_forms`) are kept in the
+event and the record: ``attachments``, ``surface_actions``, ``connector_hints``,
+``importance``, ``response_phase``, ``summary_preview``; ``interaction_id`` names the
+interaction (refused when taken); ``expects_reply`` overrides the reply mode's default;
+``allow_free_text=false`` makes a reply choose an option (or carry structured data);
+``supersede_open_requests`` (default true) closes the open blocking requests a new
+blocking request replaces, each with an ``interaction.superseded`` event.
 """
 
 from __future__ import annotations
@@ -27,6 +38,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import re
+import time
 from collections.abc import Awaitable, Callable
 from typing import Annotated, Any
 
@@ -35,11 +47,12 @@ from msgspec import Meta
 
 from ds_events.errors import Conflict, Invalid, NotFound
 from ds_events.events import new_event_id
-from ds_events.events.interaction import InteractionReplied, InteractionSent, MailboxDelivered
+from ds_events.events.interaction import InteractionReplied, InteractionSent, InteractionSuperseded, MailboxDelivered
 from ds_events.home import Quest
 from projections import interactions as view
 
 from . import connectors
+from . import interactions_forms as forms
 from .commands import Command, Result
 
 __all__ = [
@@ -104,7 +117,10 @@ ERROR_CODES = (
     "already_answered",
     "unknown_option",
     "reply_schema_mismatch",
-) + connectors.ERROR_CODES
+    "interaction_exists",
+    "request_superseded",
+    "free_text_not_allowed",
+) + forms.ERROR_CODES + connectors.ERROR_CODES
 
 # Options and reply schemas are checked by the service (with their own error codes);
 # their JSON schema tells the caller the shape up front.
@@ -128,6 +144,31 @@ _REPLY_SCHEMA_SCHEMA = {
         "required": {"type": "array", "items": {"type": "string"}},
     },
 }
+
+
+_ATTACHMENT_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "path": {"type": "string", "description": "A file of the quest or of one of its worktrees (relative or absolute)."},
+        "url": {"type": "string", "description": "Or an http(s) URL."},
+        "kind": {"type": "string"}, "name": {"type": "string"}, "label": {"type": "string"},
+        "content_type": {"type": "string", "description": "e.g. image/png, application/pdf."},
+        "caption": {"type": "string"}, "description": {"type": "string"},
+        "extracted_text_path": {"type": "string", "description": "A text rendering of the file, in the quest."},
+        "size_bytes": {"type": "integer"},
+        "connector_delivery": {"type": "object", "additionalProperties": {"type": "object", "description": "Settings for that connector, e.g. {\"media_kind\": \"image\"}."}},
+    },
+    "additionalProperties": False,
+}  # fmt: skip
+_SURFACE_ACTION_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "type": {"type": "string", "description": "The action, e.g. send_notification, take_photo."},
+        "command": {"type": "string", "description": "Or the action named as command."},
+    },
+    "description": "The action and its parameters (text, title, ...), as the connector takes them.",
+}
+_HINTS_SCHEMA = {"type": "object", "additionalProperties": {"type": "object", "description": "That connector's hints."}}
 
 
 class Interact(Command):
@@ -174,6 +215,44 @@ class Interact(Command):
         "Blocking requests only, 0-300: wait this long for the reply and return it in `reply` (status "
         "answered). 0 returns at once."
     ))] = 0.0
+    summary_preview: Annotated[str | None, Meta(description=(
+        "One short line a connector shows first (at most 500 characters). When null: the message's first 220 characters."
+    ))] = None
+    importance: Annotated[str, Meta(description="low | info (default) | normal | warning | high | critical.")] = "info"
+    response_phase: Annotated[str, Meta(description="ack (default) | update | final | control | push: where this message stands in your answer.")] = "ack"
+    attachments: Annotated[list[dict[str, Any]] | None, Meta(description=(
+        "Up to 20 files to send with the message: {\"path\": \"<file in the quest or a worktree>\"} or "
+        "{\"url\": \"https://...\"}, optional kind, name, label, content_type, caption, description, "
+        "extracted_text_path, size_bytes, connector_delivery ({\"<connector>\": {...}}). A path must exist."
+    ), extra_json_schema={"anyOf": [{"type": "array", "items": _ATTACHMENT_SCHEMA, "maxItems": 20}, {"type": "null"}]})] = None
+    surface_actions: Annotated[list[dict[str, Any]] | None, Meta(description=(
+        "Up to 10 device-side actions a connector may offer, each naming its action in type (or command), "
+        "e.g. {\"type\": \"send_notification\", \"text\": \"Run finished\"}."
+    ), extra_json_schema={"anyOf": [{"type": "array", "items": _SURFACE_ACTION_SCHEMA, "maxItems": 10}, {"type": "null"}]})] = None
+    connector_hints: Annotated[dict[str, Any] | None, Meta(description=(
+        "Per-connector rendering hints, e.g. {\"qq\": {\"render_mode\": \"markdown\"}}."
+    ), extra_json_schema={"anyOf": [_HINTS_SCHEMA, {"type": "null"}]})] = None
+    allow_free_text: Annotated[bool, Meta(description=(
+        "true (default): a reply may be free text. false: a reply must choose one of the options (or carry "
+        "data matching reply_schema)."
+    ))] = True
+    supersede_open_requests: Annotated[bool, Meta(description=(
+        "A new blocking request closes the blocking requests still open (default true; each gets an "
+        "interaction.superseded event and a late reply to it is refused). false keeps them open."
+    ))] = True
+    interaction_id: Annotated[str | None, Meta(description=(
+        "Name the interaction yourself (1-128 letters, digits, '_', '.', ':', '-'); refused when already used. "
+        "When null: ia-<id>."
+    ))] = None
+    expects_reply: Annotated[bool | None, Meta(description=(
+        "Overrides the reply mode's default when reply_mode is null: false makes a decision_request threaded "
+        "(nothing waits for the answer); true makes it blocking, and marks other kinds as awaiting an answer "
+        "in a thread. With an explicit reply_mode it must agree with it."
+    ))] = None
+    min_interval_seconds: Annotated[float | None, Meta(description=(
+        "Progress only: suppress this update if the previous progress update is less than this many seconds "
+        "old (status suppressed_min_interval); after that even a repeat is sent."
+    ))] = None
 
 
 class Reply(Command):
@@ -223,10 +302,12 @@ class InteractionSummary(Result):
     reply_mode: str
     status: str
     replies: int
+    summary_preview: str = ""
+    expects_reply: bool = False
 
 
 class InteractResult(Result):
-    status: str  # ok | suppressed_duplicate
+    status: str  # ok | suppressed_duplicate | suppressed_min_interval
     interaction_id: str | None
     interaction_status: str | None  # sent | waiting | answered; null when suppressed
     suppressed: bool
@@ -245,6 +326,16 @@ class InteractResult(Result):
     agent_instruction: str
     reply: InboundMessage | None
     guidance: str
+    suppressed_reason: str | None = None  # unchanged | dedupe_key | min_interval
+    retry_after_seconds: float | None = None  # suppressed_min_interval: when the next update may go
+    summary_preview: str = ""
+    importance: str = "info"
+    response_phase: str = "ack"
+    normalized_attachments: list[dict[str, Any]] = []  # paths relative to the quest
+    surface_actions: list[dict[str, Any]] = []
+    connector_hints: dict[str, Any] = {}
+    allow_free_text: bool = True
+    superseded_interaction_ids: list[str] = []  # open requests this one closed
 
 
 class InteractionDetail(Result):
@@ -263,17 +354,20 @@ def interact(quest: Quest, cmd: Interact, *, consumer: str = "") -> InteractResu
     Webhook targets are left ``pending``; :func:`interact_async` with a ``deliver``
     function (or the daemon's delivery loop) sends them.
     """
-    mode = _validate(quest, cmd)
+    mode, expects = _validate(quest, cmd)
+    form = forms.check_forms(quest.root, cmd)
     fingerprint = _fingerprint(cmd.kind, cmd.message)
     with quest.transaction() as txn:
         state: view.State = quest.state("interactions")
-        duplicate_of = (
-            None if cmd.suppress_if_unchanged is False else _duplicate_of(state, cmd.kind, fingerprint, cmd.dedupe_key)
-        )
+        if cmd.interaction_id is not None and cmd.interaction_id in state.interactions:
+            raise Conflict(f"interaction {cmd.interaction_id!r} already exists: choose another id or leave it null",
+                           code="interaction_exists", interaction_id=cmd.interaction_id)  # fmt: skip
+        reason, duplicate_of, retry_after = _suppression(state, cmd, fingerprint)
         events: list[Any] = []
         interaction_id: str | None = None
-        if duplicate_of is None:
-            interaction_id = "ia-" + new_event_id()
+        closed: list[str] = []
+        if reason is None:
+            interaction_id = cmd.interaction_id or "ia-" + new_event_id()
             targets = view.route(state) if cmd.deliver_to_bound_conversations else []
             events.append(
                 InteractionSent(
@@ -282,8 +376,15 @@ def interact(quest: Quest, cmd: Interact, *, consumer: str = "") -> InteractResu
                     reply_to_interaction_id=cmd.reply_to_interaction_id, dedupe_key=cmd.dedupe_key,
                     fingerprint=fingerprint if cmd.kind in _SUPPRESSIBLE else "",
                     targets=[b.binding_id for b in targets], routing_policy=state.routing_policy,
+                    delivery_options=form, expects_reply=expects,
+                    min_interval_seconds=cmd.min_interval_seconds,
                 )
             )
+            if mode == "blocking" and cmd.supersede_open_requests:
+                # DeepScientist's rule: the newest blocking request replaces the ones the
+                # user has not answered yet (one open question at a time).
+                closed = list(state.open_requests)
+                events += [InteractionSuperseded(interaction_id=old, superseded_by=interaction_id) for old in closed]
             events += connectors.local_delivery_events(interaction_id, targets)
         # Reading the mailbox is what consumes it: a call that does not read leaves the
         # queue for a later one, so no message is taken without being returned.
@@ -296,14 +397,14 @@ def interact(quest: Quest, cmd: Interact, *, consumer: str = "") -> InteractResu
     delivered = [state.inbound[i] for i in batch.message_ids] if batch is not None else []
     record = state.interactions.get(interaction_id) if interaction_id else None
     result = InteractResult(
-        status="suppressed_duplicate" if duplicate_of else "ok",
+        status="ok" if reason is None else "suppressed_min_interval" if reason == "min_interval" else "suppressed_duplicate",
         interaction_id=interaction_id,
         interaction_status=record.status if record is not None else None,
-        suppressed=duplicate_of is not None,
+        suppressed=reason is not None,
         duplicate_of=duplicate_of,
         kind=cmd.kind,
         reply_mode=mode,
-        expects_reply=mode == "blocking",
+        expects_reply=expects,
         decision_type=decision_type_of(cmd.reply_schema),
         delivered=False,
         delivery_targets=[],
@@ -314,16 +415,41 @@ def interact(quest: Quest, cmd: Interact, *, consumer: str = "") -> InteractResu
         open_request_count=len(state.open_requests),
         agent_instruction=_agent_instruction(delivered, cmd.include_recent_inbound_messages),
         reply=None,
-        guidance=_guidance(mode, duplicate_of),
+        guidance=_guidance(mode, duplicate_of, retry_after),
+        suppressed_reason=reason,
+        retry_after_seconds=None if retry_after is None else round(retry_after, 3),
+        summary_preview=form.summary_preview,
+        importance=form.importance,
+        response_phase=form.response_phase,
+        normalized_attachments=form.attachments,
+        surface_actions=form.surface_actions,
+        connector_hints=form.connector_hints,
+        allow_free_text=form.allow_free_text,
+        superseded_interaction_ids=closed,
     )
     _set_deliveries(result, record)
     return result
 
 
+def _suppression(state: view.State, cmd: Interact, fingerprint: str) -> tuple[str | None, str | None, float | None]:
+    """Why this update is not sent: ``(reason, duplicate_of, retry_after)``, reason None
+    when it is sent. ``min_interval_seconds`` replaces the repeat rule: inside the
+    interval every progress update waits; after it even a repeat goes out."""
+    if cmd.kind != "progress" or cmd.min_interval_seconds is None:
+        if cmd.suppress_if_unchanged is False:
+            return None, None, None
+        duplicate_of, reason = _duplicate_of(state, cmd.kind, fingerprint, cmd.dedupe_key)
+        return reason, duplicate_of, None
+    last = state.last_fingerprint.get("progress", "")
+    previous = state.interactions.get(last.split(" ", 1)[1]) if last else None
+    left = forms.too_soon(previous.ts if previous else None, cmd.min_interval_seconds, time.time())
+    return (None, None, None) if left is None else ("min_interval", None, left)
+
+
 async def interact_async(quest: Quest, cmd: Interact, *, consumer: str = "", deliver: Deliver | None = None) -> InteractResult:
     """:func:`interact` off the loop, then ``deliver`` to remote targets, then (blocking
     requests, when ``wait_timeout_seconds`` > 0) wait for the user's reply and consume it."""
-    _validate_wait(cmd.wait_timeout_seconds, cmd.kind, cmd.reply_mode)
+    _validate_wait(cmd.wait_timeout_seconds, cmd.kind, cmd.reply_mode, cmd.expects_reply)
     result = await asyncio.to_thread(interact, quest, cmd, consumer=consumer)
     iid = result.interaction_id
     if iid is None:
@@ -385,12 +511,21 @@ def reply(quest: Quest, cmd: Reply, *, source: str = "cli") -> InteractionReplie
             raise Conflict(f"interaction {interaction_id} does not take replies (reply_mode none)", code="reply_not_expected")
         if record.status == "answered":
             raise Conflict(f"interaction {interaction_id} was already answered", code="already_answered")
+        if record.status == "superseded":
+            raise Conflict(f"interaction {interaction_id} was replaced by {record.superseded_by}: answer that one",
+                           code="request_superseded", superseded_by=record.superseded_by)  # fmt: skip
         ids = [o["id"] for o in record.options]
         if option_id is not None and option_id not in ids:
             raise Invalid(
                 f"unknown option {option_id!r} for {interaction_id}: choose one of {', '.join(ids) or '(none)'}",
                 code="unknown_option", options=ids,
             )
+        if not record.delivery_options.allow_free_text and option_id is None and data is None:
+            raise Invalid(
+                f"{interaction_id} takes no free-text reply: choose an option"
+                + (f" ({', '.join(ids)})" if ids else "") + (" or send data matching its reply_schema" if record.reply_schema else ""),
+                code="free_text_not_allowed", options=ids,
+            )  # fmt: skip
         if data is not None and record.reply_schema is not None:
             problems = _schema_problems(record.reply_schema, data)
             if problems:
@@ -441,8 +576,9 @@ async def wait_for_reply(quest: Quest, interaction_id: str, timeout: float) -> s
 # -- validation -------------------------------------------------------------------------
 
 
-def _validate(quest: Quest, cmd: Interact) -> str:
-    """Check every argument before anything is written; returns the effective reply mode."""
+def _validate(quest: Quest, cmd: Interact) -> tuple[str, bool]:
+    """Check every argument before anything is written; returns the effective reply mode
+    and whether a reply is expected."""
     kind, message, reply_mode, options = cmd.kind, cmd.message, cmd.reply_mode, cmd.options
     reply_schema, recent_message_limit = cmd.reply_schema, cmd.recent_message_limit
     dedupe_key, reply_to_interaction_id = cmd.dedupe_key, cmd.reply_to_interaction_id
@@ -453,15 +589,19 @@ def _validate(quest: Quest, cmd: Interact) -> str:
     if len(message) > MAX_MESSAGE_CHARS:
         raise Invalid(f"a message is at most {MAX_MESSAGE_CHARS} characters; put details in a file or artifact",
                       code="message_too_long", length=len(message))
-    mode = reply_mode if reply_mode is not None else _DEFAULT_REPLY_MODE[kind]
-    if mode not in REPLY_MODES:
-        raise Invalid(f"unknown reply_mode {mode!r}: use none, threaded or blocking", code="invalid_reply_mode")
+    if reply_mode is not None and reply_mode not in REPLY_MODES:
+        raise Invalid(f"unknown reply_mode {reply_mode!r}: use none, threaded or blocking", code="invalid_reply_mode")
+    mode, expects = forms.reply_mode_for(kind, reply_mode, cmd.expects_reply, _DEFAULT_REPLY_MODE[kind])
     if kind == "decision_request" and mode == "none":
         raise Invalid("a decision_request must be answerable: use reply_mode blocking or threaded", code="invalid_reply_mode")
     if kind in _SUPPRESSIBLE and mode == "blocking":
         raise Invalid(f"a {kind} update cannot block; ask with kind decision_request", code="invalid_reply_mode")
     if reply_schema is not None:
         _validate_schema(reply_schema)
+    forms.check_interaction_id(cmd.interaction_id)
+    if not cmd.allow_free_text and (mode == "none" or not (options or (reply_schema or {}).get("properties"))):
+        raise Invalid("allow_free_text=false needs something else to answer with: options, or a reply_schema with "
+                      "properties, on an interaction that takes replies", code="invalid_allow_free_text")  # fmt: skip
     if kind == "decision_request":
         # A request labelled with a decision_type (DeepScientist's completion approval is
         # sent without options) may be answered in free text; any other needs options.
@@ -485,13 +625,14 @@ def _validate(quest: Quest, cmd: Interact) -> str:
             raise NotFound(
                 f"no interaction or user message {reply_to_interaction_id!r} to reply to", code="unknown_interaction"
             )
-    return mode
+    return mode, expects
 
 
-def _validate_wait(wait: float, kind: str, reply_mode: str | None) -> None:
+def _validate_wait(wait: float, kind: str, reply_mode: str | None, expects_reply: bool | None = None) -> None:
     if isinstance(wait, bool) or not isinstance(wait, (int, float)) or not (0 <= wait <= MAX_WAIT_SECONDS):
         raise Invalid(f"wait_timeout_seconds must be from 0 to {MAX_WAIT_SECONDS:g}", code="invalid_wait")
-    blocking = reply_mode == "blocking" or (reply_mode is None and kind == "decision_request")
+    default = _DEFAULT_REPLY_MODE.get(kind, "threaded")
+    blocking = reply_mode == "blocking" or (reply_mode is None and expects_reply is not False and default == "blocking")
     if wait > 0 and not blocking:
         raise Invalid("wait_timeout_seconds only applies to blocking requests", code="invalid_wait")
 
@@ -575,15 +716,16 @@ def _fingerprint(kind: str, message: str) -> str:
     return hashlib.blake2b(f"{kind}\0{folded}".encode(), digest_size=12).hexdigest()
 
 
-def _duplicate_of(state: view.State, kind: str, fingerprint: str, dedupe_key: str | None) -> str | None:
+def _duplicate_of(state: view.State, kind: str, fingerprint: str, dedupe_key: str | None) -> tuple[str | None, str | None]:
+    """``(the interaction this repeats, why: dedupe_key | unchanged)`` or ``(None, None)``."""
     if kind not in _SUPPRESSIBLE:
-        return None
+        return None, None
     if dedupe_key is not None and dedupe_key in state.dedupe_keys:
-        return state.dedupe_keys[dedupe_key]
+        return state.dedupe_keys[dedupe_key], "dedupe_key"
     last = state.last_fingerprint.get(kind, "")
     if last and last.split(" ", 1)[0] == fingerprint:
-        return last.split(" ", 1)[1]
-    return None
+        return last.split(" ", 1)[1], "unchanged"
+    return None, None
 
 
 def _delivery_event(state: view.State, consumer: str, interaction_id: str | None) -> MailboxDelivered | None:
@@ -625,6 +767,8 @@ def _record_summary(record: view.InteractionRecord) -> InteractionSummary:
         reply_mode=record.reply_mode,
         status=record.status,
         replies=len(record.replies),
+        summary_preview=record.delivery_options.summary_preview,
+        expects_reply=record.expects_reply,
     )
 
 
@@ -655,10 +799,13 @@ def _agent_instruction(delivered: list[view.InboundItem], read: bool) -> str:
     return "\n".join(lines)
 
 
-def _guidance(mode: str, duplicate_of: str | None) -> str:
+def _guidance(mode: str, duplicate_of: str | None, retry_after: float | None = None) -> str:
     parts = []
     if duplicate_of:
         parts.append(f"Suppressed: this repeats {duplicate_of}; nothing was sent.")
+    elif retry_after is not None:
+        parts.append(f"Suppressed: the previous progress update is too recent (min_interval_seconds); nothing was "
+                     f"sent. The next one may go in {retry_after:.0f}s.")
     else:
         parts.append("Sent.")
     if mode == "blocking":

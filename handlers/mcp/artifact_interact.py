@@ -30,19 +30,33 @@ def register(ns: Namespace) -> None:
         arrived and you should continue. include_recent_inbound_messages=false leaves them
         queued for a later call.
 
+        Delivery options: summary_preview (the line a connector shows first), importance,
+        response_phase, attachments (files of the quest or its worktrees, or URLs),
+        surface_actions, connector_hints; interaction_id names the interaction yourself;
+        expects_reply overrides the reply mode's default (false: a decision_request that
+        does not block); allow_free_text=false makes the user pick an option; a new
+        blocking request closes the ones still open unless supersede_open_requests=false;
+        min_interval_seconds holds back a progress update sent sooner than that after the
+        previous one.
+
         Returns: status (ok | suppressed_duplicate: a progress/milestone identical to the
         previous one of its kind, or reusing a dedupe_key, is not sent again; see
-        duplicate_of), interaction_id, interaction_status (sent | waiting | answered),
+        duplicate_of | suppressed_min_interval: see retry_after_seconds),
+        interaction_id, interaction_status (sent | waiting | answered),
         expects_reply, decision_type, delivered, delivery_targets, deliveries (per target:
         outcome), recent_inbound_messages, delivery_batch, recent_interaction_records (your
         latest interactions), open_request_count, agent_instruction, reply (a blocking
-        request's answer when wait_timeout_seconds > 0), guidance.
+        request's answer when wait_timeout_seconds > 0), guidance, normalized_attachments,
+        superseded_interaction_ids.
 
         Examples:
           interact(message="Baseline reproduced: 91.6% top-1. Starting label smoothing.")
           interact(kind="decision_request", message="Accuracy plateaued. Next?",
                    options=[{"id": "wider", "label": "Try a wider model"},
                             {"id": "stop", "label": "Write up now"}])
+          interact(kind="milestone", message="Main run done: 0.921 vs 0.912.", importance="normal",
+                   attachments=[{"path": "figs/summary.png", "content_type": "image/png"}])
+          interact(message="Epoch 7 of 20.", min_interval_seconds=600)
           interact(kind="decision_request", message="All runs are done. May I close the quest?",
                    reply_schema={"decision_type": "quest_completion_approval"},
                    options=[{"id": "yes", "label": "Close it"}, {"id": "no", "label": "Keep going"}])

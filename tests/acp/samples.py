@@ -61,4 +61,6 @@ def _value(t: msgspec.inspect.Type, name: str) -> typing.Any:
         return {"k": _value(t.value_type, name)}
     if isinstance(t, msgspec.inspect.AnyType):
         return {"x": [1, "two"]}
+    if isinstance(t, msgspec.inspect.StructType):  # a struct inside an event (interaction.sent's delivery_options)
+        return t.cls(**{f.name: _value(f.type, f.name) for f in t.fields})
     raise TypeError(f"no sample value for field {name!r} of type {t!r}: extend tests/acp/samples.py")

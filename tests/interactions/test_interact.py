@@ -187,3 +187,17 @@ async def _wait_for_open_request(quest: Quest, timeout: float) -> str:
         raise AssertionError("unreachable")
 
     return await asyncio.wait_for(poll(), timeout)
+
+
+async def test_an_attachment_may_come_from_a_worktree_but_not_from_the_runtimes_own_files(home: Home, quest: Quest) -> None:
+    async with artifact_client(home) as client:
+        branch = await call(client, "prepare_branch", {"run_id": "r1"})
+        figure = quest.root / branch["worktree"] / "figs" / "loss.png"
+        figure.parent.mkdir(parents=True)
+        figure.write_bytes(b"\x89PNG")
+        sent = await call(client, "interact", {"kind": "milestone", "message": "Loss curve attached.",
+                                               "attachments": [{"path": str(figure), "content_type": "image/png"}]})
+        assert sent["normalized_attachments"] == [{"path": f"{branch['worktree']}/figs/loss.png", "content_type": "image/png"}]
+        for path in (".ds/worktrees", ".git/HEAD", f"{branch['worktree']}/../../events.jsonl"):
+            refused = await client.call_tool("interact", {"message": "x", "attachments": [{"path": path}]})
+            assert refused.is_error and "invalid_attachments" in refused.content[0].text, path

@@ -57,12 +57,16 @@ async def test_the_interact_tool_posts_to_a_bound_webhook_and_records_the_delive
     bound = connectors.bind(quest, "webhook", await hook.start(aiohttp_server), primary=True,
                             settings={**FAST, "token_env": "HOOK_TOKEN"})
     async with artifact_client(home) as client:
-        r = await call(client, "interact", {"kind": "milestone", "message": "Baseline reproduced: 91.6%"})
+        r = await call(client, "interact", {"kind": "milestone", "message": "Baseline reproduced: 91.6%",
+                                            "importance": "normal", "connector_hints": {"webhook": {"format": "md"}}})
     assert {(d["binding_id"], d["outcome"]) for d in r["deliveries"]} == {("local", "delivered"), (bound.binding_id, "delivered")}
     assert attempts(quest, bound.binding_id) == [(1, "delivered", 200)]
     [(headers, body)] = hook.requests
     assert body["interaction_id"] == r["interaction_id"] and body["message"] == "Baseline reproduced: 91.6%"
     assert body["quest_id"] == "q1" and body["kind"] == "milestone" and body["attempt"] == 1
+    # DeepScientist's delivery arguments reach the receiver, to render as it can.
+    assert (body["importance"], body["connector_hints"], body["summary_preview"]) == (
+        "normal", {"webhook": {"format": "md"}}, "Baseline reproduced: 91.6%")
     assert headers["Idempotency-Key"] == f"{r['interaction_id']}/{bound.binding_id}"
     assert headers["Authorization"] == "Bearer s3cret-value"
     assert b"s3cret-value" not in (quest.root / ".ds" / "events.jsonl").read_bytes()

@@ -90,12 +90,22 @@ async def test_the_route_the_skills_teach_runs_on_the_real_servers(home: Home, q
         await call("memory.search", query="label smoothing classification", kind="papers", scope="both", limit=8)
         await call("memory.list_recent", kind="decisions", limit=5)
         await call("memory.search", query="label smoothing failed", kind="episodes", limit=5)
+        state = await call("artifact.get_quest_state", detail="summary")
+        assert state["quest_state"]["baseline_gate"] == "confirmed"
+        lines = await call("artifact.list_research_branches")
+        assert lines["branches"] == []  # no idea line yet
         await call("artifact.arxiv", paper_id="1512.00567", mode="read")
         await call("bash_exec.bash_exec", command="echo 'confidence histogram: skewed'", mode="await", wait_timeout_seconds=60)
-        idea = (await call("artifact.record", payload={"kind": "idea", "title": "Label smoothing 0.1", "summary": "..."}))["artifact_id"]  # fmt: skip
-        await call("artifact.record", payload={"kind": "idea", "title": "Mixup", "summary": "..."})
-        await call("artifact.record", payload={"kind": "decision", "verdict": "selected", "action": "launch_experiment", "idea_id": idea, "reason": "cheapest", "next_anchor": "experiment"})  # fmt: skip
-        await call("artifact.prepare_branch", idea_id=idea, branch_kind="idea", start_point="main")
+        submitted = await call(
+            "artifact.submit_idea", mode="create", lineage_intent="continue_line", title="Label smoothing 0.1",
+            problem="overconfident predictions", hypothesis="soft targets improve top-1", mechanism="smoothed targets",
+            method_brief="cross-entropy with label smoothing 0.1", expected_gain="+0.5 top-1", risks=["no gain at this size"],
+            decision_reason="cheapest; mixup costs more epochs", foundation_reason="the confirmed baseline",
+            next_target="experiment", draft_markdown="# Label smoothing 0.1\n\nFalsified if top-1 does not rise.\n",
+        )  # fmt: skip
+        idea = submitted["idea_id"]
+        assert submitted["branch"] == f"idea/{quest.id}-{idea}" and submitted["next_anchor"] == "experiment"
+        assert quest.state("status").anchor == "experiment"
         await call("memory.write", kind="ideas", title="Label smoothing selected over mixup for calibration", body="cheaper", tags=["cifar10"])  # fmt: skip
         await call("artifact.interact", message="Selected: label smoothing 0.1.", kind="milestone")
 
@@ -104,11 +114,17 @@ async def test_the_route_the_skills_teach_runs_on_the_real_servers(home: Home, q
         await call("memory.search", query="pytorch resnet pitfalls", kind="knowledge", scope="both", limit=5)
         await call("memory.read_memory", task_description="implement and run label smoothing", top_k=5)
         await call("memory.search", query="label smoothing", kind="ideas", limit=3)
-        run = await call("artifact.prepare_branch", run_id="ls-0.1", idea_id=idea, start_point=f"idea/{quest.id}-{idea}")
-        assert run["branch"] == "run/ls-0.1" and run["start_point"] == f"idea/{quest.id}-{idea}"
-        await call("bash_exec.bash_exec", command="echo 'smoothing = 0.1' > train_config.py && echo smoke ok", mode="await", workdir=run["worktree"], wait_timeout_seconds=60)  # fmt: skip
+        refs = await call("artifact.resolve_runtime_refs")
+        assert refs["active_idea_id"] == idea and refs["current_workspace_branch"] == submitted["branch"]
+        assert refs["current_workspace_root"] == submitted["worktree_root"]
+        board = await call("artifact.get_method_scoreboard")
+        # The new line is on the board, unmeasured: the confirmed baseline is the bar.
+        assert [(e["line_key"], e["best_run_id"]) for e in board["scoreboard"]["entries"]] == [(idea, None)]
+        assert board["scoreboard"]["incumbent_line_key"] is None
+        worktree = submitted["worktree"]
+        await call("bash_exec.bash_exec", command="echo 'smoothing = 0.1' > train_config.py && echo smoke ok", mode="await", workdir=worktree, wait_timeout_seconds=60)  # fmt: skip
         await call("artifact.checkpoint", message="ls-0.1: label smoothing 0.1 in the loss")
-        job = await call("bash_exec.bash_exec", command=_write_metrics(0.921), mode="detach", workdir=run["worktree"], timeout_seconds=600)  # fmt: skip
+        job = await call("bash_exec.bash_exec", command=_write_metrics(0.921), mode="detach", workdir=worktree, timeout_seconds=600)  # fmt: skip
         await call("artifact.interact", message=f"Main run ls-0.1 started ({job['id']}).", kind="progress")
         assert (await call("bash_exec.bash_exec", mode="await", id=job["id"], wait_timeout_seconds=60))["done"]
         await call("bash_exec.bash_exec", mode="read", id=job["id"], tail=100)
@@ -117,12 +133,18 @@ async def test_the_route_the_skills_teach_runs_on_the_real_servers(home: Home, q
             "artifact.record_main_experiment",
             run_id="ls-0.1",
             title="Label smoothing 0.1",
-            metrics_summary=_metrics(quest, run["worktree"]),
+            metrics_summary=_metrics(quest, worktree),
             idea_id=idea,
+            hypothesis="soft targets improve top-1",
+            setup="ResNet-20, CIFAR-10, 3 epochs",
+            execution=f"bash_exec {job['id']}",
+            results="0.921 vs 0.912",
+            conclusion="beats the baseline",
+            evidence_paths=["results/metrics.json"],
             summary="beats the baseline",
-            details={"bash_session": job["id"], "results_file": "results/metrics.json"},
         )
         assert main["primary"]["better"] is True and main["branch"] == "run/ls-0.1"
+        assert main["progress_eval"]["beats_baseline"] is True
         await call("memory.write", kind="episodes", title="ls-0.1 gains 0.9 points of top-1 over ResNet-20", body="0.921 vs 0.912", tags=["ls"])  # fmt: skip
         await call("artifact.interact", message="ls-0.1: top1 0.921 vs baseline 0.912 (+0.009).", kind="milestone")
         await _decide(call, "win", "launch_analysis_campaign", "analysis-campaign")
@@ -206,6 +228,11 @@ async def test_the_route_the_skills_teach_runs_on_the_real_servers(home: Home, q
         taken = await call("artifact.interact", message="Got it: close. Next: nothing.", kind="progress")
         assert [m["text"] for m in taken["recent_inbound_messages"]] == ["close it"]
         assert taken["recent_inbound_messages"][0]["reply_to_interaction_id"] == request["interaction_id"]
+        frontier = (await call("artifact.get_optimization_frontier"))["optimization_frontier"]
+        assert frontier["best_run"]["run_id"] == "ls-0.1"
+        # The quest closes standing on its best line: that run's branch becomes the head.
+        head = await call("artifact.activate_branch", run_id=frontier["best_run"]["run_id"], promote_to_head=True, anchor="finalize")
+        assert head["branch"] == "run/ls-0.1" and quest.state("research").research_head_branch == "run/ls-0.1"
         await call("bash_exec.bash_exec", mode="list")
         await call("artifact.record", payload={"kind": "decision", "verdict": "close", "action": "stop", "reason": "user approved", "next_anchor": "finalize"})  # fmt: skip
         await call("artifact.record", payload={"kind": "approval", "verdict": "approved", "summary": "close"})
