@@ -144,12 +144,15 @@ def _git(bnode: dict[str, Any] | None, active: str) -> dict[str, Any] | None:
 
 def _changed(repo: Any, ref: str, bnode: dict[str, Any] | None) -> dict[str, Any] | None:
     """A branch (or a run or slice on one): what its head changed since it left its parent
-    (the merge base). A checkpoint: its commit against its parent. Other nodes: None."""
+    (the merge base), ``scope`` ``since_parent``. A checkpoint, main, and a branch that
+    adds no commit to its parent (a run recorded at its idea's head, as
+    ``record_main_experiment`` makes it): its head commit against that commit's parent,
+    ``scope`` ``head_commit``. Other nodes: None."""
     kind, _, key = ref.partition(":")
     if kind == "checkpoint":
-        return changed_files(repo, None, key)
+        return changed_files(repo, None, key) | {"scope": "head_commit"}
     if bnode is None or kind not in ("branch", "run", "slice"):
         return None
-    if bnode["compare_base"] is None:  # main: its last commit
-        return changed_files(repo, None, bnode["head"])
-    return changed_files(repo, bnode["compare_base"], bnode["head"])
+    if bnode["compare_base"] is None or bnode["compare_base"] == bnode["head"]:
+        return changed_files(repo, None, bnode["head"]) | {"scope": "head_commit"}
+    return changed_files(repo, bnode["compare_base"], bnode["head"]) | {"scope": "since_parent"}

@@ -49,6 +49,7 @@ async def test_a_run_node_has_its_metrics_against_the_baseline_its_files_and_its
     files = body["changed_files"]
     assert [f["path"] for f in files["files"]] == ["train.py"] and files["files"][0]["status"] == "added"
     assert files["head"] == built["sha"] and files["base"] == git_state["compare_base"]
+    assert files["scope"] == "since_parent"
 
 
 async def test_a_decision_node_has_its_payload_and_actions_but_no_metrics_or_files(client: Any, built: dict[str, Any]) -> None:
@@ -66,6 +67,7 @@ async def test_a_checkpoint_node_lists_the_files_of_its_commit(client: Any, buil
     assert status == 200, body
     assert body["changed_files"]["head"] == built["sha"]
     assert [f["path"] for f in body["changed_files"]["files"]] == ["train.py"]
+    assert body["changed_files"]["scope"] == "head_commit"
 
 
 async def test_a_stage_node_relates_its_event_nodes(client: Any, built: dict[str, Any]) -> None:
@@ -89,3 +91,21 @@ async def test_an_unknown_node_is_a_structured_404_that_changes_nothing(client: 
 async def test_an_unknown_quest_is_a_404(client: Any) -> None:
     status, body = await _get(client, "branch:main", quest_id="nope")
     assert status == 404 and body["error"] == "unknown_quest"
+
+
+
+async def test_a_run_recorded_at_its_ideas_head_lists_the_files_of_that_commit(client: Any, quest: Quest) -> None:
+    """``record_main_experiment`` on an idea's workspace makes ``run/<id>`` at the idea's
+    head: the run adds no commit to its parent, so its details list what that head
+    commit changed (``scope`` ``head_commit``), not an empty diff."""
+    artifacts.confirm_baseline(quest, ConfirmBaseline(**confirm_args()))
+    idea = git.prepare_branch(quest, PrepareBranch(idea_id="idea-0001", branch_kind="idea"))
+    (quest.root / idea.worktree / "train.py").write_text("label_smoothing = 0.1\n")
+    cp = git.checkpoint(quest, Checkpoint(message="label smoothing"))
+    artifacts.record_main_experiment(quest, RecordMainExperiment(run_id="ls-0.1", title="Label smoothing 0.1", metrics_summary={"top1": 0.921, "nll": 0.29}))
+    status, body = await _get(client, "branch:run/ls-0.1")
+    assert status == 200, body
+    assert (body["git"]["ahead"], body["git"]["parent_ref"]) == (0, idea.branch), body["git"]
+    files = body["changed_files"]
+    assert files["scope"] == "head_commit" and files["head"] == cp.sha
+    assert [f["path"] for f in files["files"]] == ["train.py"]

@@ -91,7 +91,8 @@ function filesSection(c) {
   const list = c.files.length
     ? h("ul.files", {}, c.files.map((f) => h("li", {}, h("code", {}, f.path), h("span.muted", {}, ` ${f.status} +${f.additions} −${f.deletions}`))))
     : h("p.muted", {}, "No files changed.");
-  return section("files", `Changed files (${c.file_count}${c.truncated ? "+" : ""})`, list);
+  const what = c.scope === "head_commit" ? "Changed by its head commit" : "Changed files";
+  return section("files", `${what} (${c.file_count}${c.truncated ? "+" : ""})`, list);
 }
 
 function relatedSection(node) {
