@@ -64,6 +64,13 @@ DECISION_ACTIONS = (
     "finalize",
     "request_user_decision",
     "stop",
+    # the rest of DeepScientist's decision skill's actions
+    "branch",
+    "activate_branch",
+    "publish_baseline",
+    "review",
+    "iterate",
+    "reset",
 )
 APPROVAL_VERDICTS = ("approved", "rejected", "changes_requested")
 # kind -> fields that must be present and non-empty

@@ -343,3 +343,9 @@ def _section(body: str, title: str) -> str:
 def _literal_arg(call: Any, name: str) -> Any:
     source = call.arguments.get(name)
     return None if source is None else source.strip("\"'")
+
+
+def test_the_decision_skill_lists_exactly_the_actions_a_decision_record_accepts() -> None:
+    text = skills.skill_path("decision").read_text()
+    listed = text.split("7. The decision. Actions:", 1)[1].split(".\n", 1)[0]
+    assert sorted(a.strip() for a in listed.replace("\n", " ").split(",")) == sorted(DECISION_ACTIONS)
