@@ -1,0 +1,107 @@
+"""The PostgreSQL store passes the store contract, has the protocol's shape, and keeps
+the file log's chain; verify finds a row edited by SQL."""
+
+from __future__ import annotations
+
+import inspect
+
+import psycopg
+import pytest
+
+from ds_events.events import encode
+from ds_events.log import line_hash
+from ds_events.log.postgres import PgTransaction, PostgresStore
+from ds_events.store import EventStore, StoreTransaction
+
+from .store_contract import StoreContract, msg
+
+
+@pytest.mark.parametrize("protocol, cls", [(EventStore, PostgresStore), (StoreTransaction, PgTransaction)])
+def test_the_postgres_store_has_every_member_of_the_protocol_with_the_same_parameters(protocol, cls):
+    members = [name for name in protocol.__dict__ if not name.startswith("_") and callable(getattr(protocol, name))]
+    assert members, "the protocol names no methods"
+    for name in members:
+        ours = inspect.signature(getattr(cls, name))
+        theirs = inspect.signature(getattr(protocol, name))
+        assert list(ours.parameters) == list(theirs.parameters), f"{cls.__name__}.{name}{ours} vs {theirs}"
+        for p in theirs.parameters.values():
+            mine = ours.parameters[p.name]
+            assert (mine.kind, mine.default) == (p.kind, p.default), f"{cls.__name__}.{name}: {p.name}"
+    props = [name for name, v in protocol.__dict__.items() if isinstance(v, property)]
+    assert all(isinstance(getattr(cls, name), property) for name in props)
+
+
+class TestPostgresStore(StoreContract):
+    @pytest.fixture
+    def open_store(self, pg_database):
+        def factory(actor: str = "test") -> PostgresStore:
+            return PostgresStore(pg_database, quest_id="q", actor=actor)
+
+        return factory
+
+
+def test_quests_in_one_database_keep_their_own_seqs_chains_and_ids(pg_database):
+    with PostgresStore(pg_database, quest_id="a") as a, PostgresStore(pg_database, quest_id="b") as b:
+        first = a.append(msg(1, id="SAME"))
+        assert b.append(msg(2, id="SAME")).seq == 1  # ids are unique within a quest
+        a.append(msg(3))
+        assert [e.content for e in a.read()] == ["m1", "m3"] and [e.content for e in b.read()] == ["m2"]
+        assert a.get(2).prev == line_hash(encode(first))
+
+
+def test_rows_hold_the_encoded_lines_byte_for_byte(pg_database):
+    with PostgresStore(pg_database, quest_id="q") as store:
+        stored = store.append([msg(i) for i in range(3)])
+        with psycopg.connect(pg_database) as conn:
+            rows = conn.execute("SELECT seq, line, hash FROM ds_events WHERE quest_id = 'q' ORDER BY seq").fetchall()
+        assert [(s, bytes(line), h) for s, line, h in rows] == [(e.seq, encode(e), line_hash(encode(e))) for e in stored]
+        assert store.verify().ok and store.verify().last_seq == 3
+
+
+def test_verify_reports_a_row_edited_by_sql_at_its_seq(pg_database):
+    with PostgresStore(pg_database, quest_id="q") as store:
+        store.append([msg(i) for i in range(6)])
+        with psycopg.connect(pg_database) as conn:
+            conn.execute(
+                "UPDATE ds_events SET line = convert_to(replace(convert_from(line, 'UTF8'), '\"m3\"', '\"mX\"'), 'UTF8') "
+                "WHERE quest_id = 'q' AND seq = 4"
+            )
+        assert store.get(4).content == "mX"
+        report = store.verify()
+        assert not report.ok
+        assert [p.reason.split(":")[0] for p in report.problems] == ["seq 4", "seq 5"]
+        assert "edited" in report.problems[0].reason and "broken hash chain" in report.problems[1].reason
+
+
+def test_verify_reports_a_removed_row_as_a_gap_and_a_broken_chain(pg_database):
+    with PostgresStore(pg_database, quest_id="q") as store:
+        store.append([msg(i) for i in range(5)])
+        with psycopg.connect(pg_database) as conn:
+            conn.execute("DELETE FROM ds_events WHERE quest_id = 'q' AND seq = 2")
+        reasons = [p.reason for p in store.verify().problems]
+        assert len(reasons) == 2 and all(r.startswith("seq 3: ") for r in reasons)
+        assert "expected seq 2" in reasons[0] and "broken hash chain" in reasons[1]
+
+
+def test_a_too_large_event_is_refused_and_nothing_is_stored(pg_database):
+    from ds_events.errors import ServiceError
+    from ds_events.events import ConversationMessage
+
+    with PostgresStore(pg_database, quest_id="q", max_event_bytes=500) as store:
+        store.append(msg(1))
+        with pytest.raises(ServiceError) as caught:
+            store.append([msg(2), ConversationMessage(role="user", content="x" * 1000)])
+        assert caught.value.code == "event_too_large"
+        assert store.last_seq == 1
+
+
+def test_a_read_only_handle_reads_and_refuses_appends(pg_database):
+    from ds_events.errors import LogError
+
+    with PostgresStore(pg_database, quest_id="q") as store:
+        store.append(msg(1))
+    with PostgresStore(pg_database, quest_id="q", read_only=True) as ro:
+        assert [e.content for e in ro.read()] == ["m1"]
+        with pytest.raises(LogError, match="read-only"):
+            ro.append(msg(2))
+        assert ro.last_seq == 1
