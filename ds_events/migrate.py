@@ -26,9 +26,12 @@ from typing import Any
 
 from .errors import Conflict, Invalid, NotFound
 from .fdio import fsync_dir, write_all
+import msgspec
+
 from .log import EventLog, line_hash
 from .log.anchor import HeadAnchor
-from .stores import display_store, is_file_store, open_log
+from .log.format import line_id, line_seq, line_type
+from .stores import connection, display_store, is_file_store, open_log
 
 __all__ = ["MigrateResult", "migrate_log"]
 
@@ -118,10 +121,36 @@ def _into_file(src: Any, path: Path, *, key: bytes, name: str) -> int:
 
 
 def _into_database(src: Any, url: str, *, name: str) -> int:
-    """Copy ``src``'s lines into the database ``url`` (the PostgreSQL store's rows)."""
-    from .log.postgres import import_lines
+    """Copy ``src``'s lines into the database ``url`` as the PostgreSQL store keeps them
+    (one row per line, with its seq, id, type and hash), in one database transaction
+    holding the log's lock, so appenders and other migrations wait and a failure
+    leaves nothing behind."""
+    from .log.postgres import CHANNEL, LOCK_CLASS
 
-    return int(import_lines(url, name, lambda have: _missing(have, src.iter_lines(), where=f"{display_store(url)}")))
+    where = f"{display_store(url)}"
+    with connection(url) as conn, conn.transaction():
+        conn.execute("SELECT pg_advisory_xact_lock(%s, hashtext(%s))", (LOCK_CLASS, name))
+        with conn.cursor(name="ds_migrate_have") as have:  # server side: the target may be long
+            have.execute("SELECT seq, line FROM ds_events WHERE quest_id = %s ORDER BY seq", (name,))
+            missing = _missing(((seq, bytes(line)) for seq, line in have), src.iter_lines(), where=where)
+        for i in range(0, len(missing), _CHUNK):
+            chunk = missing[i : i + _CHUNK]
+            conn.execute(
+                "INSERT INTO ds_events (quest_id, seq, id, type, hash, line) "
+                "SELECT %s, * FROM unnest(%s::bigint[], %s::text[], %s::text[], %s::text[], %s::bytea[])",
+                (
+                    name,
+                    [line_seq(line) for line in chunk],
+                    [line_id(line) for line in chunk],
+                    [line_type(line).decode() for line in chunk],
+                    [line_hash(line) for line in chunk],
+                    chunk,
+                ),
+            )
+        if missing:  # followers elsewhere read on
+            notice = msgspec.json.encode({"quest_id": name, "seq": line_seq(missing[-1])}).decode()
+            conn.execute("SELECT pg_notify(%s, %s)", (CHANNEL, notice))
+    return len(missing)
 
 
 def _missing(have: Iterator[tuple[int, bytes]], want: Iterator[tuple[int, bytes]], *, where: str) -> list[bytes]:
@@ -155,8 +184,6 @@ def _padded(it: Iterator[tuple[int, bytes]]) -> Iterator[tuple[int, bytes] | Non
 
 def _anchor(path: Path, key: bytes, last: bytes, name: str) -> None:
     """Sign the file's new head and build its index (as a fresh open would)."""
-    from .log.format import line_seq
-
     HeadAnchor(str(path), key).reset(line_seq(last), line_hash(last))
     EventLog(path, quest_id=name, key=key).close()
 

@@ -18,13 +18,16 @@ whichever store holds the log; :func:`local_dir` says where a log's working file
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import os
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from .config import check_store_url
-from .errors import Invalid
+from .errors import Invalid, LogError
 from .log import MAX_EVENT_BYTES, EventLog, Policy
 from .store import EventStore
 
@@ -41,6 +44,9 @@ __all__ = [
     "local_dir",
     "require_file_store",
     "display_store",
+    "pool",
+    "close_pool",
+    "connection",
 ]
 
 FILE = "file"
@@ -103,30 +109,86 @@ def open_log(
         )  # fmt: skip
     from .log.postgres import PostgresStore  # psycopg is loaded only by a home that uses it
 
-    return PostgresStore(url, quest_id=name, actor=actor, pool=_pool(url))
+    return PostgresStore(
+        url, quest_id=name, actor=actor, pool=pool(url), read_only=read_only, max_event_bytes=max_event_bytes
+    )
 
 
 def log_exists(url: str, *, path: str | os.PathLike[str], name: str) -> bool:
     """Whether the log ``name`` holds anything yet (a quest exists once its first event does)."""
     if is_file_store(url):
         return os.path.isfile(path)
-    return name in stored_log_names(url)
+    with connection(url) as conn:
+        return conn.execute("SELECT 1 FROM ds_events WHERE quest_id = %s LIMIT 1", (name,)).fetchone() is not None
 
 
 def stored_log_names(url: str) -> list[str]:
     """Every log name the database holds events for, sorted (quests and reserved names)."""
     if is_file_store(url):
         raise ValueError("a file store has no catalogue: list the quest directories")
-    from .log.postgres import log_names
-
-    return sorted(log_names(url, pool=_pool(url)))
+    with connection(url) as conn:
+        # A loose index scan: one probe of the primary key per log, not a pass over every row.
+        rows = conn.execute(
+            "WITH RECURSIVE names(q) AS ("
+            " (SELECT quest_id FROM ds_events ORDER BY quest_id LIMIT 1)"
+            " UNION ALL"
+            " SELECT (SELECT quest_id FROM ds_events WHERE quest_id > names.q ORDER BY quest_id LIMIT 1)"
+            " FROM names WHERE names.q IS NOT NULL"
+            ") SELECT q FROM names WHERE q IS NOT NULL"
+        ).fetchall()
+    return [name for (name,) in rows]
 
 
 def local_dir(log: Any, root: str | os.PathLike[str]) -> Path:
     """Where this machine keeps a log's working files (view snapshots, the search index,
     the materialisation lock): beside the file for a file log, ``<root>/.ds`` otherwise."""
-    path = getattr(log, "path", None)
-    return Path(path).parent if isinstance(path, str) else Path(root) / ".ds"
+    return Path(log.path).parent if isinstance(log, EventLog) else Path(root) / ".ds"
+
+
+def pool(url: str) -> Any:
+    """This process's connection pool for the database ``url``, shared by every log
+    opened on it (a daemon with a hundred quests holds a few connections, not a
+    hundred); its connections commit synchronously. Closed when the process exits."""
+    key = (os.getpid(), url)  # a forked child opens its own: connections are not shared across a fork
+    with _POOLS_LOCK:
+        found = _POOLS.get(key)
+        if found is None:
+            from psycopg_pool import ConnectionPool
+
+            from .log.postgres import configure_connection, ensure_schema
+
+            found = ConnectionPool(url, min_size=1, max_size=_POOL_SIZE, configure=configure_connection, open=False, name="ds")
+            try:
+                found.open(wait=True, timeout=_CONNECT_TIMEOUT)
+                with found.connection() as conn:
+                    ensure_schema(conn)
+            except Exception as exc:
+                found.close()
+                raise _unreachable(url, exc) from exc
+            if not _POOLS:
+                atexit.register(_close_pools)
+            _POOLS[key] = found
+        return found
+
+
+def close_pool(url: str) -> None:
+    """Close this process's pool for ``url`` (a database about to be dropped)."""
+    with _POOLS_LOCK:
+        found = _POOLS.pop((os.getpid(), url), None)
+    if found is not None:
+        found.close()
+
+
+@contextlib.contextmanager
+def connection(url: str) -> Iterator[Any]:
+    """A connection of :func:`pool` for a query outside a log (listing the logs)."""
+    import psycopg
+
+    try:
+        with pool(url).connection() as conn:
+            yield conn
+    except psycopg.Error as exc:
+        raise LogError(f"{display_store(url)}: {type(exc).__name__}: {exc}") from exc
 
 
 def require_file_store(url: str, what: str) -> None:
@@ -143,17 +205,22 @@ def require_file_store(url: str, what: str) -> None:
 
 # -- private helpers ----------------------------------------------------------------------
 
-_POOLS: dict[str, Any] = {}
+_POOLS: dict[tuple[int, str], Any] = {}
 _POOLS_LOCK = threading.Lock()
+_POOL_SIZE = 8  # connections per database per process at most (follow opens its own)
+_CONNECT_TIMEOUT = 30.0
 
 
-def _pool(url: str) -> Any:
-    """One connection pool per database per process, shared by every log opened on it
-    (a daemon with a hundred quests holds a few connections, not a hundred)."""
+def _unreachable(url: str, exc: BaseException) -> LogError:
+    return LogError(
+        f"cannot use the store {display_store(url)} ({type(exc).__name__}: {exc}): check that the server runs and "
+        "the URL in config.yaml's store (or DS_STORE) is right"
+    )
+
+
+def _close_pools() -> None:
     with _POOLS_LOCK:
-        pool = _POOLS.get(url)
-        if pool is None:
-            from .log.postgres import open_pool
-
-            pool = _POOLS[url] = open_pool(url)
-        return pool
+        for (pid, _url), found in _POOLS.items():
+            if pid == os.getpid():
+                found.close()
+        _POOLS.clear()

@@ -105,7 +105,11 @@ def verify_store(
     _audit(report, rows, anchors)
     own = getattr(store, "verify", None)
     if callable(own):
-        report.problems.extend(_store_problems(own()))
+        # The store's own audit sees what lines alone cannot (a row whose stored hash
+        # is not its line's): it replaces the line checks; the anchors' findings stay.
+        found = own()
+        by_anchor = [p for p in report.problems if p.anchor or not p.line]
+        report.problems = [Problem(p.line, -1, p.reason, p.anchor) for p in found.problems] + by_anchor
     return report
 
 
@@ -188,20 +192,6 @@ def _audit(
     return last_raw, starts
 
 
-def _store_problems(found: Any) -> list[Problem]:
-    """What a store's own ``verify()`` returned, as problems: a report with
-    ``problems``, or a list of problems or of ``(seq, reason)`` pairs or strings."""
-    items = getattr(found, "problems", found) or []
-    out = []
-    for item in items:
-        if isinstance(item, Problem):
-            out.append(item)
-        elif isinstance(item, tuple) and len(item) == 2:
-            out.append(Problem(int(item[0]), -1, str(item[1])))
-        else:
-            line = getattr(item, "seq", getattr(item, "line", 0))
-            out.append(Problem(int(line or 0), -1, str(getattr(item, "reason", item))))
-    return out
 
 
 def index_problems(path: str, starts: dict[int, int], last_seq: int) -> list[Problem]:
