@@ -156,7 +156,8 @@ def _into_database(src: Any, url: str, *, name: str) -> int:
 def _missing(have: Iterator[tuple[int, bytes]], want: Iterator[tuple[int, bytes]], *, where: str) -> list[bytes]:
     """The lines of ``want`` after the ones ``have`` holds, if ``have`` holds the same
     first lines; else ``history_differs``, naming the first seq that differs."""
-    for (seq, line), other in zip(want, _padded(have)):
+    for seq, line in want:
+        other = next(have, None)
         if other is None:
             return [line, *(rest for _s, rest in want)]
         if other[1] != line:
@@ -174,12 +175,6 @@ def _missing(have: Iterator[tuple[int, bytes]], want: Iterator[tuple[int, bytes]
             seq=extra[0],
         )
     return []
-
-
-def _padded(it: Iterator[tuple[int, bytes]]) -> Iterator[tuple[int, bytes] | None]:
-    yield from it
-    while True:
-        yield None
 
 
 def _anchor(path: Path, key: bytes, last: bytes, name: str) -> None:
