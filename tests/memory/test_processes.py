@@ -13,6 +13,7 @@ import pytest
 
 from ds_events.home import Home, Quest
 from tests.helpers import DS, ds_env
+from tests.stores import home  # noqa: F401 - every test here runs on the file store and on PostgreSQL
 
 pytestmark = pytest.mark.slow
 
