@@ -14,7 +14,7 @@ import secrets
 import shutil
 import threading
 import unicodedata
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, overload
 
@@ -199,7 +199,7 @@ class Home:
             raise Invalid("a quest title is one line of at most 200 characters", code="invalid_title")
         self.init()
         if quest_id is None:
-            quest_id = _fresh_id(self.quests_dir, title)
+            quest_id = _fresh_id(self.quests_dir, title, taken=self.has_log)
         elif quest_id in RESERVED_LOG_NAMES:
             raise Invalid(
                 f"quest id {quest_id!r} is reserved (it names the home's {quest_id} log): choose another --id",
@@ -397,20 +397,30 @@ class Quest:
 
 
 def _init_repository(root: Path) -> None:
-    """An empty quest repository at ``root`` (its files come from the log)."""
+    """An empty quest repository at ``root`` (its files come from the log), made once
+    however many processes of this machine open the quest first at the same time."""
+    import fcntl
+
     import pygit2
 
-    root.mkdir(parents=True, exist_ok=True)
-    pygit2.init_repository(str(root), initial_head="main")
-    if not (root / ".gitignore").exists():
+    root.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(root.parent / f".{root.name}.lock", os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        if (root / ".git").is_dir():
+            return  # another process made it while we waited
+        root.mkdir(exist_ok=True)
+        pygit2.init_repository(str(root), initial_head="main")
         write_atomic(root / ".gitignore", _GITIGNORE.encode())
+    finally:
+        os.close(fd)  # (releases the lock)
 
 
-def _fresh_id(quests_dir: Path, title: str) -> str:
+def _fresh_id(quests_dir: Path, title: str, taken: Callable[[str], bool]) -> str:
     ascii_title = unicodedata.normalize("NFKD", title).encode("ascii", "ignore").decode()
     slug = re.sub(r"[^a-z0-9]+", "-", ascii_title.lower()).strip("-")[:40].strip("-") or "quest"
     while True:
         candidate = f"{slug}-{secrets.token_hex(2)}"
-        if not (quests_dir / candidate).exists():
+        if not (quests_dir / candidate).exists() and not taken(candidate):  # (another home's, on a shared store)
             return candidate
 

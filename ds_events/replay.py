@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .events import new_event_id
-from .log import EventLog
 from .store import EventStore
+from .stores import FILE, open_log
 from .views import Views
 
 __all__ = ["ReplayResult", "replay_quest"]
@@ -47,7 +47,7 @@ def replay_quest(
     root = Path(root)
     owned = log is None
     if log is None:
-        log = EventLog(root / ".ds" / "events.jsonl", quest_id=quest_id, actor="replay", key=key)
+        log = open_log(FILE, path=root / ".ds" / "events.jsonl", name=quest_id, actor="replay", key=key)
     try:
         views = Views(log, root)
         views.catch_up(progress=progress, keep=False)

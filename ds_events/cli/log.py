@@ -241,22 +241,21 @@ def replay(home: Home, quest_id: str | None, registry: bool, as_json: bool) -> N
 
     path = _log_path(home, quest_id)
     root = home.quest_root(quest_id)
-    if is_file_store(home.store_url()):
-        total = os.path.getsize(path)
+    if not root.is_dir():
+        # The database holds the log and this machine never opened the quest: opening
+        # it makes the repository its files are written into.
+        home.open_quest(quest_id, actor="replay").close()
+    # Byte counts for the bar: the file's size, or nothing to count against (a database).
+    total = os.path.getsize(path) if is_file_store(home.store_url()) else 0
+    log = home.open_log(quest_id, actor="replay")
+    try:
         if as_json or total < 8 * 1024 * 1024:
-            result = replay_quest(root, quest_id=quest_id, key=home.log_key())
+            result = replay_quest(root, quest_id=quest_id, log=log)
         else:
             with click.progressbar(length=total, label="replaying", file=sys.stderr) as bar:
-                result = replay_quest(root, quest_id=quest_id, progress=bar.update, key=home.log_key())
-    else:
-        # The database holds the log; this machine's files are its projections (opening
-        # the quest makes its repository here if this machine never had it).
-        home.open_quest(quest_id, actor="replay").close()
-        log = home.open_log(quest_id, actor="replay")
-        try:
-            result = replay_quest(root, quest_id=quest_id, log=log)
-        finally:
-            log.close()
+                result = replay_quest(root, quest_id=quest_id, progress=bar.update, log=log)
+    finally:
+        log.close()
     if as_json:
         emit_json(
             {
