@@ -21,7 +21,7 @@ from ds_events.errors import Invalid, NotFound
 from ds_events.home import Home, Quest
 from ds_events.log import LogError
 from ds_events.store import EventStore, StoreTransaction
-from ds_events.stores import GLOBAL_LOG, local_dir
+from ds_events.stores import GLOBAL_LOG, is_file_store, local_dir
 from ds_events.paths import confined, read_confined
 from ds_events.views import Views
 from projections.memory import GLOBAL_PROJECTION, PROJECTION, Card, MemoryState, card_path, render_card
@@ -245,6 +245,10 @@ class MemoryContext:
                 # Signed with the home's key like every quest log, so its head anchor vouches for it.
                 log = self.home.open_log(GLOBAL_LOG, actor=self.actor)
                 views = Views(log, gdir, projections=[GLOBAL_PROJECTION]).load()
+                if not is_file_store(self.home.store_url()) and views.last_seq and not (gdir / DIGEST).exists():
+                    # A shared store's global memory this machine never wrote out: its
+                    # cards are this machine's projection of the log, written now.
+                    views.materialise(full=True)
                 self._global = MemoryStore(
                     scope="global", name="global", log=log, views=views, root=gdir, prefix="",
                     projection_name=GLOBAL_PROJECTION.name,

@@ -144,3 +144,30 @@ def test_migrate_refuses_the_same_store_an_unknown_quest_and_a_bad_target(home: 
     usage = ds(home, "store", "migrate", "--to", url)
     assert usage.returncode == 2
     assert not rows(url, "q9") and not rows(url)
+
+
+def test_the_global_memory_log_moves_too_and_the_other_home_reads_its_cards(home: Home, url: str, tmp_path) -> None:
+    with home.create_quest("G", quest_id="q1") as quest:
+        mem = MemoryContext(quest=quest, actor="test")
+        try:
+            card = memory_service.write(mem, WriteCard(kind="knowledge", title="Global lesson", body="seeds matter", scope="global")).id
+        finally:
+            mem.close()
+    assert ds(home, "store", "migrate", "q1", "--to", url).returncode == 0
+    moved = ds(home, "store", "migrate", "--global", "--to", url, "--json")
+    assert moved.returncode == 0, moved.stderr
+    assert json.loads(moved.stdout)["log"] == "global"
+    glines = (home.global_memory_dir / ".ds" / "events.jsonl").read_bytes()
+    assert b"".join(line + b"\n" for _s, line in rows(url, "global")) == glines
+    other = Home(tmp_path / "home-b")
+    other.init()
+    use_store(other, url)
+    with other.open_quest("q1") as there:
+        mem = MemoryContext(quest=there, actor="test")
+        try:
+            assert mem.store("global").state().cards[card].title == "Global lesson"
+            assert (other.global_memory_dir / "knowledge" / f"{card}.md").read_bytes() == (
+                home.global_memory_dir / "knowledge" / f"{card}.md"
+            ).read_bytes()
+        finally:
+            mem.close()
