@@ -19,7 +19,7 @@ import pytest
 
 from ds_events.home import Home
 from ds_events.stores import close_pool
-from tests.helpers import DS, ds_env, stdio_server
+from tests.helpers import DS, distinct_body, ds_env, stdio_server, write_shared_lesson
 from tests.stores import pg_url, use_store
 
 pytestmark = pytest.mark.slow
@@ -39,12 +39,9 @@ async def machine(home: Home, tag: str, ready: asyncio.Event, start: asyncio.Eve
         await art.list_tools()
         ready.set()
         await start.wait()
-        # Both hosts race to write the same lesson: exactly one may win.
-        r = await mem.call_tool("write", {"kind": "knowledge", "title": "Shared lesson: pin the tokenizer per vocab",
-                                          "body": "rebuild the tokenizer cache whenever the vocabulary changes"})  # fmt: skip
-        out["dup"] = r.structured_content["status"]  # type: ignore[index]
+        out["dup"] = await write_shared_lesson(mem)  # both hosts race: exactly one may win
         for i in range(6):
-            r2 = await call(mem, "write", {"kind": "episodes", "title": f"Run {tag}{i}", "body": " ".join(f"{tag}w{i}x{k}" for k in range(8))})
+            r2 = await call(mem, "write", {"kind": "episodes", "title": f"Run {tag}{i}", "body": distinct_body(tag, i)})
             out["cards"].append(r2["id"])
             idea = await call(art, "record", {"payload": {"kind": "idea", "title": f"Idea {tag}{i}"}})
             out["ideas"].append(idea["artifact_id"])
