@@ -68,6 +68,13 @@ COMMENT ON COLUMN ds_events.line IS 'the stored line, byte for byte: encode(even
 COMMENT ON COLUMN ds_events.hash IS 'line_hash(line): the next event''s prev';
 """
 
+_HEAD = "SELECT seq, hash FROM ds_events WHERE quest_id = %s ORDER BY seq DESC LIMIT 1"
+_KNOWN = "SELECT id, seq FROM ds_events WHERE quest_id = %s AND id = ANY(%s)"
+_INSERT = (
+    "WITH rows AS (INSERT INTO ds_events (quest_id, seq, id, type, hash, line) "
+    "SELECT %s, * FROM unnest(%s::bigint[], %s::text[], %s::text[], %s::text[], %s::bytea[])) "
+    "SELECT pg_notify(%s, %s)"
+)
 _notice = msgspec.json.Encoder()
 _notice_decode = msgspec.json.Decoder()
 
@@ -359,19 +366,18 @@ class PostgresStore:
         """One database transaction: lock the quest (unless ``locked``: the session holds
         it), read the head, insert, notify, commit. Returns the events as stored."""
         qid = self.quest_id
-        with conn.transaction():
+        ids = [e.id for e in events if e.id]
+        # Pipelined: BEGIN, the lock, the head and the id lookup go out together (one
+        # round trip), then the insert, the notification and COMMIT (another). The head
+        # is read by a statement after the lock, so its snapshot has every commit before.
+        with conn.pipeline(), conn.transaction():
             if not locked:
                 conn.execute("SELECT pg_advisory_xact_lock(%s, hashtext(%s))", (LOCK_CLASS, qid))
-            # A separate statement after the lock: its snapshot includes every commit before it.
-            seq, prev = _head(conn, qid)
-            ids = [e.id for e in events if e.id]
-            known: dict[str, int] = {}
-            if ids:
-                known = dict(
-                    conn.execute(  # type: ignore[arg-type]
-                        "SELECT id, seq FROM ds_events WHERE quest_id = %s AND id = ANY(%s)", (qid, ids)
-                    ).fetchall()
-                )
+            head = conn.execute(_HEAD, (qid,))
+            found = conn.execute(_KNOWN, (qid, ids)) if ids else None
+            row = head.fetchone()
+            seq, prev = (0, "") if row is None else row
+            known: dict[str, int] = dict(found.fetchall()) if found is not None else {}  # type: ignore[arg-type]
             encoded = encode_batches(
                 [events],
                 seq=seq,
@@ -389,15 +395,12 @@ class PostgresStore:
                 raise result
             if encoded.lines:
                 first = seq + 1
-                seqs = list(range(first, first + len(encoded.lines)))
                 conn.execute(
-                    "WITH rows AS (INSERT INTO ds_events (quest_id, seq, id, type, hash, line) "
-                    "SELECT %s, * FROM unnest(%s::bigint[], %s::text[], %s::text[], %s::text[], %s::bytea[])) "
-                    "SELECT pg_notify(%s, %s)",
+                    _INSERT,
                     (
                         qid,
-                        seqs,
-                        [_line_id(e) for e in encoded.lines],
+                        list(range(first, first + len(encoded.lines))),
+                        [_line_id(line) for line in encoded.lines],
                         [line_type(line).decode() for line in encoded.lines],
                         [line_hash(line) for line in encoded.lines],
                         encoded.lines,
@@ -484,9 +487,7 @@ def configure_connection(conn: psycopg.Connection[Any]) -> None:
 
 
 def _head(conn: psycopg.Connection[Any], quest_id: str) -> Head:
-    row = conn.execute(
-        "SELECT seq, hash FROM ds_events WHERE quest_id = %s ORDER BY seq DESC LIMIT 1", (quest_id,)
-    ).fetchone()
+    row = conn.execute(_HEAD, (quest_id,)).fetchone()
     return Head(0, "") if row is None else Head(row[0], row[1])
 
 

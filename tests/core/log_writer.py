@@ -9,8 +9,11 @@ kills it knows exactly which events were acknowledged.
 POLICY ``group-async`` appends from 8 asyncio tasks at once through ``append_async``
 with the ``group`` policy (task k's messages read ``NAME-k-i``); ``txn`` appends from
 one thread inside ``transaction()`` blocks of three ``txn.append`` calls each (a kill
-lands inside a held transaction); the others append from one thread through
-``append`` (messages read ``NAME-i``). The PostgreSQL store has no policy of its own:
+lands inside a held transaction); ``claim`` claims ``claim-0`` ... ``claim-(COUNT-1)``
+each in a transaction that appends the claim only if no process has made it (printing
+only the claims it made); ``ids`` appends events whose ids are ``NAME-i`` (so running
+it again is a retry); the others append from one thread through ``append`` (messages
+read ``NAME-i``). The PostgreSQL store has no policy of its own:
 there POLICY only chooses among these ways of appending.
 """
 
@@ -33,7 +36,7 @@ def open_target(target: str, actor: str = "", policy: str = "group") -> EventSto
 
         _, quest_id, dsn = target.split(":", 2)
         return PostgresStore(dsn, quest_id=quest_id, actor=actor)
-    file_policy = {"group-async": "group", "txn": "group"}.get(policy, policy)
+    file_policy = {"group-async": "group", "txn": "group", "claim": "group", "ids": "group"}.get(policy, policy)
     return EventLog(target, quest_id="q", actor=actor, policy=file_policy)  # type: ignore[arg-type]
 
 
@@ -51,6 +54,13 @@ def main() -> None:
         i = 0
         print("ready", flush=True)
         while i < count:
+            if policy == "claim":
+                key = f"claim-{i}"
+                with log.transaction() as txn:
+                    if not any(e.content == key for e in log.read(types=["conversation.message"])):  # type: ignore[attr-defined]
+                        _acknowledge(out, txn.append(ConversationMessage(role="user", content=key)))
+                i += 1
+                continue
             if policy == "txn":
                 with log.transaction() as txn:
                     for _ in range(3):
@@ -60,15 +70,18 @@ def main() -> None:
                         _acknowledge(out, txn.append(events))
                         i += len(events)
                 continue
-            events = _messages(name, i, min(batch, count - i), pad)
+            events = _messages(name, i, min(batch, count - i), pad, ids=policy == "ids")
             _acknowledge(out, log.append(events))  # type: ignore[arg-type]
             i += len(events)
     finally:
         log.close()
 
 
-def _messages(name: str, start: int, n: int, pad: str) -> list[ConversationMessage]:
-    return [ConversationMessage(role="user", content=f"{name}-{start + k}{pad}") for k in range(n)]
+def _messages(name: str, start: int, n: int, pad: str, *, ids: bool = False) -> list[ConversationMessage]:
+    return [
+        ConversationMessage(role="user", content=f"{name}-{start + k}{pad}", id=f"{name}-{start + k}" if ids else "")
+        for k in range(n)
+    ]
 
 
 def _acknowledge(out, stored) -> None:  # type: ignore[no-untyped-def]

@@ -177,6 +177,61 @@ def test_an_asyncio_writer_and_a_thread_writer_in_other_processes_interleave_wit
     assert target.verify().ok
 
 
+def acks(output: str) -> dict[int, str]:
+    """``{seq: id}`` of every acknowledgement a writer printed."""
+    return {int(seq): i for seq, i in (line.split() for line in output.splitlines() if line.strip() and line != "ready")}
+
+
+def test_check_then_append_in_transactions_holds_across_processes(target):
+    # Four processes claim the same 60 keys, each claim in a transaction that reads
+    # first: every key is claimed exactly once, by whichever process came first.
+    procs = [spawn(target.spec, f"c{k}", 60, "claim") for k in range(4)]
+    outputs = outputs_of(procs)
+    assert all(p.returncode == 0 for p in procs)
+    claims = [e.content for e in read_all(target)[0]]
+    assert sorted(claims) == sorted(f"claim-{i}" for i in range(60))
+    assert sum(len(acks(out)) for out in outputs) == 60
+    assert target.verify().ok
+
+
+def test_a_writer_killed_inside_a_transaction_loses_no_acknowledged_event_and_frees_the_lock(target):
+    rng = random.Random(77)
+    acked: dict[int, str] = {}
+    for trial in range(6):
+        victim = spawn(target.spec, f"v{trial}", 10**6, "txn", batch=rng.choice([1, 16]))
+        assert victim.stdout is not None and victim.stdout.readline().strip() == "ready"
+        for _ in range(rng.randint(1, 200)):
+            if not victim.stdout.readline():
+                break
+        os.kill(victim.pid, signal.SIGKILL)  # it spends nearly all its time in a transaction
+        acked.update(acks(victim.communicate()[0]))
+        # Another process gets the lock the dead one held, and appends in a transaction.
+        after = spawn(target.spec, f"s{trial}", 6, "txn")
+        acked.update(acks(outputs_of([after], timeout=60)[0]))
+        assert after.returncode == 0
+        stored = {e.seq: e.id for e in read_all(target)[0]}
+        missing = {s: i for s, i in acked.items() if stored.get(s) != i}
+        assert not missing, f"trial {trial}: lost acknowledged events {sorted(missing)[:5]}"
+        assert target.verify().ok
+
+
+def test_a_writer_retried_after_a_kill_stores_each_id_once(target):
+    first = spawn(target.spec, "r", 3000, "ids", batch=7)
+    assert first.stdout is not None and first.stdout.readline().strip() == "ready"
+    for _ in range(100):
+        first.stdout.readline()
+    os.kill(first.pid, signal.SIGKILL)
+    acked = acks(first.communicate()[0])
+    retry = spawn(target.spec, "r", 3000, "ids", batch=7)
+    again = acks(outputs_of([retry])[0])
+    assert retry.returncode == 0
+    events = read_all(target)[0]
+    assert sorted(e.id for e in events) == sorted(f"r-{i}" for i in range(3000))  # each once
+    assert [e.seq for e in events] == list(range(1, 3001))
+    assert all(again.get(seq) == event_id for seq, event_id in acked.items())  # the retry got the stored ones
+    assert target.verify().ok
+
+
 def batch_key(event, sizes: dict[str, int]) -> tuple[str, int, int]:
     """``(writer, task, batch number)`` of a message written by log_writer.py."""
     text = event.content.rstrip("x")
