@@ -3,17 +3,22 @@ the file log's chain; verify finds a row edited by SQL."""
 
 from __future__ import annotations
 
+import asyncio
 import inspect
+import sys
+from pathlib import Path
 
 import psycopg
 import pytest
 
-from ds_events.events import encode
+from ds_events.events import ConversationMessage, encode
 from ds_events.log import line_hash
 from ds_events.log.postgres import PgTransaction, PostgresStore
 from ds_events.store import EventStore, StoreTransaction
 
 from .store_contract import StoreContract, msg
+
+WRITER = str(Path(__file__).with_name("log_writer.py"))
 
 
 @pytest.mark.parametrize("protocol, cls", [(EventStore, PostgresStore), (StoreTransaction, PgTransaction)])
@@ -85,7 +90,6 @@ def test_verify_reports_a_removed_row_as_a_gap_and_a_broken_chain(pg_database):
 
 def test_a_too_large_event_is_refused_and_nothing_is_stored(pg_database):
     from ds_events.errors import ServiceError
-    from ds_events.events import ConversationMessage
 
     with PostgresStore(pg_database, quest_id="q", max_event_bytes=500) as store:
         store.append(msg(1))
@@ -105,3 +109,54 @@ def test_a_read_only_handle_reads_and_refuses_appends(pg_database):
         with pytest.raises(LogError, match="read-only"):
             ro.append(msg(2))
         assert ro.last_seq == 1
+
+
+async def until(condition) -> None:  # type: ignore[no-untyped-def]
+    while not condition():
+        await asyncio.sleep(0.01)
+
+
+async def test_follow_is_woken_by_another_process_append_through_its_notification(pg_database):
+    # The poll never fires within the test: only the appender's NOTIFY can wake it.
+    with PostgresStore(pg_database, quest_id="q") as store, PostgresStore(pg_database, quest_id="other") as other:
+        store.append(msg(0))
+        got: list[str] = []
+        follower = store.follow(poll_interval=3600)
+        got.append((await anext(follower)).content)  # listening now, and waiting
+        other.append(msg(99))  # another quest's notification wakes it, for nothing
+        writer = await asyncio.create_subprocess_exec(
+            sys.executable, WRITER, f"pg:q:{pg_database}", "w", "5", "group", stdout=asyncio.subprocess.PIPE
+        )
+        try:
+            while len(got) < 6:
+                got.append((await asyncio.wait_for(anext(follower), 60)).content)
+        finally:
+            await writer.communicate()
+            await follower.aclose()
+        assert got == ["m0", "w-0", "w-1", "w-2", "w-3", "w-4"]
+
+
+async def test_follow_still_sees_events_whose_notification_never_came(pg_database):
+    # Rows written without a NOTIFY (as if the notification was lost): the follower's
+    # poll reads them by seq, in order, and then the next notified append.
+    with PostgresStore(pg_database, quest_id="q") as store, PostgresStore(pg_database, quest_id="src") as src:
+        src.append([ConversationMessage(role="user", content=f"silent{i}", quest_id="q") for i in range(3)])
+        got: list[int] = []
+
+        async def consume() -> None:
+            async for event in store.follow(poll_interval=0.05):
+                got.append(event.seq)
+                if event.seq == 4:
+                    return
+
+        task = asyncio.create_task(consume())
+        await asyncio.sleep(0)  # let it start listening
+        with psycopg.connect(pg_database) as conn:
+            conn.execute(
+                "INSERT INTO ds_events SELECT 'q', seq, id, type, hash, line FROM ds_events WHERE quest_id = 'src'"
+            )
+        await asyncio.wait_for(until(lambda: len(got) >= 3), 30)  # before any notified append
+        assert store.append(msg(4)).seq == 4  # chained onto the silent rows
+        await asyncio.wait_for(task, 30)
+        assert got == [1, 2, 3, 4]
+        assert store.verify().ok
