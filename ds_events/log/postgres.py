@@ -51,6 +51,7 @@ CHANNEL = "ds_events"  # NOTIFY payload: {"quest_id": ..., "seq": <new last seq>
 # apart from other users of the database; two quests sharing a hash only take turns.
 LOCK_CLASS = 0x64734576  # "dsEv"
 _PAGE = 1000  # rows fetched per query by iter_lines and follow
+_CONNECT_TIMEOUT = 10  # seconds: opening a store fails after this long without a connection
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS ds_events (
@@ -121,21 +122,34 @@ class PostgresStore:
         self.run_id: str | None = None  # stamped on appends that name no run (as EventLog.run_id)
         self.read_only = read_only
         self.max_event_bytes = max_event_bytes
-        self.path = f"postgresql:{quest_id}"  # what error messages and reports call it
-        self.recovered = None  # (the file log's recovery record: a database has no torn tails)
+        self.location = f"quest {quest_id} of the PostgreSQL store"  # what errors and reports call it
+        self.recovered = None  # (the file log's recovery record and torn tail: a database
+        self.torn = None  # commits whole transactions or none, so neither ever happens)
         self._own_pool = pool is None
+        import psycopg
+
         try:
-            self._pool = pool or ConnectionPool(
-                dsn, min_size=1, max_size=pool_size, configure=configure_connection, open=True, name=f"ds:{quest_id}"
-            )
-            with self._connection() as conn:
-                ensure_schema(conn)
-        except Exception as exc:
-            if pool is None and hasattr(self, "_pool"):
-                self._pool.close()
-            raise _log_error(exc, f"opening {self.path}") from exc
+            if pool is None:
+                # Connect once directly: a wrong address or a server that is down fails
+                # here at once, instead of after the pool's wait for its first connection.
+                with psycopg.connect(dsn, connect_timeout=_CONNECT_TIMEOUT) as conn:
+                    ensure_schema(conn)
+                pool = ConnectionPool(
+                    dsn, min_size=1, max_size=pool_size, configure=configure_connection, open=True, name=f"ds:{quest_id}"
+                )
+            else:
+                with pool.connection() as conn:
+                    ensure_schema(conn)
+        except psycopg.Error as exc:
+            raise _log_error(exc, f"opening {self.location}") from exc
+        self._pool = pool
         self._closed = False
         self._local = threading.local()  # .txn: the transaction this thread holds
+
+    @property
+    def needs_reopen(self) -> bool:
+        """Never: the pool replaces a broken connection by itself (as EventLog.needs_reopen)."""
+        return False
 
     # -- appending --------------------------------------------------------------------
 
@@ -161,8 +175,8 @@ class PostgresStore:
             return []
         self._usable()
         txn: PgTransaction | None = getattr(self._local, "txn", None)
-        if txn is not None:  # inside this thread's transaction: append through it (the lock is ours)
-            stored = txn.append(events)
+        if txn is not None:  # inside this thread's transaction: on its connection (the lock is ours)
+            stored = txn._commit(events)
         else:
             with self._connection() as conn:
                 stored = self._commit(conn, events, locked=False)
@@ -285,7 +299,7 @@ class PostgresStore:
         from ..events import EventDecodeError
         from ..verify import Problem, VerifyReport
 
-        report = VerifyReport(path=self.path)
+        report = VerifyReport(path=self.location)
         expected, prev_hash, position = 1, "", 0
         batch_start: tuple[int, int] | None = None
         for seq, line, stored_hash in self._rows_with_hash():
@@ -346,21 +360,21 @@ class PostgresStore:
 
     def _usable(self) -> None:
         if self._closed:
-            raise LogError(f"{self.path}: the store is closed")
+            raise LogError(f"{self.location}: the store is closed")
         if self.read_only:
-            raise LogError(f"{self.path}: this handle is read-only")
+            raise LogError(f"{self.location}: this handle is read-only")
 
     @contextlib.contextmanager
     def _connection(self) -> Iterator[psycopg.Connection[Any]]:
         if getattr(self, "_closed", False):
-            raise LogError(f"{self.path}: the store is closed")
+            raise LogError(f"{self.location}: the store is closed")
         import psycopg
 
         try:
             with self._pool.connection() as conn:
                 yield conn
         except psycopg.Error as exc:
-            raise _log_error(exc, f"{self.path}") from exc
+            raise _log_error(exc, f"{self.location}") from exc
 
     def _commit(self, conn: psycopg.Connection[Any], events: list[Event], *, locked: bool) -> list[Event]:
         """One database transaction: lock the quest (unless ``locked``: the session holds
@@ -468,14 +482,17 @@ class PgTransaction:
         if not batch:
             return []
         self._store._usable()
+        stored = self._commit(batch)
+        self.appended.extend(stored)
+        return stored
+
+    def _commit(self, events: list[Event]) -> list[Event]:
         import psycopg
 
         try:
-            stored = self._store._commit(self._conn, batch, locked=True)
+            return self._store._commit(self._conn, events, locked=True)
         except psycopg.Error as exc:
-            raise _log_error(exc, self._store.path) from exc
-        self.appended.extend(stored)
-        return stored
+            raise _log_error(exc, self._store.location) from exc
 
 
 def configure_connection(conn: psycopg.Connection[Any]) -> None:
