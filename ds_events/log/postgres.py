@@ -246,17 +246,8 @@ class PostgresStore:
 
     def iter_lines(self, after_seq: int = 0) -> Iterator[tuple[int, bytes]]:
         """``(seq, stored line)`` for every event after ``after_seq``, as stored, page by page."""
-        while True:
-            with self._connection() as conn:
-                rows = conn.execute(
-                    "SELECT seq, line FROM ds_events WHERE quest_id = %s AND seq > %s ORDER BY seq LIMIT %s",
-                    (self.quest_id, after_seq, _PAGE),
-                ).fetchall()
-            for seq, line in rows:
-                yield seq, bytes(line)
-            if len(rows) < _PAGE:
-                return
-            after_seq = rows[-1][0]
+        for seq, line, _hash in self._pages(after_seq):
+            yield seq, line
 
     async def follow(self, after_seq: int = 0, *, poll_interval: float = 0.05) -> AsyncIterator[Event]:
         """Every event after ``after_seq`` as it is appended, by any process, forever.
@@ -302,7 +293,7 @@ class PostgresStore:
         report = VerifyReport(path=self.location)
         expected, prev_hash, position = 1, "", 0
         batch_start: tuple[int, int] | None = None
-        for seq, line, stored_hash in self._rows_with_hash():
+        for seq, line, stored_hash in self._pages(0):
             position += 1
             report.lines = position
             where = f"seq {seq}: "
@@ -438,19 +429,20 @@ class PostgresStore:
             params += (max(0, limit),)
         return query, params
 
-    def _rows_with_hash(self) -> Iterator[tuple[int, bytes, str]]:
-        after = 0
+    def _pages(self, after_seq: int) -> Iterator[tuple[int, bytes, str]]:
+        """``(seq, line, stored hash)`` of every row after ``after_seq``, a page per query
+        (no connection is held between pages, however long the caller takes)."""
         while True:
             with self._connection() as conn:
                 rows = conn.execute(
                     "SELECT seq, line, hash FROM ds_events WHERE quest_id = %s AND seq > %s ORDER BY seq LIMIT %s",
-                    (self.quest_id, after, _PAGE),
+                    (self.quest_id, after_seq, _PAGE),
                 ).fetchall()
             for seq, line, stored_hash in rows:
                 yield seq, bytes(line), stored_hash
             if len(rows) < _PAGE:
                 return
-            after = rows[-1][0]
+            after_seq = rows[-1][0]
 
     async def _notified(self, conn: psycopg.AsyncConnection[Any], seq: int, timeout: float) -> None:
         """Wait up to ``timeout`` for a notification that this quest grew past ``seq``."""
