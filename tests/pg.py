@@ -29,7 +29,7 @@ from pathlib import Path
 
 import pytest
 
-__all__ = ["pg_dsn", "pg_database", "fresh_database", "drop_database", "PG_BIN"]
+__all__ = ["pg_dsn", "pg_database", "fresh_database", "drop_database", "free_port", "PG_BIN"]
 
 PG_BIN = Path(os.environ.get("DS_TEST_PG_BIN", "/usr/lib/postgresql/15/bin"))
 _SUPERUSER = "ds"
@@ -102,7 +102,7 @@ class _Cluster:
         self._run("initdb", "-D", str(self.data), "-U", _SUPERUSER, "-A", "trust", "-E", "UTF8", "--no-sync")
         # A port free now may be taken before the server binds it: try a few.
         for _attempt in range(5):
-            self.port = _free_port()
+            self.port = free_port()
             options = f"-p {self.port} -c listen_addresses=127.0.0.1 -k {self.root} -c max_connections=200"
             result = self._run(
                 "pg_ctl", "-D", str(self.data), "-l", str(self.root / "server.log"), "-w", "-t", "60", "-o", options, "start",
@@ -131,7 +131,7 @@ class _Cluster:
         return result
 
 
-def _free_port() -> int:
+def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]

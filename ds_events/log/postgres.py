@@ -51,6 +51,7 @@ CHANNEL = "ds_events"  # NOTIFY payload: {"quest_id": ..., "seq": <new last seq>
 # apart from other users of the database; two quests sharing a hash only take turns.
 LOCK_CLASS = 0x64734576  # "dsEv"
 _PAGE = 1000  # rows fetched per query by iter_lines and follow
+_CONNECT_TIMEOUT = 10  # seconds: opening a store fails after this long without a connection
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS ds_events (
@@ -68,6 +69,13 @@ COMMENT ON COLUMN ds_events.line IS 'the stored line, byte for byte: encode(even
 COMMENT ON COLUMN ds_events.hash IS 'line_hash(line): the next event''s prev';
 """
 
+_HEAD = "SELECT seq, hash FROM ds_events WHERE quest_id = %s ORDER BY seq DESC LIMIT 1"
+_KNOWN = "SELECT id, seq FROM ds_events WHERE quest_id = %s AND id = ANY(%s)"
+_INSERT = (
+    "WITH rows AS (INSERT INTO ds_events (quest_id, seq, id, type, hash, line) "
+    "SELECT %s, * FROM unnest(%s::bigint[], %s::text[], %s::text[], %s::text[], %s::bytea[])) "
+    "SELECT pg_notify(%s, %s)"
+)
 _notice = msgspec.json.Encoder()
 _notice_decode = msgspec.json.Decoder()
 
@@ -114,21 +122,34 @@ class PostgresStore:
         self.run_id: str | None = None  # stamped on appends that name no run (as EventLog.run_id)
         self.read_only = read_only
         self.max_event_bytes = max_event_bytes
-        self.path = f"postgresql:{quest_id}"  # what error messages and reports call it
-        self.recovered = None  # (the file log's recovery record: a database has no torn tails)
+        self.location = f"quest {quest_id} of the PostgreSQL store"  # what errors and reports call it
+        self.recovered = None  # (the file log's recovery record and torn tail: a database
+        self.torn = None  # commits whole transactions or none, so neither ever happens)
         self._own_pool = pool is None
+        import psycopg
+
         try:
-            self._pool = pool or ConnectionPool(
-                dsn, min_size=1, max_size=pool_size, configure=configure_connection, open=True, name=f"ds:{quest_id}"
-            )
-            with self._connection() as conn:
-                ensure_schema(conn)
-        except Exception as exc:
-            if pool is None and hasattr(self, "_pool"):
-                self._pool.close()
-            raise _log_error(exc, f"opening {self.path}") from exc
+            if pool is None:
+                # Connect once directly: a wrong address or a server that is down fails
+                # here at once, instead of after the pool's wait for its first connection.
+                with psycopg.connect(dsn, connect_timeout=_CONNECT_TIMEOUT) as conn:
+                    ensure_schema(conn)
+                pool = ConnectionPool(
+                    dsn, min_size=1, max_size=pool_size, configure=configure_connection, open=True, name=f"ds:{quest_id}"
+                )
+            else:
+                with pool.connection() as conn:
+                    ensure_schema(conn)
+        except psycopg.Error as exc:
+            raise _log_error(exc, f"opening {self.location}") from exc
+        self._pool = pool
         self._closed = False
         self._local = threading.local()  # .txn: the transaction this thread holds
+
+    @property
+    def needs_reopen(self) -> bool:
+        """Never: the pool replaces a broken connection by itself (as EventLog.needs_reopen)."""
+        return False
 
     # -- appending --------------------------------------------------------------------
 
@@ -154,8 +175,8 @@ class PostgresStore:
             return []
         self._usable()
         txn: PgTransaction | None = getattr(self._local, "txn", None)
-        if txn is not None:  # inside this thread's transaction: append through it (the lock is ours)
-            stored = txn.append(events)
+        if txn is not None:  # inside this thread's transaction: on its connection (the lock is ours)
+            stored = txn._commit(events)
         else:
             with self._connection() as conn:
                 stored = self._commit(conn, events, locked=False)
@@ -225,17 +246,8 @@ class PostgresStore:
 
     def iter_lines(self, after_seq: int = 0) -> Iterator[tuple[int, bytes]]:
         """``(seq, stored line)`` for every event after ``after_seq``, as stored, page by page."""
-        while True:
-            with self._connection() as conn:
-                rows = conn.execute(
-                    "SELECT seq, line FROM ds_events WHERE quest_id = %s AND seq > %s ORDER BY seq LIMIT %s",
-                    (self.quest_id, after_seq, _PAGE),
-                ).fetchall()
-            for seq, line in rows:
-                yield seq, bytes(line)
-            if len(rows) < _PAGE:
-                return
-            after_seq = rows[-1][0]
+        for seq, line, _hash in self._pages(after_seq):
+            yield seq, line
 
     async def follow(self, after_seq: int = 0, *, poll_interval: float = 0.05) -> AsyncIterator[Event]:
         """Every event after ``after_seq`` as it is appended, by any process, forever.
@@ -278,10 +290,10 @@ class PostgresStore:
         from ..events import EventDecodeError
         from ..verify import Problem, VerifyReport
 
-        report = VerifyReport(path=self.path)
+        report = VerifyReport(path=self.location)
         expected, prev_hash, position = 1, "", 0
         batch_start: tuple[int, int] | None = None
-        for seq, line, stored_hash in self._rows_with_hash():
+        for seq, line, stored_hash in self._pages(0):
             position += 1
             report.lines = position
             where = f"seq {seq}: "
@@ -339,39 +351,38 @@ class PostgresStore:
 
     def _usable(self) -> None:
         if self._closed:
-            raise LogError(f"{self.path}: the store is closed")
+            raise LogError(f"{self.location}: the store is closed")
         if self.read_only:
-            raise LogError(f"{self.path}: this handle is read-only")
+            raise LogError(f"{self.location}: this handle is read-only")
 
     @contextlib.contextmanager
     def _connection(self) -> Iterator[psycopg.Connection[Any]]:
         if getattr(self, "_closed", False):
-            raise LogError(f"{self.path}: the store is closed")
+            raise LogError(f"{self.location}: the store is closed")
         import psycopg
 
         try:
             with self._pool.connection() as conn:
                 yield conn
         except psycopg.Error as exc:
-            raise _log_error(exc, f"{self.path}") from exc
+            raise _log_error(exc, f"{self.location}") from exc
 
     def _commit(self, conn: psycopg.Connection[Any], events: list[Event], *, locked: bool) -> list[Event]:
         """One database transaction: lock the quest (unless ``locked``: the session holds
         it), read the head, insert, notify, commit. Returns the events as stored."""
         qid = self.quest_id
-        with conn.transaction():
+        ids = [e.id for e in events if e.id]
+        # Pipelined: BEGIN, the lock, the head and the id lookup go out together (one
+        # round trip), then the insert, the notification and COMMIT (another). The head
+        # is read by a statement after the lock, so its snapshot has every commit before.
+        with conn.pipeline(), conn.transaction():
             if not locked:
                 conn.execute("SELECT pg_advisory_xact_lock(%s, hashtext(%s))", (LOCK_CLASS, qid))
-            # A separate statement after the lock: its snapshot includes every commit before it.
-            seq, prev = _head(conn, qid)
-            ids = [e.id for e in events if e.id]
-            known: dict[str, int] = {}
-            if ids:
-                known = dict(
-                    conn.execute(  # type: ignore[arg-type]
-                        "SELECT id, seq FROM ds_events WHERE quest_id = %s AND id = ANY(%s)", (qid, ids)
-                    ).fetchall()
-                )
+            head = conn.execute(_HEAD, (qid,))
+            found = conn.execute(_KNOWN, (qid, ids)) if ids else None
+            row = head.fetchone()
+            seq, prev = (0, "") if row is None else row
+            known: dict[str, int] = dict(found.fetchall()) if found is not None else {}  # type: ignore[arg-type]
             encoded = encode_batches(
                 [events],
                 seq=seq,
@@ -389,15 +400,12 @@ class PostgresStore:
                 raise result
             if encoded.lines:
                 first = seq + 1
-                seqs = list(range(first, first + len(encoded.lines)))
                 conn.execute(
-                    "WITH rows AS (INSERT INTO ds_events (quest_id, seq, id, type, hash, line) "
-                    "SELECT %s, * FROM unnest(%s::bigint[], %s::text[], %s::text[], %s::text[], %s::bytea[])) "
-                    "SELECT pg_notify(%s, %s)",
+                    _INSERT,
                     (
                         qid,
-                        seqs,
-                        [_line_id(e) for e in encoded.lines],
+                        list(range(first, first + len(encoded.lines))),
+                        [_line_id(line) for line in encoded.lines],
                         [line_type(line).decode() for line in encoded.lines],
                         [line_hash(line) for line in encoded.lines],
                         encoded.lines,
@@ -421,19 +429,20 @@ class PostgresStore:
             params += (max(0, limit),)
         return query, params
 
-    def _rows_with_hash(self) -> Iterator[tuple[int, bytes, str]]:
-        after = 0
+    def _pages(self, after_seq: int) -> Iterator[tuple[int, bytes, str]]:
+        """``(seq, line, stored hash)`` of every row after ``after_seq``, a page per query
+        (no connection is held between pages, however long the caller takes)."""
         while True:
             with self._connection() as conn:
                 rows = conn.execute(
                     "SELECT seq, line, hash FROM ds_events WHERE quest_id = %s AND seq > %s ORDER BY seq LIMIT %s",
-                    (self.quest_id, after, _PAGE),
+                    (self.quest_id, after_seq, _PAGE),
                 ).fetchall()
             for seq, line, stored_hash in rows:
                 yield seq, bytes(line), stored_hash
             if len(rows) < _PAGE:
                 return
-            after = rows[-1][0]
+            after_seq = rows[-1][0]
 
     async def _notified(self, conn: psycopg.AsyncConnection[Any], seq: int, timeout: float) -> None:
         """Wait up to ``timeout`` for a notification that this quest grew past ``seq``."""
@@ -465,14 +474,17 @@ class PgTransaction:
         if not batch:
             return []
         self._store._usable()
+        stored = self._commit(batch)
+        self.appended.extend(stored)
+        return stored
+
+    def _commit(self, events: list[Event]) -> list[Event]:
         import psycopg
 
         try:
-            stored = self._store._commit(self._conn, batch, locked=True)
+            return self._store._commit(self._conn, events, locked=True)
         except psycopg.Error as exc:
-            raise _log_error(exc, self._store.path) from exc
-        self.appended.extend(stored)
-        return stored
+            raise _log_error(exc, self._store.location) from exc
 
 
 def configure_connection(conn: psycopg.Connection[Any]) -> None:
@@ -484,9 +496,7 @@ def configure_connection(conn: psycopg.Connection[Any]) -> None:
 
 
 def _head(conn: psycopg.Connection[Any], quest_id: str) -> Head:
-    row = conn.execute(
-        "SELECT seq, hash FROM ds_events WHERE quest_id = %s ORDER BY seq DESC LIMIT 1", (quest_id,)
-    ).fetchone()
+    row = conn.execute(_HEAD, (quest_id,)).fetchone()
     return Head(0, "") if row is None else Head(row[0], row[1])
 
 

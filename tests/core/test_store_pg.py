@@ -3,32 +3,21 @@ the file log's chain; verify finds a row edited by SQL."""
 
 from __future__ import annotations
 
-import inspect
+import asyncio
+import sys
+from pathlib import Path
 
 import psycopg
 import pytest
 
-from ds_events.events import encode
+from ds_events.events import ConversationMessage, encode
 from ds_events.log import line_hash
-from ds_events.log.postgres import PgTransaction, PostgresStore
-from ds_events.store import EventStore, StoreTransaction
+from ds_events.errors import LogError
+from ds_events.log.postgres import PostgresStore
 
 from .store_contract import StoreContract, msg
 
-
-@pytest.mark.parametrize("protocol, cls", [(EventStore, PostgresStore), (StoreTransaction, PgTransaction)])
-def test_the_postgres_store_has_every_member_of_the_protocol_with_the_same_parameters(protocol, cls):
-    members = [name for name in protocol.__dict__ if not name.startswith("_") and callable(getattr(protocol, name))]
-    assert members, "the protocol names no methods"
-    for name in members:
-        ours = inspect.signature(getattr(cls, name))
-        theirs = inspect.signature(getattr(protocol, name))
-        assert list(ours.parameters) == list(theirs.parameters), f"{cls.__name__}.{name}{ours} vs {theirs}"
-        for p in theirs.parameters.values():
-            mine = ours.parameters[p.name]
-            assert (mine.kind, mine.default) == (p.kind, p.default), f"{cls.__name__}.{name}: {p.name}"
-    props = [name for name, v in protocol.__dict__.items() if isinstance(v, property)]
-    assert all(isinstance(getattr(cls, name), property) for name in props)
+WRITER = str(Path(__file__).with_name("log_writer.py"))
 
 
 class TestPostgresStore(StoreContract):
@@ -85,7 +74,6 @@ def test_verify_reports_a_removed_row_as_a_gap_and_a_broken_chain(pg_database):
 
 def test_a_too_large_event_is_refused_and_nothing_is_stored(pg_database):
     from ds_events.errors import ServiceError
-    from ds_events.events import ConversationMessage
 
     with PostgresStore(pg_database, quest_id="q", max_event_bytes=500) as store:
         store.append(msg(1))
@@ -96,8 +84,6 @@ def test_a_too_large_event_is_refused_and_nothing_is_stored(pg_database):
 
 
 def test_a_read_only_handle_reads_and_refuses_appends(pg_database):
-    from ds_events.errors import LogError
-
     with PostgresStore(pg_database, quest_id="q") as store:
         store.append(msg(1))
     with PostgresStore(pg_database, quest_id="q", read_only=True) as ro:
@@ -105,3 +91,99 @@ def test_a_read_only_handle_reads_and_refuses_appends(pg_database):
         with pytest.raises(LogError, match="read-only"):
             ro.append(msg(2))
         assert ro.last_seq == 1
+
+
+async def until(condition) -> None:  # type: ignore[no-untyped-def]
+    while not condition():
+        await asyncio.sleep(0.01)
+
+
+async def test_follow_is_woken_by_another_process_append_through_its_notification(pg_database):
+    # The poll never fires within the test: only the appender's NOTIFY can wake it.
+    with PostgresStore(pg_database, quest_id="q") as store, PostgresStore(pg_database, quest_id="other") as other:
+        store.append(msg(0))
+        got: list[str] = []
+        follower = store.follow(poll_interval=3600)
+        got.append((await anext(follower)).content)  # listening now, and waiting
+        other.append(msg(99))  # another quest's notification wakes it, for nothing
+        writer = await asyncio.create_subprocess_exec(
+            sys.executable, WRITER, f"pg:q:{pg_database}", "w", "5", "group", stdout=asyncio.subprocess.PIPE
+        )
+        try:
+            while len(got) < 6:
+                got.append((await asyncio.wait_for(anext(follower), 60)).content)
+        finally:
+            await writer.communicate()
+            await follower.aclose()
+        assert got == ["m0", "w-0", "w-1", "w-2", "w-3", "w-4"]
+
+
+async def test_follow_still_sees_events_whose_notification_never_came(pg_database):
+    # Rows written without a NOTIFY (as if the notification was lost): the follower's
+    # poll reads them by seq, in order, and then the next notified append.
+    with PostgresStore(pg_database, quest_id="q") as store, PostgresStore(pg_database, quest_id="src") as src:
+        src.append([ConversationMessage(role="user", content=f"silent{i}", quest_id="q") for i in range(3)])
+        got: list[int] = []
+
+        async def consume() -> None:
+            async for event in store.follow(poll_interval=0.05):
+                got.append(event.seq)
+                if event.seq == 4:
+                    return
+
+        task = asyncio.create_task(consume())
+        await asyncio.sleep(0)  # let it start listening
+        with psycopg.connect(pg_database) as conn:
+            conn.execute(
+                "INSERT INTO ds_events SELECT 'q', seq, id, type, hash, line FROM ds_events WHERE quest_id = 'src'"
+            )
+        await asyncio.wait_for(until(lambda: len(got) >= 3), 30)  # before any notified append
+        assert store.append(msg(4)).seq == 4  # chained onto the silent rows
+        await asyncio.wait_for(task, 30)
+        assert got == [1, 2, 3, 4]
+        assert store.verify().ok
+
+
+def test_a_store_that_cannot_be_reached_fails_to_open_with_a_log_error(pg_dsn):
+    from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+    from tests.pg import free_port
+
+    nowhere = make_conninfo(**{**conninfo_to_dict(pg_dsn), "port": str(free_port())})
+    with pytest.raises(LogError, match="opening quest q of the PostgreSQL store"):
+        PostgresStore(nowhere, quest_id="q")
+    with pytest.raises(ValueError, match="quest_id"):
+        PostgresStore(pg_dsn, quest_id="")
+
+
+def test_a_plain_append_inside_this_thread_transaction_goes_through_its_lock(pg_database):
+    with PostgresStore(pg_database, quest_id="q") as store:
+        with store.transaction() as txn:
+            txn.append(msg(1))
+            assert store.append(msg(2)).seq == 2  # not a deadlock on the lock txn holds
+            with store.transaction() as inner:  # nested: the same lock
+                inner.append(msg(3))
+            assert txn.last_seq == 3
+        assert [e.seq for e in txn.appended] == [1]
+        assert [e.content for e in store.read()] == ["m1", "m2", "m3"]
+
+
+def test_a_transaction_keeps_other_handles_appends_waiting_until_it_ends(pg_database):
+    import threading
+
+    with PostgresStore(pg_database, quest_id="q") as store, PostgresStore(pg_database, quest_id="q") as other:
+        done = threading.Event()
+        seqs: list[int] = []
+
+        def append_from_other() -> None:
+            seqs.append(other.append(msg(9)).seq)  # type: ignore[union-attr]
+            done.set()
+
+        with store.transaction() as txn:
+            txn.append(msg(1))
+            worker = threading.Thread(target=append_from_other)
+            worker.start()
+            done.wait(0.3)  # room to try: without the lock it would take seq 2 now
+            txn.append(msg(2))
+        worker.join(30)
+        assert seqs == [3] and [e.content for e in store.read()] == ["m1", "m2", "m9"]
