@@ -55,6 +55,7 @@ __all__ = [
 QUEST_ID_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
 # What `ds init` writes (the sections people change most); every default is in Config.
 DEFAULT_CONFIG: dict[str, Any] = {
+    "store": "file",  # file | postgresql://user@host:5432/dbname (the README's optional section)
     "durability": "group",  # always | group | never
     "memory": {"shared_across_quests": False},
     "git": {"max_file_bytes": 50 * 1024 * 1024},
