@@ -56,6 +56,19 @@ def test_a_bad_ds_store_makes_every_command_refuse_and_write_nothing(home: Home)
     assert not (home.quests_dir / "q2").exists()
 
 
+def test_a_database_nobody_answers_at_is_one_clear_error_and_nothing_is_written(home: Home) -> None:
+    import socket
+
+    with socket.socket() as s:  # a loopback port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    down = f"postgresql://ds@127.0.0.1:{port}/ds"
+    for args in (["quest", "list"], ["quest", "new", "--title", "T", "--id", "q2"], ["verify", "q2"]):
+        done = ds(home, *args, DS_STORE=down)
+        assert done.returncode == 1 and "cannot use the store" in done.stderr and "Traceback" not in done.stderr, done.stderr
+    assert not (home.quests_dir / "q2").exists()
+
+
 @pytest.mark.parametrize("reserved", ["global", "baseline-registry"])
 def test_a_quest_may_not_take_the_name_of_a_home_log(home: Home, reserved: str) -> None:
     with pytest.raises(Invalid) as caught:
