@@ -11,7 +11,7 @@ import psycopg
 import pytest
 
 from ds_events.events import ConversationMessage, encode
-from ds_events.log import line_hash
+from ds_events.log import EventLog, line_hash
 from ds_events.errors import LogError
 from ds_events.log.postgres import PostgresStore
 
@@ -187,3 +187,62 @@ def test_a_transaction_keeps_other_handles_appends_waiting_until_it_ends(pg_data
             txn.append(msg(2))
         worker.join(30)
         assert seqs == [3] and [e.content for e in store.read()] == ["m1", "m2", "m9"]
+
+
+def test_the_same_events_make_the_same_bytes_in_the_file_log_and_the_postgres_store(pg_database, tmp_path):
+    def events(k: int) -> list:
+        return [
+            ConversationMessage(role="user", content=f"é{i}", id=f"id-{k}-{i}", ts="2026-12-01T00:00:00.000000Z", actor="a")
+            for i in range(3)
+        ]
+
+    path = tmp_path / "events.jsonl"
+    with EventLog(path, quest_id="q", policy="always") as log, PostgresStore(pg_database, quest_id="q") as store:
+        for k in range(4):
+            log.append(events(k))
+            store.append(events(k))
+        assert list(store.iter_lines()) == list(log.iter_lines())
+        assert store.head() == log.head()
+    assert path.read_bytes() == b"".join(line + b"\n" for _, line in store_lines(pg_database, "q"))
+
+
+def store_lines(dsn: str, quest_id: str) -> list[tuple[int, bytes]]:
+    with PostgresStore(dsn, quest_id=quest_id, read_only=True) as store:
+        return list(store.iter_lines())
+
+
+def test_a_file_log_imported_line_by_line_keeps_its_chain_and_an_interrupted_import_resumes(pg_database, tmp_path):
+    path = tmp_path / "events.jsonl"
+    with EventLog(path, quest_id="q") as log:
+        log.append([msg(i) for i in range(2500)])  # more than a page
+        lines = list(log.iter_lines())
+        head = log.head()
+    with PostgresStore(pg_database, quest_id="q") as store:
+        assert store.import_lines(lines[:1200]).seq == 1200  # interrupted here
+        assert store.import_lines(lines) == head  # run again from the start
+        assert store_lines(pg_database, "q") == lines
+        assert store.verify().ok
+        assert store.append(msg(9)).prev == head.hash  # and appends continue the chain
+
+
+def test_an_import_that_breaks_the_chain_is_refused_at_the_batch_where_it_breaks(pg_database, tmp_path):
+    with EventLog(tmp_path / "a.jsonl", quest_id="q") as log:
+        for i in range(4):
+            log.append([msg(2 * i), msg(2 * i + 1)])  # four batches of two
+        lines = list(log.iter_lines())
+    with EventLog(tmp_path / "b.jsonl", quest_id="other") as log:
+        log.append([msg(i) for i in range(5)])
+        foreign = list(log.iter_lines())
+    with PostgresStore(pg_database, quest_id="q") as store:
+        with pytest.raises(LogError, match="seq 5: expected seq 4"):
+            store.import_lines(lines[:3] + lines[4:])  # seq 4 missing: the batch 3-4 is cut
+        assert store.last_seq == 2  # the whole batch before the break stays
+        edited = (4, lines[3][1].replace(b'"m3"', b'"mX"'))
+        with pytest.raises(LogError, match="seq 5: its prev does not match"):
+            store.import_lines([*lines[:3], edited, *lines[4:]])
+        assert store.last_seq == 4  # (an edit of the line the chain ends at shows only after it)
+        with pytest.raises(LogError, match="seq 1: a line of quest 'other'"):
+            PostgresStore(pg_database, quest_id="fresh").import_lines(foreign)
+        with pytest.raises(LogError, match="already holds another line at seq 1"):
+            store.import_lines(foreign)
+        assert store.verify().ok
