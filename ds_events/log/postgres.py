@@ -36,7 +36,7 @@ from ..errors import DiskFull, LogError, ServiceError
 from ..events import Event, decode_line
 from ..store import Head
 from .eventlog import MAX_EVENT_BYTES
-from .format import encode_batches, line_hash, line_more, line_type
+from .format import encode_batches, line_hash, line_seq, line_type
 
 if TYPE_CHECKING:
     import psycopg
@@ -44,7 +44,7 @@ if TYPE_CHECKING:
 
     from ..verify import VerifyReport
 
-__all__ = ["PostgresStore", "PgTransaction", "SCHEMA", "ensure_schema", "CHANNEL"]
+__all__ = ["PostgresStore", "PgTransaction", "SCHEMA", "ensure_schema", "insert_lines", "configure_connection", "CHANNEL", "LOCK_CLASS"]
 
 CHANNEL = "ds_events"  # NOTIFY payload: {"quest_id": ..., "seq": <new last seq>}
 # pg_advisory_lock(LOCK_CLASS, hashtext(quest_id)): the two-key form keeps our locks
@@ -277,81 +277,6 @@ class PostgresStore:
         finally:
             await conn.close()
 
-    # -- moving a log in ---------------------------------------------------------------
-
-    def import_lines(self, lines: Iterable[tuple[int, bytes]]) -> Head:
-        """Store another store's lines verbatim (``ds store migrate``); returns the new head.
-
-        ``lines`` are ``(seq, stored line)`` in order, as :meth:`iter_lines` of either
-        store gives them. Each must continue the chain (its seq the next, its ``prev``
-        the hash of the line before, its quest this one), else :class:`LogError` says
-        which, and the whole batches before its batch stay imported. Lines this quest already holds
-        (the same bytes at the same seq) are skipped, so an interrupted import is run
-        again from the start. Appends by others wait until it ends.
-        """
-        self._usable()
-        with self.transaction() as txn:
-            with txn._conn.transaction():  # (a statement outside one would open an implicit
-                head = _head(txn._conn, self.quest_id)  # transaction the rollback on exit ends)
-            page: list[tuple[int, bytes]] = []
-            for seq, line in lines:
-                if seq <= head.seq and not page:
-                    self._check_already_stored(txn._conn, seq, line)
-                    continue
-                page.append((seq, bytes(line)))
-                if len(page) >= _PAGE:
-                    head = self._import_page(txn._conn, head, page)
-                    page = []
-            if page:
-                head = self._import_page(txn._conn, head, page)
-        return head
-
-    def _check_already_stored(self, conn: psycopg.Connection[Any], seq: int, line: bytes) -> None:
-        with conn.transaction():
-            row = conn.execute("SELECT hash FROM ds_events WHERE quest_id = %s AND seq = %s", (self.quest_id, seq)).fetchone()
-        if row is None or row[0] != line_hash(line):
-            raise LogError(f"{self.location} already holds another line at seq {seq}: nothing more was imported")
-
-    def _import_page(self, conn: psycopg.Connection[Any], head: Head, page: list[tuple[int, bytes]]) -> Head:
-        """Under the lock: store the lines of ``page`` that continue ``head`` in one
-        commit; at the first that does not, store the whole batches before its batch,
-        then raise (a batch is all or nothing, here as in an append)."""
-        seq, prev = head
-        good: list[bytes] = []
-        whole = (0, seq, prev)  # (lines, seq, hash) after the last complete batch
-        for at, line in page:
-            refusal = self._breaks_chain(at, line, seq, prev)
-            if refusal is not None:
-                self._insert_page(conn, head.seq, good[: whole[0]], whole[1])
-                raise refusal
-            good.append(line)
-            seq, prev = at, line_hash(line)
-            if not line_more(line):
-                whole = (len(good), seq, prev)
-        self._insert_page(conn, head.seq, good, seq)  # (a batch split by pages: the next page ends it)
-        return Head(seq, prev)
-
-    def _insert_page(self, conn: psycopg.Connection[Any], after: int, lines: list[bytes], last: int) -> None:
-        if lines:
-            with conn.transaction():
-                self._insert(conn, after + 1, lines, last)
-
-    def _breaks_chain(self, at: int, line: bytes, seq: int, prev: str) -> LogError | None:
-        """Why line ``at`` cannot follow seq ``seq`` whose hash is ``prev``, if it cannot."""
-        from ..events import EventDecodeError
-
-        try:
-            event = decode_line(line)
-        except EventDecodeError as exc:
-            return LogError(f"seq {at}: not an event ({exc}); nothing of its batch or after it was imported")
-        if at != seq + 1 or event.seq != at:
-            return LogError(f"seq {at}: expected seq {seq + 1} (line says {event.seq}); nothing of its batch or after it was imported")
-        if event.prev != prev:
-            return LogError(f"seq {at}: its prev does not match the line before; nothing of its batch or after it was imported")
-        if event.quest_id not in ("", self.quest_id):
-            return LogError(f"seq {at}: a line of quest {event.quest_id!r}, not {self.quest_id!r}; nothing of its batch or after it was imported")
-        return None
-
     # -- checking ---------------------------------------------------------------------
 
     def verify(self) -> VerifyReport:
@@ -474,24 +399,8 @@ class PostgresStore:
             if isinstance(result, ServiceError):  # too large: nothing of it is written
                 raise result
             if encoded.lines:
-                self._insert(conn, seq + 1, encoded.lines, encoded.seq)
+                insert_lines(conn, qid, encoded.lines)
         return result  # type: ignore[return-value]
-
-    def _insert(self, conn: psycopg.Connection[Any], first: int, lines: list[bytes], last: int) -> None:
-        """Insert ``lines`` as seqs ``first`` … ``last`` and notify followers (at commit)."""
-        conn.execute(
-            _INSERT,
-            (
-                self.quest_id,
-                list(range(first, first + len(lines))),
-                [_line_id(line) for line in lines],
-                [line_type(line).decode() for line in lines],
-                [line_hash(line) for line in lines],
-                lines,
-                CHANNEL,
-                _notice.encode({"quest_id": self.quest_id, "seq": last}).decode(),
-            ),
-        )
 
     def _select(
         self, where: str, bound: int, types: Iterable[str] | None, order: str, limit: int | None
@@ -571,6 +480,25 @@ def configure_connection(conn: psycopg.Connection[Any]) -> None:
     conn.execute("SET synchronous_commit = on")
     conn.execute("SET TIME ZONE 'UTC'")
     conn.commit()
+
+
+def insert_lines(conn: psycopg.Connection[Any], quest_id: str, lines: Sequence[bytes]) -> None:
+    """Store ``lines`` (stored lines, in seq order) as rows of ``quest_id`` and notify
+    followers at commit. The caller holds the quest's lock and has checked that they
+    continue its chain: appends here, and ``ds store migrate`` copying a log verbatim."""
+    conn.execute(
+        _INSERT,
+        (
+            quest_id,
+            [line_seq(line) for line in lines],
+            [_line_id(line) for line in lines],
+            [line_type(line).decode() for line in lines],
+            [line_hash(line) for line in lines],
+            list(lines),
+            CHANNEL,
+            _notice.encode({"quest_id": quest_id, "seq": line_seq(lines[-1])}).decode(),
+        ),
+    )
 
 
 def _head(conn: psycopg.Connection[Any], quest_id: str) -> Head:
