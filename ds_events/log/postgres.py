@@ -93,8 +93,9 @@ class PostgresStore:
     """The events of quest ``quest_id`` in the PostgreSQL database at ``dsn``.
 
     ``pool``: a :class:`psycopg_pool.ConnectionPool` to share between stores (several
-    quests of one home); it stays open when this store closes. Without one the store
-    opens its own (``pool_size`` connections at most). ``read_only``: appends are
+    quests of one home); it stays open when this store closes, and should set up its
+    connections with :func:`configure_connection` (durable commits). Without one the
+    store opens its own (``pool_size`` connections at most). ``read_only``: appends are
     refused. Events whose stored line is longer than ``max_event_bytes`` are refused
     with :class:`ServiceError` ``event_too_large``, as by the file log.
     """
@@ -246,7 +247,7 @@ class PostgresStore:
 
     def iter_lines(self, after_seq: int = 0) -> Iterator[tuple[int, bytes]]:
         """``(seq, stored line)`` for every event after ``after_seq``, as stored, page by page."""
-        for seq, line, _hash in self._pages(after_seq):
+        for seq, line, *_columns in self._pages(after_seq):
             yield seq, line
 
     async def follow(self, after_seq: int = 0, *, poll_interval: float = 0.05) -> AsyncIterator[Event]:
@@ -282,52 +283,40 @@ class PostgresStore:
     def verify(self) -> VerifyReport:
         """Audit this quest's rows without changing them (``ds verify`` on this store).
 
-        Reported at their seq: a row whose line does not decode, whose seq or quest is
-        not the row's, whose stored hash is not its line's hash (the line was edited),
-        whose ``prev`` is not the previous line's hash (a line before it was edited,
-        removed or moved), a gap in the seqs, and an incomplete last batch.
+        Reported at their seq: a gap in the seqs; a row whose line does not decode,
+        whose columns (seq, id, type, hash) are not what its line says (the row was
+        edited by hand), whose ``prev`` is not the previous line's hash (a line before
+        it was edited, removed or moved); an incomplete last batch.
         """
         from ..events import EventDecodeError
         from ..verify import Problem, VerifyReport
 
         report = VerifyReport(path=self.location)
-        expected, prev_hash, position = 1, "", 0
-        batch_start: tuple[int, int] | None = None
-        for seq, line, stored_hash in self._pages(0):
-            position += 1
-            report.lines = position
-            where = f"seq {seq}: "
-            if seq != expected:
-                report.problems.append(Problem(position, 0, f"{where}seq gap: expected seq {expected}, found {seq}"))
+        prev_hash, batch_start = "", 0  # the seq of an unfinished batch's first line
+        for position, (seq, line, *columns) in enumerate(self._pages(0), start=1):
+            found: list[str] = []
+            if seq != report.last_seq + 1:
+                found.append(f"seq gap: expected seq {report.last_seq + 1}, found {seq}")
             actual = line_hash(line)
-            if stored_hash != actual:
-                report.problems.append(
-                    Problem(position, 0, f"{where}the line's hash is not the one stored with it: the row was edited")
-                )
             try:
                 event = decode_line(line)
             except EventDecodeError as exc:
-                report.problems.append(Problem(position, 0, f"{where}{exc}"))
-                event = None
-            if event is not None:
-                if event.seq != seq or event.quest_id not in ("", self.quest_id):
-                    report.problems.append(
-                        Problem(position, 0, f"{where}the line says seq {event.seq} of quest {event.quest_id!r}")
+                found.append(str(exc))
+            else:
+                said = [event.seq, event.id, event.type, actual]
+                if said != [seq, *columns] or event.quest_id not in ("", self.quest_id):
+                    found.append(
+                        f"the row's seq, id, type and hash {[seq, *columns]} are not its line's {said} "
+                        f"(of quest {event.quest_id!r}): the row was edited"
                     )
                 if event.prev != prev_hash:
-                    report.problems.append(
-                        Problem(position, 0, f"{where}broken hash chain: prev does not match the line before "
-                                "(that line was edited, removed or moved)")  # fmt: skip
-                    )
-                if event.more and batch_start is None:
-                    batch_start = (position, seq)
-                elif not event.more:
-                    batch_start = None
-            prev_hash, expected = actual, seq + 1
-            report.last_seq = seq
-        if batch_start is not None:
+                    found.append("broken hash chain: prev does not match the line before (that line was edited, removed or moved)")
+                batch_start = (batch_start or seq) if event.more else 0
+            report.problems += [Problem(position, 0, f"seq {seq}: {what}") for what in found]
+            prev_hash, report.lines, report.last_seq = actual, position, seq
+        if batch_start:
             report.problems.append(
-                Problem(batch_start[0], 0, f"seq {batch_start[1]}: incomplete batch at the end: its last line is missing")
+                Problem(report.lines, 0, f"seq {batch_start}: incomplete batch at the end: its last line is missing")
             )
         return report
 
@@ -416,17 +405,17 @@ class PostgresStore:
             params += (max(0, limit),)
         return query, params
 
-    def _pages(self, after_seq: int) -> Iterator[tuple[int, bytes, str]]:
-        """``(seq, line, stored hash)`` of every row after ``after_seq``, a page per query
-        (no connection is held between pages, however long the caller takes)."""
+    def _pages(self, after_seq: int) -> Iterator[tuple[int, bytes, str, str, str]]:
+        """``(seq, line, id, type, hash)`` of every row after ``after_seq``, a page per
+        query (no connection is held between pages, however long the caller takes)."""
         while True:
             with self._connection() as conn:
                 rows = conn.execute(
-                    "SELECT seq, line, hash FROM ds_events WHERE quest_id = %s AND seq > %s ORDER BY seq LIMIT %s",
+                    "SELECT seq, line, id, type, hash FROM ds_events WHERE quest_id = %s AND seq > %s ORDER BY seq LIMIT %s",
                     (self.quest_id, after_seq, _PAGE),
                 ).fetchall()
-            for seq, line, stored_hash in rows:
-                yield seq, bytes(line), stored_hash
+            for seq, line, *columns in rows:
+                yield (seq, bytes(line), *columns)
             if len(rows) < _PAGE:
                 return
             after_seq = rows[-1][0]

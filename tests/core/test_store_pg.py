@@ -62,6 +62,17 @@ def test_verify_reports_a_row_edited_by_sql_at_its_seq(pg_database):
         assert "edited" in report.problems[0].reason and "broken hash chain" in report.problems[1].reason
 
 
+def test_verify_reports_a_row_whose_columns_were_edited_by_sql(pg_database):
+    with PostgresStore(pg_database, quest_id="q") as store:
+        store.append([msg(i) for i in range(3)])
+        with psycopg.connect(pg_database) as conn:
+            conn.execute("UPDATE ds_events SET id = 'forged' WHERE quest_id = 'q' AND seq = 2")
+            conn.execute("UPDATE ds_events SET type = 'quest.control' WHERE quest_id = 'q' AND seq = 3")
+        reasons = [p.reason for p in store.verify().problems]
+        assert len(reasons) == 2 and reasons[0].startswith("seq 2: ") and reasons[1].startswith("seq 3: ")
+        assert "'forged'" in reasons[0] and "'quest.control'" in reasons[1] and all("edited" in r for r in reasons)
+
+
 def test_verify_reports_a_removed_row_as_a_gap_and_a_broken_chain(pg_database):
     with PostgresStore(pg_database, quest_id="q") as store:
         store.append([msg(i) for i in range(5)])
@@ -70,6 +81,17 @@ def test_verify_reports_a_removed_row_as_a_gap_and_a_broken_chain(pg_database):
         reasons = [p.reason for p in store.verify().problems]
         assert len(reasons) == 2 and all(r.startswith("seq 3: ") for r in reasons)
         assert "expected seq 2" in reasons[0] and "broken hash chain" in reasons[1]
+
+
+def test_verify_reports_a_batch_whose_last_rows_are_gone(pg_database):
+    with PostgresStore(pg_database, quest_id="q") as store:
+        store.append(msg(0))
+        store.append([msg(i) for i in range(1, 4)])
+        with psycopg.connect(pg_database) as conn:
+            conn.execute("DELETE FROM ds_events WHERE quest_id = 'q' AND seq = 4")
+        report = store.verify()
+        assert [p.reason for p in report.problems] == ["seq 2: incomplete batch at the end: its last line is missing"]
+        assert report.last_seq == 3
 
 
 def test_a_too_large_event_is_refused_and_nothing_is_stored(pg_database):
