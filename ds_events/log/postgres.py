@@ -27,13 +27,13 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import msgspec
 
 from ..errors import DiskFull, LogError, ServiceError
-from ..events import Event, decode_line
+from ..events import Event, decode_line, new_event_ids
 from ..store import Head
 from .eventlog import MAX_EVENT_BYTES
 from .format import encode_batches, line_hash, line_seq, line_type
@@ -76,6 +76,7 @@ _INSERT = (
     "SELECT %s, * FROM unnest(%s::bigint[], %s::text[], %s::text[], %s::text[], %s::bytea[])) "
     "SELECT pg_notify(%s, %s)"
 )
+T = TypeVar("T")
 _notice = msgspec.json.Encoder()
 _notice_decode = msgspec.json.Decoder()
 
@@ -161,8 +162,7 @@ class PostgresStore:
 
     def head(self) -> Head:
         """The last seq and its chain hash (``(0, "")`` when empty)."""
-        with self._connection() as conn:
-            return _head(conn, self.quest_id)
+        return self._run(lambda conn: _head(conn, self.quest_id))
 
     def append(self, event: Event | Sequence[Event]) -> Event | list[Event]:
         """Append one event (returns it as stored) or a batch atomically (returns a list).
@@ -179,8 +179,8 @@ class PostgresStore:
         if txn is not None:  # inside this thread's transaction: on its connection (the lock is ours)
             stored = txn._commit(events)
         else:
-            with self._connection() as conn:
-                stored = self._commit(conn, events, locked=False)
+            ready = _with_ids(events)  # before the first try, so a retry is idempotent (see _run)
+            stored = self._run(lambda conn: self._commit(conn, ready, locked=False))
         return stored[0] if single else stored
 
     async def append_async(self, event: Event | Sequence[Event]) -> Event | list[Event]:
@@ -202,35 +202,33 @@ class PostgresStore:
         if held is not None:
             yield PgTransaction(self, held._conn)
             return
-        with self._connection() as conn:
-            conn.execute("SELECT pg_advisory_lock(%s, hashtext(%s))", (LOCK_CLASS, self.quest_id))
-            conn.commit()  # the session keeps the lock; each txn.append is its own commit
-            txn = PgTransaction(self, conn)
-            self._local.txn = txn
+        conn = self._run(self._lock_session, keep=True)
+        txn = PgTransaction(self, conn)
+        self._local.txn = txn
+        try:
+            yield txn
+        finally:
+            self._local.txn = None
             try:
-                yield txn
+                conn.rollback()  # whatever the block left open (a failed statement)
+                conn.execute("SELECT pg_advisory_unlock(%s, hashtext(%s))", (LOCK_CLASS, self.quest_id))
+                conn.commit()
+            except BaseException:
+                conn.close()  # never hand a connection that may still hold the lock back to the pool
+                raise
             finally:
-                self._local.txn = None
-                try:
-                    conn.rollback()  # whatever the block left open (a failed statement)
-                    conn.execute("SELECT pg_advisory_unlock(%s, hashtext(%s))", (LOCK_CLASS, self.quest_id))
-                    conn.commit()
-                except BaseException:
-                    conn.close()  # never hand a connection that may still hold the lock back to the pool
-                    raise
+                self._pool.putconn(conn)
 
     # -- reading ----------------------------------------------------------------------
 
     def read(self, after_seq: int = 0, limit: int | None = None, types: Iterable[str] | None = None) -> list[Event]:
         """Events with ``seq > after_seq`` in order, at most ``limit``, optionally only ``types``."""
         query, params = self._select("seq > %s", after_seq, types, "ASC", limit)
-        with self._connection() as conn:
-            return [decode_line(line) for (line,) in conn.execute(query, params)]
+        return self._run(lambda conn: [decode_line(line) for (line,) in conn.execute(query, params)])
 
     def get(self, seq: int) -> Event | None:
         """The event with this seq, or None."""
-        with self._connection() as conn:
-            return _get(conn, self.quest_id, seq)
+        return self._run(lambda conn: _get(conn, self.quest_id, seq))
 
     def tail(self, n: int, types: Iterable[str] | None = None) -> list[Event]:
         """The last ``n`` events (of ``types`` if given) in order."""
@@ -242,8 +240,7 @@ class PostgresStore:
         """Events with ``seq < before_seq`` (default: all), newest first."""
         before = (1 << 62) if before_seq is None else before_seq
         query, params = self._select("seq < %s", before, types, "DESC", limit)
-        with self._connection() as conn:
-            return [decode_line(line) for (line,) in conn.execute(query, params)]
+        return self._run(lambda conn: [decode_line(line) for (line,) in conn.execute(query, params)])
 
     def iter_lines(self, after_seq: int = 0) -> Iterator[tuple[int, bytes]]:
         """``(seq, stored line)`` for every event after ``after_seq``, as stored, page by page."""
@@ -344,17 +341,43 @@ class PostgresStore:
         if self.read_only:
             raise LogError(f"{self.location}: this handle is read-only")
 
-    @contextlib.contextmanager
-    def _connection(self) -> Iterator[psycopg.Connection[Any]]:
+    def _run(self, work: Callable[[psycopg.Connection[Any]], T], *, keep: bool = False) -> T:
+        """``work(conn)`` on a pooled connection, database errors as :class:`LogError`.
+
+        If the connection turns out to be dead (the server restarted, or dropped it while
+        it sat in the pool), ``work`` runs once more on a fresh one. That is safe for
+        every caller: reads, taking the lock, and appends, whose events all have their
+        ids before the first try, so if it committed and only the answer was lost, the
+        retry finds them stored. ``keep``: the connection is the caller's to give back.
+        """
         if getattr(self, "_closed", False):
             raise LogError(f"{self.location}: the store is closed")
         import psycopg
 
-        try:
-            with self._pool.connection() as conn:
-                yield conn
-        except psycopg.Error as exc:
-            raise _log_error(exc, f"{self.location}") from exc
+        for attempt in (1, 2):
+            conn = self._pool.getconn()
+            lost = False
+            try:
+                result = work(conn)
+            except psycopg.Error as exc:
+                lost = conn.broken
+                self._pool.putconn(conn)
+                if not (lost and attempt == 1):
+                    raise _log_error(exc, self.location) from exc
+                self._pool.check()  # the other idle connections likely died with it: drop them too
+                continue
+            except BaseException:
+                self._pool.putconn(conn)
+                raise
+            if not keep:
+                self._pool.putconn(conn)
+            return result
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _lock_session(self, conn: psycopg.Connection[Any]) -> psycopg.Connection[Any]:
+        conn.execute("SELECT pg_advisory_lock(%s, hashtext(%s))", (LOCK_CLASS, self.quest_id))
+        conn.commit()  # the session keeps the lock; each txn.append is its own commit
+        return conn
 
     def _commit(self, conn: psycopg.Connection[Any], events: list[Event], *, locked: bool) -> list[Event]:
         """One database transaction: lock the quest (unless ``locked``: the session holds
@@ -409,11 +432,12 @@ class PostgresStore:
         """``(seq, line, id, type, hash)`` of every row after ``after_seq``, a page per
         query (no connection is held between pages, however long the caller takes)."""
         while True:
-            with self._connection() as conn:
-                rows = conn.execute(
+            rows = self._run(
+                lambda conn: conn.execute(
                     "SELECT seq, line, id, type, hash FROM ds_events WHERE quest_id = %s AND seq > %s ORDER BY seq LIMIT %s",
-                    (self.quest_id, after_seq, _PAGE),
+                    (self.quest_id, after_seq, _PAGE),  # noqa: B023 - called at once
                 ).fetchall()
+            )
             for seq, line, *columns in rows:
                 yield (seq, bytes(line), *columns)
             if len(rows) < _PAGE:
@@ -498,6 +522,15 @@ def _head(conn: psycopg.Connection[Any], quest_id: str) -> Head:
 def _get(conn: psycopg.Connection[Any], quest_id: str, seq: int) -> Event | None:
     row = conn.execute("SELECT line FROM ds_events WHERE quest_id = %s AND seq = %s", (quest_id, seq)).fetchone()
     return None if row is None else decode_line(row[0])
+
+
+def _with_ids(events: list[Event]) -> list[Event]:
+    """``events`` with an id each (new ones for those without), as encode_batches would give."""
+    missing = sum(1 for e in events if not e.id)
+    if not missing:
+        return events
+    fresh = iter(new_event_ids(missing))
+    return [e if e.id else msgspec.structs.replace(e, id=next(fresh)) for e in events]
 
 
 def _line_id(line: bytes) -> str:

@@ -231,3 +231,23 @@ def test_the_same_events_make_the_same_bytes_in_the_file_log_and_the_postgres_st
 def store_lines(dsn: str, quest_id: str) -> list[tuple[int, bytes]]:
     with PostgresStore(dsn, quest_id=quest_id, read_only=True) as store:
         return list(store.iter_lines())
+
+
+def test_the_store_goes_on_after_the_server_drops_every_pooled_connection(pg_database, pg_dsn):
+    def drop_all() -> None:
+        with psycopg.connect(pg_dsn, autocommit=True) as admin:
+            dropped = admin.execute(
+                "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE datname = %s",
+                (psycopg.conninfo.conninfo_to_dict(pg_database)["dbname"],),
+            ).fetchone()
+        assert dropped is not None and dropped[0] >= 1  # the pool's idle connections
+
+    with PostgresStore(pg_database, quest_id="q") as store:
+        store.append(msg(1))
+        drop_all()
+        assert store.append(msg(2)).seq == 2  # a dead connection is replaced, not reported
+        drop_all()
+        with store.transaction() as txn:
+            txn.append(msg(3))
+        drop_all()
+        assert [e.content for e in store.read()] == ["m1", "m2", "m3"] and store.verify().ok
