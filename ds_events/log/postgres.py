@@ -217,7 +217,7 @@ class PostgresStore:
                 conn.close()  # never hand a connection that may still hold the lock back to the pool
                 raise
             finally:
-                self._pool.putconn(conn)
+                self._give_back(conn)
 
     # -- reading ----------------------------------------------------------------------
 
@@ -370,13 +370,23 @@ class PostgresStore:
                 self._pool.putconn(conn)
                 raise
             if not keep:
-                self._pool.putconn(conn)
+                self._give_back(conn)
             return result
         raise AssertionError("unreachable")  # pragma: no cover
 
+    def _give_back(self, conn: psycopg.Connection[Any]) -> None:
+        """Return ``conn`` to the pool, ending a transaction a read left open (a pool
+        whose connections are not in autocommit, as a caller's pool may be)."""
+        from psycopg.pq import TransactionStatus
+
+        if conn.info.transaction_status == TransactionStatus.INTRANS:
+            conn.rollback()
+        self._pool.putconn(conn)
+
     def _lock_session(self, conn: psycopg.Connection[Any]) -> psycopg.Connection[Any]:
         conn.execute("SELECT pg_advisory_lock(%s, hashtext(%s))", (LOCK_CLASS, self.quest_id))
-        conn.commit()  # the session keeps the lock; each txn.append is its own commit
+        if not conn.autocommit:
+            conn.commit()  # the session keeps the lock; each txn.append is its own commit
         return conn
 
     def _commit(self, conn: psycopg.Connection[Any], events: list[Event], *, locked: bool) -> list[Event]:
@@ -489,10 +499,10 @@ class PgTransaction:
 
 def configure_connection(conn: psycopg.Connection[Any]) -> None:
     """What every connection of a store's pool is set to: an append is acknowledged only
-    once its commit is durable (whatever the server's default), in UTC."""
+    once its commit is durable (whatever the server's default); reads run outside any
+    transaction (appends open their own), so nothing is left open between uses."""
+    conn.autocommit = True
     conn.execute("SET synchronous_commit = on")
-    conn.execute("SET TIME ZONE 'UTC'")
-    conn.commit()
 
 
 def insert_lines(conn: psycopg.Connection[Any], quest_id: str, lines: Sequence[bytes]) -> None:
