@@ -52,6 +52,7 @@ CHANNEL = "ds_events"  # NOTIFY payload: {"quest_id": ..., "seq": <new last seq>
 LOCK_CLASS = 0x64734576  # "dsEv"
 _PAGE = 1000  # rows fetched per query by iter_lines and follow
 _CONNECT_TIMEOUT = 10  # seconds: opening a store fails after this long without a connection
+_LISTEN_ATTEMPTS = 20  # a follower whose connection died tries this often, 0.5 s apart, to listen again
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS ds_events (
@@ -251,29 +252,57 @@ class PostgresStore:
         """Every event after ``after_seq`` as it is appended, by any process, forever.
 
         Listens for the appenders' notifications and reads by seq on each one for this
-        quest; also reads every ``poll_interval`` seconds, so a notification missed (a
-        dropped connection, a server restart) only delays what follows.
+        quest; also reads every ``poll_interval`` seconds, so a notification missed only
+        delays what follows. If its connection dies (a server restart), it connects and
+        listens again and reads on from the last seq it yielded.
         """
         import psycopg
 
-        conn = await psycopg.AsyncConnection.connect(self.dsn, autocommit=True)
+        seq = after_seq
+        conn: psycopg.AsyncConnection[Any] | None = None
+        caught_up = False  # the last read found less than a page: wait before the next
         try:
-            await conn.execute(f"LISTEN {CHANNEL}")  # before the first read: nothing falls between
-            seq = after_seq
             while True:
-                cur = await conn.execute(
-                    "SELECT seq, line FROM ds_events WHERE quest_id = %s AND seq > %s ORDER BY seq LIMIT %s",
-                    (self.quest_id, seq, _PAGE),
-                )
-                rows = await cur.fetchall()
+                if conn is None:
+                    conn, caught_up = await self._listen(), False
+                try:
+                    if caught_up:
+                        await self._notified(conn, seq, poll_interval)
+                    cur = await conn.execute(
+                        "SELECT seq, line FROM ds_events WHERE quest_id = %s AND seq > %s ORDER BY seq LIMIT %s",
+                        (self.quest_id, seq, _PAGE),
+                    )
+                    rows = await cur.fetchall()
+                except psycopg.OperationalError as exc:
+                    if not conn.broken:
+                        raise _log_error(exc, self.location) from exc
+                    await conn.close()
+                    conn = None  # listen again, then read on from seq
+                    continue
                 for row_seq, line in rows:
                     seq = row_seq
                     yield decode_line(line)
-                if len(rows) == _PAGE:
-                    continue
-                await self._notified(conn, seq, poll_interval)
+                caught_up = len(rows) < _PAGE
         finally:
-            await conn.close()
+            if conn is not None:
+                await conn.close()
+
+    async def _listen(self) -> psycopg.AsyncConnection[Any]:
+        """A connection listening for appends; retried while the server is restarting."""
+        import asyncio  # loaded already: we run on its loop
+
+        import psycopg
+
+        for attempt in range(_LISTEN_ATTEMPTS):
+            try:
+                conn = await psycopg.AsyncConnection.connect(self.dsn, autocommit=True, connect_timeout=_CONNECT_TIMEOUT)
+                await conn.execute(f"LISTEN {CHANNEL}")  # before the next read: nothing falls between
+                return conn
+            except psycopg.OperationalError as exc:
+                if attempt == _LISTEN_ATTEMPTS - 1:
+                    raise _log_error(exc, f"following {self.location}") from exc
+                await asyncio.sleep(0.5)
+        raise AssertionError("unreachable")  # pragma: no cover
 
     # -- checking ---------------------------------------------------------------------
 

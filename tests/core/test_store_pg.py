@@ -251,3 +251,24 @@ def test_the_store_goes_on_after_the_server_drops_every_pooled_connection(pg_dat
             txn.append(msg(3))
         drop_all()
         assert [e.content for e in store.read()] == ["m1", "m2", "m3"] and store.verify().ok
+
+
+async def test_a_follower_whose_connection_dies_listens_again_and_misses_nothing(pg_database, pg_dsn):
+    with PostgresStore(pg_database, quest_id="q") as store:
+        store.append(msg(0))
+        follower = store.follow(poll_interval=3600)  # only notifications wake it
+        assert (await anext(follower)).seq == 1
+        waiting = asyncio.ensure_future(anext(follower))
+        await asyncio.sleep(0.2)  # (it is waiting on its notifications now)
+        with psycopg.connect(pg_dsn, autocommit=True) as admin:
+            admin.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s",
+                (psycopg.conninfo.conninfo_to_dict(pg_database)["dbname"],),
+            )
+        store.append(msg(1))  # lands while it has no connection, or just after it listens again
+        store.append(msg(2))
+        try:
+            assert (await asyncio.wait_for(waiting, 30)).seq == 2
+            assert (await asyncio.wait_for(anext(follower), 30)).seq == 3
+        finally:
+            await follower.aclose()
