@@ -27,16 +27,16 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import msgspec
 
 from ..errors import DiskFull, LogError, ServiceError
-from ..events import Event, decode_line
+from ..events import Event, decode_line, new_event_ids
 from ..store import Head
 from .eventlog import MAX_EVENT_BYTES
-from .format import encode_batches, line_hash, line_type
+from .format import encode_batches, line_hash, line_seq, line_type
 
 if TYPE_CHECKING:
     import psycopg
@@ -44,7 +44,7 @@ if TYPE_CHECKING:
 
     from ..verify import VerifyReport
 
-__all__ = ["PostgresStore", "PgTransaction", "SCHEMA", "ensure_schema", "CHANNEL"]
+__all__ = ["PostgresStore", "PgTransaction", "SCHEMA", "ensure_schema", "insert_lines", "configure_connection", "CHANNEL", "LOCK_CLASS"]
 
 CHANNEL = "ds_events"  # NOTIFY payload: {"quest_id": ..., "seq": <new last seq>}
 # pg_advisory_lock(LOCK_CLASS, hashtext(quest_id)): the two-key form keeps our locks
@@ -52,6 +52,7 @@ CHANNEL = "ds_events"  # NOTIFY payload: {"quest_id": ..., "seq": <new last seq>
 LOCK_CLASS = 0x64734576  # "dsEv"
 _PAGE = 1000  # rows fetched per query by iter_lines and follow
 _CONNECT_TIMEOUT = 10  # seconds: opening a store fails after this long without a connection
+_LISTEN_ATTEMPTS = 20  # a follower whose connection died tries this often, 0.5 s apart, to listen again
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS ds_events (
@@ -76,6 +77,7 @@ _INSERT = (
     "SELECT %s, * FROM unnest(%s::bigint[], %s::text[], %s::text[], %s::text[], %s::bytea[])) "
     "SELECT pg_notify(%s, %s)"
 )
+T = TypeVar("T")
 _notice = msgspec.json.Encoder()
 _notice_decode = msgspec.json.Decoder()
 
@@ -93,8 +95,9 @@ class PostgresStore:
     """The events of quest ``quest_id`` in the PostgreSQL database at ``dsn``.
 
     ``pool``: a :class:`psycopg_pool.ConnectionPool` to share between stores (several
-    quests of one home); it stays open when this store closes. Without one the store
-    opens its own (``pool_size`` connections at most). ``read_only``: appends are
+    quests of one home); it stays open when this store closes, and should set up its
+    connections with :func:`configure_connection` (durable commits). Without one the
+    store opens its own (``pool_size`` connections at most). ``read_only``: appends are
     refused. Events whose stored line is longer than ``max_event_bytes`` are refused
     with :class:`ServiceError` ``event_too_large``, as by the file log.
     """
@@ -160,8 +163,7 @@ class PostgresStore:
 
     def head(self) -> Head:
         """The last seq and its chain hash (``(0, "")`` when empty)."""
-        with self._connection() as conn:
-            return _head(conn, self.quest_id)
+        return self._run(lambda conn: _head(conn, self.quest_id))
 
     def append(self, event: Event | Sequence[Event]) -> Event | list[Event]:
         """Append one event (returns it as stored) or a batch atomically (returns a list).
@@ -178,8 +180,8 @@ class PostgresStore:
         if txn is not None:  # inside this thread's transaction: on its connection (the lock is ours)
             stored = txn._commit(events)
         else:
-            with self._connection() as conn:
-                stored = self._commit(conn, events, locked=False)
+            ready = _with_ids(events)  # before the first try, so a retry is idempotent (see _run)
+            stored = self._run(lambda conn: self._commit(conn, ready, locked=False))
         return stored[0] if single else stored
 
     async def append_async(self, event: Event | Sequence[Event]) -> Event | list[Event]:
@@ -201,35 +203,33 @@ class PostgresStore:
         if held is not None:
             yield PgTransaction(self, held._conn)
             return
-        with self._connection() as conn:
-            conn.execute("SELECT pg_advisory_lock(%s, hashtext(%s))", (LOCK_CLASS, self.quest_id))
-            conn.commit()  # the session keeps the lock; each txn.append is its own commit
-            txn = PgTransaction(self, conn)
-            self._local.txn = txn
+        conn = self._run(self._lock_session, keep=True)
+        txn = PgTransaction(self, conn)
+        self._local.txn = txn
+        try:
+            yield txn
+        finally:
+            self._local.txn = None
             try:
-                yield txn
+                conn.rollback()  # whatever the block left open (a failed statement)
+                conn.execute("SELECT pg_advisory_unlock(%s, hashtext(%s))", (LOCK_CLASS, self.quest_id))
+                conn.commit()
+            except BaseException:
+                conn.close()  # never hand a connection that may still hold the lock back to the pool
+                raise
             finally:
-                self._local.txn = None
-                try:
-                    conn.rollback()  # whatever the block left open (a failed statement)
-                    conn.execute("SELECT pg_advisory_unlock(%s, hashtext(%s))", (LOCK_CLASS, self.quest_id))
-                    conn.commit()
-                except BaseException:
-                    conn.close()  # never hand a connection that may still hold the lock back to the pool
-                    raise
+                self._give_back(conn)
 
     # -- reading ----------------------------------------------------------------------
 
     def read(self, after_seq: int = 0, limit: int | None = None, types: Iterable[str] | None = None) -> list[Event]:
         """Events with ``seq > after_seq`` in order, at most ``limit``, optionally only ``types``."""
         query, params = self._select("seq > %s", after_seq, types, "ASC", limit)
-        with self._connection() as conn:
-            return [decode_line(line) for (line,) in conn.execute(query, params)]
+        return self._run(lambda conn: [decode_line(line) for (line,) in conn.execute(query, params)])
 
     def get(self, seq: int) -> Event | None:
         """The event with this seq, or None."""
-        with self._connection() as conn:
-            return _get(conn, self.quest_id, seq)
+        return self._run(lambda conn: _get(conn, self.quest_id, seq))
 
     def tail(self, n: int, types: Iterable[str] | None = None) -> list[Event]:
         """The last ``n`` events (of ``types`` if given) in order."""
@@ -241,93 +241,108 @@ class PostgresStore:
         """Events with ``seq < before_seq`` (default: all), newest first."""
         before = (1 << 62) if before_seq is None else before_seq
         query, params = self._select("seq < %s", before, types, "DESC", limit)
-        with self._connection() as conn:
-            return [decode_line(line) for (line,) in conn.execute(query, params)]
+        return self._run(lambda conn: [decode_line(line) for (line,) in conn.execute(query, params)])
 
     def iter_lines(self, after_seq: int = 0) -> Iterator[tuple[int, bytes]]:
         """``(seq, stored line)`` for every event after ``after_seq``, as stored, page by page."""
-        for seq, line, _hash in self._pages(after_seq):
+        for seq, line, *_columns in self._pages(after_seq):
             yield seq, line
 
     async def follow(self, after_seq: int = 0, *, poll_interval: float = 0.05) -> AsyncIterator[Event]:
         """Every event after ``after_seq`` as it is appended, by any process, forever.
 
         Listens for the appenders' notifications and reads by seq on each one for this
-        quest; also reads every ``poll_interval`` seconds, so a notification missed (a
-        dropped connection, a server restart) only delays what follows.
+        quest; also reads every ``poll_interval`` seconds, so a notification missed only
+        delays what follows. If its connection dies (a server restart), it connects and
+        listens again and reads on from the last seq it yielded.
         """
         import psycopg
 
-        conn = await psycopg.AsyncConnection.connect(self.dsn, autocommit=True)
+        seq = after_seq
+        conn: psycopg.AsyncConnection[Any] | None = None
+        caught_up = False  # the last read found less than a page: wait before the next
         try:
-            await conn.execute(f"LISTEN {CHANNEL}")  # before the first read: nothing falls between
-            seq = after_seq
             while True:
-                cur = await conn.execute(
-                    "SELECT seq, line FROM ds_events WHERE quest_id = %s AND seq > %s ORDER BY seq LIMIT %s",
-                    (self.quest_id, seq, _PAGE),
-                )
-                rows = await cur.fetchall()
+                if conn is None:
+                    conn, caught_up = await self._listen(), False
+                try:
+                    if caught_up:
+                        await self._notified(conn, seq, poll_interval)
+                    cur = await conn.execute(
+                        "SELECT seq, line FROM ds_events WHERE quest_id = %s AND seq > %s ORDER BY seq LIMIT %s",
+                        (self.quest_id, seq, _PAGE),
+                    )
+                    rows = await cur.fetchall()
+                except psycopg.OperationalError as exc:
+                    if not conn.broken:
+                        raise _log_error(exc, self.location) from exc
+                    await conn.close()
+                    conn = None  # listen again, then read on from seq
+                    continue
                 for row_seq, line in rows:
                     seq = row_seq
                     yield decode_line(line)
-                if len(rows) == _PAGE:
-                    continue
-                await self._notified(conn, seq, poll_interval)
+                caught_up = len(rows) < _PAGE
         finally:
-            await conn.close()
+            if conn is not None:
+                await conn.close()
+
+    async def _listen(self) -> psycopg.AsyncConnection[Any]:
+        """A connection listening for appends; retried while the server is restarting."""
+        import asyncio  # loaded already: we run on its loop
+
+        import psycopg
+
+        for attempt in range(_LISTEN_ATTEMPTS):
+            try:
+                conn = await psycopg.AsyncConnection.connect(self.dsn, autocommit=True, connect_timeout=_CONNECT_TIMEOUT)
+                await conn.execute(f"LISTEN {CHANNEL}")  # before the next read: nothing falls between
+                return conn
+            except psycopg.OperationalError as exc:
+                if attempt == _LISTEN_ATTEMPTS - 1:
+                    raise _log_error(exc, f"following {self.location}") from exc
+                await asyncio.sleep(0.5)
+        raise AssertionError("unreachable")  # pragma: no cover
 
     # -- checking ---------------------------------------------------------------------
 
     def verify(self) -> VerifyReport:
         """Audit this quest's rows without changing them (``ds verify`` on this store).
 
-        Reported at their seq: a row whose line does not decode, whose seq or quest is
-        not the row's, whose stored hash is not its line's hash (the line was edited),
-        whose ``prev`` is not the previous line's hash (a line before it was edited,
-        removed or moved), a gap in the seqs, and an incomplete last batch.
+        Reported at their seq: a gap in the seqs; a row whose line does not decode,
+        whose columns (seq, id, type, hash) are not what its line says (the row was
+        edited by hand), whose ``prev`` is not the previous line's hash (a line before
+        it was edited, removed or moved); an incomplete last batch.
         """
         from ..events import EventDecodeError
         from ..verify import Problem, VerifyReport
 
         report = VerifyReport(path=self.location)
-        expected, prev_hash, position = 1, "", 0
-        batch_start: tuple[int, int] | None = None
-        for seq, line, stored_hash in self._pages(0):
-            position += 1
-            report.lines = position
-            where = f"seq {seq}: "
-            if seq != expected:
-                report.problems.append(Problem(position, 0, f"{where}seq gap: expected seq {expected}, found {seq}"))
+        prev_hash, batch_start = "", 0  # the seq of an unfinished batch's first line
+        for position, (seq, line, *columns) in enumerate(self._pages(0), start=1):
+            found: list[str] = []
+            if seq != report.last_seq + 1:
+                found.append(f"seq gap: expected seq {report.last_seq + 1}, found {seq}")
             actual = line_hash(line)
-            if stored_hash != actual:
-                report.problems.append(
-                    Problem(position, 0, f"{where}the line's hash is not the one stored with it: the row was edited")
-                )
             try:
                 event = decode_line(line)
             except EventDecodeError as exc:
-                report.problems.append(Problem(position, 0, f"{where}{exc}"))
-                event = None
-            if event is not None:
-                if event.seq != seq or event.quest_id not in ("", self.quest_id):
-                    report.problems.append(
-                        Problem(position, 0, f"{where}the line says seq {event.seq} of quest {event.quest_id!r}")
+                found.append(str(exc))
+            else:
+                said = [event.seq, event.id, event.type, actual]
+                if said != [seq, *columns] or event.quest_id not in ("", self.quest_id):
+                    found.append(
+                        f"the row's seq, id, type and hash {[seq, *columns]} are not its line's {said} "
+                        f"(of quest {event.quest_id!r}): the row was edited"
                     )
                 if event.prev != prev_hash:
-                    report.problems.append(
-                        Problem(position, 0, f"{where}broken hash chain: prev does not match the line before "
-                                "(that line was edited, removed or moved)")  # fmt: skip
-                    )
-                if event.more and batch_start is None:
-                    batch_start = (position, seq)
-                elif not event.more:
-                    batch_start = None
-            prev_hash, expected = actual, seq + 1
-            report.last_seq = seq
-        if batch_start is not None:
+                    found.append("broken hash chain: prev does not match the line before (that line was edited, removed or moved)")
+                batch_start = (batch_start or seq) if event.more else 0
+            report.problems += [Problem(position, 0, f"seq {seq}: {what}") for what in found]
+            prev_hash, report.lines, report.last_seq = actual, position, seq
+        if batch_start:
             report.problems.append(
-                Problem(batch_start[0], 0, f"seq {batch_start[1]}: incomplete batch at the end: its last line is missing")
+                Problem(report.lines, 0, f"seq {batch_start}: incomplete batch at the end: its last line is missing")
             )
         return report
 
@@ -355,17 +370,53 @@ class PostgresStore:
         if self.read_only:
             raise LogError(f"{self.location}: this handle is read-only")
 
-    @contextlib.contextmanager
-    def _connection(self) -> Iterator[psycopg.Connection[Any]]:
+    def _run(self, work: Callable[[psycopg.Connection[Any]], T], *, keep: bool = False) -> T:
+        """``work(conn)`` on a pooled connection, database errors as :class:`LogError`.
+
+        If the connection turns out to be dead (the server restarted, or dropped it while
+        it sat in the pool), ``work`` runs once more on a fresh one. That is safe for
+        every caller: reads, taking the lock, and appends, whose events all have their
+        ids before the first try, so if it committed and only the answer was lost, the
+        retry finds them stored. ``keep``: the connection is the caller's to give back.
+        """
         if getattr(self, "_closed", False):
             raise LogError(f"{self.location}: the store is closed")
         import psycopg
 
-        try:
-            with self._pool.connection() as conn:
-                yield conn
-        except psycopg.Error as exc:
-            raise _log_error(exc, f"{self.location}") from exc
+        for attempt in (1, 2):
+            conn = self._pool.getconn()
+            lost = False
+            try:
+                result = work(conn)
+            except psycopg.Error as exc:
+                lost = conn.broken
+                self._pool.putconn(conn)
+                if not (lost and attempt == 1):
+                    raise _log_error(exc, self.location) from exc
+                self._pool.check()  # the other idle connections likely died with it: drop them too
+                continue
+            except BaseException:
+                self._pool.putconn(conn)
+                raise
+            if not keep:
+                self._give_back(conn)
+            return result
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _give_back(self, conn: psycopg.Connection[Any]) -> None:
+        """Return ``conn`` to the pool, ending a transaction a read left open (a pool
+        whose connections are not in autocommit, as a caller's pool may be)."""
+        from psycopg.pq import TransactionStatus
+
+        if conn.info.transaction_status == TransactionStatus.INTRANS:
+            conn.rollback()
+        self._pool.putconn(conn)
+
+    def _lock_session(self, conn: psycopg.Connection[Any]) -> psycopg.Connection[Any]:
+        conn.execute("SELECT pg_advisory_lock(%s, hashtext(%s))", (LOCK_CLASS, self.quest_id))
+        if not conn.autocommit:
+            conn.commit()  # the session keeps the lock; each txn.append is its own commit
+        return conn
 
     def _commit(self, conn: psycopg.Connection[Any], events: list[Event], *, locked: bool) -> list[Event]:
         """One database transaction: lock the quest (unless ``locked``: the session holds
@@ -399,20 +450,7 @@ class PostgresStore:
             if isinstance(result, ServiceError):  # too large: nothing of it is written
                 raise result
             if encoded.lines:
-                first = seq + 1
-                conn.execute(
-                    _INSERT,
-                    (
-                        qid,
-                        list(range(first, first + len(encoded.lines))),
-                        [_line_id(line) for line in encoded.lines],
-                        [line_type(line).decode() for line in encoded.lines],
-                        [line_hash(line) for line in encoded.lines],
-                        encoded.lines,
-                        CHANNEL,
-                        _notice.encode({"quest_id": qid, "seq": encoded.seq}).decode(),
-                    ),
-                )
+                insert_lines(conn, qid, encoded.lines)
         return result  # type: ignore[return-value]
 
     def _select(
@@ -429,17 +467,18 @@ class PostgresStore:
             params += (max(0, limit),)
         return query, params
 
-    def _pages(self, after_seq: int) -> Iterator[tuple[int, bytes, str]]:
-        """``(seq, line, stored hash)`` of every row after ``after_seq``, a page per query
-        (no connection is held between pages, however long the caller takes)."""
+    def _pages(self, after_seq: int) -> Iterator[tuple[int, bytes, str, str, str]]:
+        """``(seq, line, id, type, hash)`` of every row after ``after_seq``, a page per
+        query (no connection is held between pages, however long the caller takes)."""
         while True:
-            with self._connection() as conn:
-                rows = conn.execute(
-                    "SELECT seq, line, hash FROM ds_events WHERE quest_id = %s AND seq > %s ORDER BY seq LIMIT %s",
-                    (self.quest_id, after_seq, _PAGE),
+            rows = self._run(
+                lambda conn: conn.execute(
+                    "SELECT seq, line, id, type, hash FROM ds_events WHERE quest_id = %s AND seq > %s ORDER BY seq LIMIT %s",
+                    (self.quest_id, after_seq, _PAGE),  # noqa: B023 - called at once
                 ).fetchall()
-            for seq, line, stored_hash in rows:
-                yield seq, bytes(line), stored_hash
+            )
+            for seq, line, *columns in rows:
+                yield (seq, bytes(line), *columns)
             if len(rows) < _PAGE:
                 return
             after_seq = rows[-1][0]
@@ -489,10 +528,29 @@ class PgTransaction:
 
 def configure_connection(conn: psycopg.Connection[Any]) -> None:
     """What every connection of a store's pool is set to: an append is acknowledged only
-    once its commit is durable (whatever the server's default), in UTC."""
+    once its commit is durable (whatever the server's default); reads run outside any
+    transaction (appends open their own), so nothing is left open between uses."""
+    conn.autocommit = True
     conn.execute("SET synchronous_commit = on")
-    conn.execute("SET TIME ZONE 'UTC'")
-    conn.commit()
+
+
+def insert_lines(conn: psycopg.Connection[Any], quest_id: str, lines: Sequence[bytes]) -> None:
+    """Store ``lines`` (stored lines, in seq order) as rows of ``quest_id`` and notify
+    followers at commit. The caller holds the quest's lock and has checked that they
+    continue its chain: appends here, and ``ds store migrate`` copying a log verbatim."""
+    conn.execute(
+        _INSERT,
+        (
+            quest_id,
+            [line_seq(line) for line in lines],
+            [_line_id(line) for line in lines],
+            [line_type(line).decode() for line in lines],
+            [line_hash(line) for line in lines],
+            list(lines),
+            CHANNEL,
+            _notice.encode({"quest_id": quest_id, "seq": line_seq(lines[-1])}).decode(),
+        ),
+    )
 
 
 def _head(conn: psycopg.Connection[Any], quest_id: str) -> Head:
@@ -505,11 +563,21 @@ def _get(conn: psycopg.Connection[Any], quest_id: str, seq: int) -> Event | None
     return None if row is None else decode_line(row[0])
 
 
+def _with_ids(events: list[Event]) -> list[Event]:
+    """``events`` with an id each (new ones for those without), as encode_batches would give."""
+    missing = sum(1 for e in events if not e.id)
+    if not missing:
+        return events
+    fresh = iter(new_event_ids(missing))
+    return [e if e.id else msgspec.structs.replace(e, id=next(fresh)) for e in events]
+
+
 def _line_id(line: bytes) -> str:
     from .format import line_id
 
     found = line_id(line)
-    assert found, "encode_batches gives every new event an id"
+    if not found:  # (every line appended since ids exist has one)
+        raise LogError(f"a line without an event id cannot be stored: {line[:80]!r}")
     return found
 
 

@@ -11,7 +11,7 @@ import psycopg
 import pytest
 
 from ds_events.events import ConversationMessage, encode
-from ds_events.log import line_hash
+from ds_events.log import EventLog, line_hash
 from ds_events.errors import LogError
 from ds_events.log.postgres import PostgresStore
 
@@ -62,6 +62,17 @@ def test_verify_reports_a_row_edited_by_sql_at_its_seq(pg_database):
         assert "edited" in report.problems[0].reason and "broken hash chain" in report.problems[1].reason
 
 
+def test_verify_reports_a_row_whose_columns_were_edited_by_sql(pg_database):
+    with PostgresStore(pg_database, quest_id="q") as store:
+        store.append([msg(i) for i in range(3)])
+        with psycopg.connect(pg_database) as conn:
+            conn.execute("UPDATE ds_events SET id = 'forged' WHERE quest_id = 'q' AND seq = 2")
+            conn.execute("UPDATE ds_events SET type = 'quest.control' WHERE quest_id = 'q' AND seq = 3")
+        reasons = [p.reason for p in store.verify().problems]
+        assert len(reasons) == 2 and reasons[0].startswith("seq 2: ") and reasons[1].startswith("seq 3: ")
+        assert "'forged'" in reasons[0] and "'quest.control'" in reasons[1] and all("edited" in r for r in reasons)
+
+
 def test_verify_reports_a_removed_row_as_a_gap_and_a_broken_chain(pg_database):
     with PostgresStore(pg_database, quest_id="q") as store:
         store.append([msg(i) for i in range(5)])
@@ -70,6 +81,17 @@ def test_verify_reports_a_removed_row_as_a_gap_and_a_broken_chain(pg_database):
         reasons = [p.reason for p in store.verify().problems]
         assert len(reasons) == 2 and all(r.startswith("seq 3: ") for r in reasons)
         assert "expected seq 2" in reasons[0] and "broken hash chain" in reasons[1]
+
+
+def test_verify_reports_a_batch_whose_last_rows_are_gone(pg_database):
+    with PostgresStore(pg_database, quest_id="q") as store:
+        store.append(msg(0))
+        store.append([msg(i) for i in range(1, 4)])
+        with psycopg.connect(pg_database) as conn:
+            conn.execute("DELETE FROM ds_events WHERE quest_id = 'q' AND seq = 4")
+        report = store.verify()
+        assert [p.reason for p in report.problems] == ["seq 2: incomplete batch at the end: its last line is missing"]
+        assert report.last_seq == 3
 
 
 def test_a_too_large_event_is_refused_and_nothing_is_stored(pg_database):
@@ -187,3 +209,64 @@ def test_a_transaction_keeps_other_handles_appends_waiting_until_it_ends(pg_data
             txn.append(msg(2))
         worker.join(30)
         assert seqs == [3] and [e.content for e in store.read()] == ["m1", "m2", "m9"]
+
+
+def test_the_same_events_make_the_same_bytes_in_the_file_log_and_the_postgres_store(pg_database, tmp_path):
+    def events(k: int) -> list:
+        return [
+            ConversationMessage(role="user", content=f"é{i}", id=f"id-{k}-{i}", ts="2026-12-01T00:00:00.000000Z", actor="a")
+            for i in range(3)
+        ]
+
+    path = tmp_path / "events.jsonl"
+    with EventLog(path, quest_id="q", policy="always") as log, PostgresStore(pg_database, quest_id="q") as store:
+        for k in range(4):
+            log.append(events(k))
+            store.append(events(k))
+        assert list(store.iter_lines()) == list(log.iter_lines())
+        assert store.head() == log.head()
+    assert path.read_bytes() == b"".join(line + b"\n" for _, line in store_lines(pg_database, "q"))
+
+
+def store_lines(dsn: str, quest_id: str) -> list[tuple[int, bytes]]:
+    with PostgresStore(dsn, quest_id=quest_id, read_only=True) as store:
+        return list(store.iter_lines())
+
+
+def terminate_connections(admin_dsn: str, dsn: str) -> int:
+    """End every session connected to the database ``dsn`` names, as a restarting server would."""
+    with psycopg.connect(admin_dsn, autocommit=True) as admin:
+        row = admin.execute(
+            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE datname = %s",
+            (psycopg.conninfo.conninfo_to_dict(dsn)["dbname"],),
+        ).fetchone()
+    return row[0] if row else 0
+
+
+def test_the_store_goes_on_after_the_server_drops_every_pooled_connection(pg_database, pg_dsn):
+    with PostgresStore(pg_database, quest_id="q") as store:
+        store.append(msg(1))
+        assert terminate_connections(pg_dsn, pg_database) >= 1  # (the pool's idle ones)
+        assert store.append(msg(2)).seq == 2  # a dead connection is replaced, not reported
+        assert terminate_connections(pg_dsn, pg_database) >= 1  # (the pool's idle ones)
+        with store.transaction() as txn:
+            txn.append(msg(3))
+        assert terminate_connections(pg_dsn, pg_database) >= 1  # (the pool's idle ones)
+        assert [e.content for e in store.read()] == ["m1", "m2", "m3"] and store.verify().ok
+
+
+async def test_a_follower_whose_connection_dies_listens_again_and_misses_nothing(pg_database, pg_dsn):
+    with PostgresStore(pg_database, quest_id="q") as store:
+        store.append(msg(0))
+        follower = store.follow(poll_interval=3600)  # only notifications wake it
+        assert (await anext(follower)).seq == 1
+        waiting = asyncio.ensure_future(anext(follower))
+        await asyncio.sleep(0.2)  # (it is waiting on its notifications now)
+        assert terminate_connections(pg_dsn, pg_database) >= 1
+        store.append(msg(1))  # lands while it has no connection, or just after it listens again
+        store.append(msg(2))
+        try:
+            assert (await asyncio.wait_for(waiting, 30)).seq == 2
+            assert (await asyncio.wait_for(anext(follower), 30)).seq == 3
+        finally:
+            await follower.aclose()
