@@ -48,6 +48,8 @@ __all__ = [
     "PromptBudgets",
     "ConfigFile",
     "parse_config",
+    "check_store_url",
+    "parse_store_setting",
     "DEFAULT_ARXIV_API_URL",
 ]
 
@@ -187,6 +189,10 @@ class Config(_Section):
     """The whole file; ``Config()`` is every default."""
 
     durability: Literal["always", "group", "never"] = "group"
+    # Where this home's logs live: ``file`` (each quest's .ds/events.jsonl) or a
+    # PostgreSQL URL (one database that several homes, on several machines, share).
+    # ``DS_STORE`` in the environment wins (see ds_events.stores).
+    store: str = "file"
     git: GitConfig = GitConfig()
     log: LogConfig = LogConfig()
     memory: MemoryConfig = MemoryConfig()
@@ -214,9 +220,43 @@ def parse_config(text: str, path: Path) -> Config:
     if not isinstance(loaded, dict):
         raise Invalid(f"{path} must hold a mapping of sections (durability, git, log, ...)", code="bad_config", file=str(path))
     try:
-        return msgspec.convert(_without_nulls(loaded), Config)
+        config = msgspec.convert(_without_nulls(loaded), Config)
     except msgspec.ValidationError as exc:
         raise _bad_value(str(exc), path) from None
+    check_store_url(config.store, f"{path}: store", file=str(path))
+    return config
+
+
+def check_store_url(value: str, where: str, **details: str) -> str:
+    """``value`` if it names a store (``file`` or ``postgresql://…``), else ``bad_config``
+    saying what ``where`` (the file's key, or the environment variable) takes."""
+    if value == "file" or _STORE_URL.match(value):
+        return value
+    raise Invalid(
+        f"{where} is {value!r}; use file (the default: a JSONL log per quest) or a PostgreSQL URL such as "
+        "postgresql://user@host:5432/dbname",
+        code="bad_config",
+        key="store",
+        allowed=["file", "postgresql://..."],
+        **details,
+    )
+
+
+def parse_store_setting(path: Path) -> str:
+    """Only the ``store`` key of the config at ``path`` (``file`` when absent), for
+    read-only commands that must find the logs even when another key is wrong."""
+    import yaml
+
+    try:
+        loaded = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError):
+        return "file"
+    value = loaded.get("store") if isinstance(loaded, dict) else None
+    if value is None:
+        return "file"
+    if not isinstance(value, str):
+        raise Invalid(f"{path}: store must be a string (file or postgresql://...)", code="bad_config", key="store", file=str(path))
+    return check_store_url(value, f"{path}: store", file=str(path))
 
 
 class ConfigFile:
@@ -248,6 +288,7 @@ class ConfigFile:
 
 # -- private helpers ----------------------------------------------------------------------
 
+_STORE_URL = re.compile(r"^postgres(?:ql)?://\S*$")
 _AT = re.compile(r" - at `\$\.?(?P<path>[^`]*)`$")
 _UNKNOWN = re.compile(r"^Object contains unknown field `(?P<field>[^`]+)`")
 _EXPECTED = re.compile(r"^Expected `(?P<expected>[^`]+)`(?P<rest>[^,]*)(?:, got `(?P<got>[^`]+)`)?")

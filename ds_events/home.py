@@ -14,7 +14,7 @@ import secrets
 import shutil
 import threading
 import unicodedata
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, overload
 
@@ -29,12 +29,14 @@ from projections.status import StatusState
 from projections.workflow import State as WorkflowState
 from projections.papers import State as PapersState
 
-from .config import Config, ConfigFile
+from .config import Config, ConfigFile, parse_store_setting
 from .events import Event, QuestCreated
-from .log import MAX_EVENT_BYTES, EventLog, Policy, Transaction
+from .log import MAX_EVENT_BYTES
 from .log.anchor import load_key, read_key
 from .errors import Conflict, Invalid, NotFound
 from .paths import write_atomic
+from .store import EventStore, StoreTransaction
+from .stores import GLOBAL_LOG, REGISTRY_LOG, RESERVED_LOG_NAMES, is_file_store, log_exists, open_log, resolve_store, stored_log_names
 from .views import Views
 
 if TYPE_CHECKING:
@@ -53,6 +55,7 @@ __all__ = [
 QUEST_ID_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
 # What `ds init` writes (the sections people change most); every default is in Config.
 DEFAULT_CONFIG: dict[str, Any] = {
+    "store": "file",  # file | postgresql://user@host:5432/dbname (the README's optional section)
     "durability": "group",  # always | group | never
     "memory": {"shared_across_quests": False},
     "git": {"max_file_bytes": 50 * 1024 * 1024},
@@ -125,10 +128,63 @@ class Home:
         only when the file changed; a bad value is ``bad_config`` naming the key."""
         return self._config.load()
 
+    def store_url(self, *, strict: bool = True) -> str:
+        """Where this home's logs live: ``file`` or a PostgreSQL URL (``DS_STORE``, else
+        ``config.yaml``'s ``store``). ``strict=False`` (read-only commands): a bad value
+        elsewhere in the config does not stop anyone from finding the logs to read."""
+        try:
+            configured = self.config().store
+        except Invalid:
+            if strict:
+                raise
+            configured = parse_store_setting(self.config_path)
+        return resolve_store(configured)
+
     def quest_root(self, quest_id: str) -> Path:
         return self.quests_dir / validate_quest_id(quest_id)
 
+    def log_root(self, name: str) -> Path:
+        """The directory whose files the log ``name`` materialises: a quest's repository,
+        global memory's directory, or the baseline registry's."""
+        if name == GLOBAL_LOG:
+            return self.global_memory_dir
+        if name == REGISTRY_LOG:
+            return self.root / "baselines"
+        return self.quest_root(name)
+
+    def open_log(
+        self, name: str, *, actor: str = "", read_only: bool = False, recover: bool = True, root: Path | None = None
+    ) -> EventStore:
+        """The log ``name`` (a quest id, ``global``, ``baseline-registry``) in this home's
+        store, with the home's durability policy, event size limit and log key."""
+        root = root if root is not None else self.log_root(name)
+        # A read-only handle appends nothing, so it needs neither the durability policy
+        # nor the event size limit: it does not parse config.yaml for them (a bad config
+        # does not stop anyone from reading a quest).
+        config = None if read_only else self.config()
+        return open_log(
+            self.store_url(strict=not read_only),
+            path=root / ".ds" / "events.jsonl",
+            name=name,
+            actor=actor,
+            policy="never" if config is None else config.durability,
+            read_only=read_only,
+            recover=recover,
+            key=self.log_key(create=not read_only),
+            max_event_bytes=MAX_EVENT_BYTES if config is None else config.log.max_event_bytes,
+        )
+
+    def has_log(self, name: str, *, root: Path | None = None) -> bool:
+        """Whether the log ``name`` holds any event in this home's store."""
+        root = root if root is not None else self.log_root(name)
+        return log_exists(self.store_url(strict=False), path=root / ".ds" / "events.jsonl", name=name)
+
     def quest_ids(self) -> list[str]:
+        """Every quest of this home's store: the quest directories with a log file, or
+        the quests the database holds (whether or not this machine has opened them)."""
+        url = self.store_url(strict=False)
+        if not is_file_store(url):
+            return [n for n in stored_log_names(url) if n not in RESERVED_LOG_NAMES and QUEST_ID_RE.match(n)]
         if not self.quests_dir.is_dir():
             return []
         return sorted(
@@ -144,7 +200,12 @@ class Home:
             raise Invalid("a quest title is one line of at most 200 characters", code="invalid_title")
         self.init()
         if quest_id is None:
-            quest_id = _fresh_id(self.quests_dir, title)
+            quest_id = _fresh_id(self.quests_dir, title, taken=self.has_log)
+        elif quest_id in RESERVED_LOG_NAMES:
+            raise Invalid(
+                f"quest id {quest_id!r} is reserved (it names the home's {quest_id} log): choose another --id",
+                code="reserved_quest_id",
+            )
         root = self.quest_root(quest_id)
         try:
             root.mkdir(parents=False)
@@ -158,7 +219,16 @@ class Home:
             repo = pygit2.init_repository(str(root), initial_head="main")
             write_atomic(root / ".gitignore", _GITIGNORE.encode())
             quest = Quest(self, quest_id, actor=actor)
-            quest.emit(QuestCreated(title=title, brief=brief))
+            try:
+                # On a shared store another home may have created this quest: the
+                # first event decides, under the log's lock.
+                with quest.transaction() as txn:
+                    if txn.last_seq:
+                        raise Conflict(f"quest {quest_id!r} already exists: choose another --id", code="quest_exists")
+                    txn.append(QuestCreated(title=title, brief=brief))
+            except BaseException:
+                quest.close()
+                raise
             commit_all(repo, f"Create quest {quest_id}: {title}")
             return quest
         except BaseException:
@@ -166,9 +236,10 @@ class Home:
             raise
 
     def require_quest(self, quest_id: str) -> Path:
-        """The quest's root, or :class:`NotFound` (``unknown_quest``); opens nothing."""
+        """The quest's root, or :class:`NotFound` (``unknown_quest``); opens nothing.
+        On a shared store the root may not exist yet: opening the quest makes it."""
         root = self.quest_root(quest_id)
-        if not (root / ".ds" / "events.jsonl").is_file():
+        if quest_id in RESERVED_LOG_NAMES or not self.has_log(quest_id, root=root):
             raise NotFound(f"no quest {quest_id!r} in {self.root}: see `ds quest list`", code="unknown_quest")
         return root
 
@@ -202,41 +273,36 @@ class Quest:
         self.home = home
         self.id = quest_id
         self.root = root if root is not None else home.quest_root(quest_id)
-        # A read-only handle appends nothing, so it needs neither the durability policy
-        # nor the event size limit: it does not parse config.yaml (a bad config does not
-        # stop anyone from reading a quest).
-        config = None if read_only else home.config()
-        self._policy: Policy = "never" if config is None else config.durability
-        self._max_event_bytes = MAX_EVENT_BYTES if config is None else config.log.max_event_bytes
         self._actor = actor
         self._read_only = read_only
         self._reopening = threading.Lock()
-        self._retired: list[EventLog] = []  # replaced handles: another thread may still read one
+        self._retired: list[EventStore] = []  # replaced handles: another thread may still read one
+        # On a shared store this machine may not have the quest's repository yet: its
+        # files are projections of the store's log, written here on first open.
+        fresh = not read_only and not self.root.is_dir()
+        if fresh:
+            _init_repository(self.root)
         self.log = self._open_log()
-        self.views = Views(self.log, self.root).load()
-        if self.log.recovered is not None:
-            self.views.materialise()
+        try:
+            self.views = Views(self.log, self.root).load()
+            if fresh or getattr(self.log, "recovered", None) is not None:
+                self.views.materialise(full=fresh)
+        except BaseException:
+            self.log.close()
+            raise
 
-    def _open_log(self) -> EventLog:
-        log = EventLog(
-            self.root / ".ds" / "events.jsonl",
-            quest_id=self.id,
-            actor=self._actor,
-            policy=self._policy,
-            read_only=self._read_only,
-            key=self.home.log_key(create=not self._read_only),
-            max_event_bytes=self._max_event_bytes,
-        )
-        log.run_id = self._run_id
+    def _open_log(self) -> EventStore:
+        log = self.home.open_log(self.id, actor=self._actor, read_only=self._read_only, root=self.root)
+        log.run_id = self._run_id  # type: ignore[attr-defined]  # every store stamps it
         return log
 
-    def _writable_log(self) -> EventLog:
+    def _writable_log(self) -> EventStore:
         """The log handle to append through. After a failed write (a full disk) a
-        handle refuses until reopened; reopening here means a long-running server
+        file log refuses until reopened; reopening here means a long-running server
         appends again by itself once there is room, instead of failing every call."""
-        if self.log.needs_reopen:
+        if getattr(self.log, "needs_reopen", False):
             with self._reopening:
-                if self.log.needs_reopen:
+                if getattr(self.log, "needs_reopen", False):
                     self._retired.append(self.log)
                     self.log = self._open_log()
                     self.views.log = self.log
@@ -246,9 +312,10 @@ class Quest:
     def at(cls, root: str | os.PathLike[str], *, actor: str = "cli") -> Quest:
         """Open the quest whose repository is ``root`` (``DS_QUEST_ROOT``)."""
         root = Path(root).resolve()
-        if not (root / ".ds" / "events.jsonl").is_file():
-            raise NotFound(f"{root} is not a quest (no .ds/events.jsonl)", code="unknown_quest")
-        return cls(Home(root.parent.parent), root.name, actor=actor, root=root)
+        home = Home(root.parent.parent)
+        if not QUEST_ID_RE.match(root.name) or not home.has_log(root.name, root=root):
+            raise NotFound(f"{root} is not a quest (no log in its home's store)", code="unknown_quest")
+        return cls(home, root.name, actor=actor, root=root)
 
     # One overload per quest projection, so a caller's state is typed by its name.
     # tests/core/test_views_state.py checks they match quest_projections().
@@ -303,7 +370,7 @@ class Quest:
         return stored
 
     @contextlib.contextmanager
-    def transaction(self) -> Iterator[Transaction]:
+    def transaction(self) -> Iterator[StoreTransaction]:
         """Read-decide-append under the log's lock (see :meth:`EventLog.transaction`).
 
         Views are caught up on entry, so ``self.state(...)`` inside sees every process's
@@ -330,11 +397,31 @@ class Quest:
         self.close()
 
 
-def _fresh_id(quests_dir: Path, title: str) -> str:
+def _init_repository(root: Path) -> None:
+    """An empty quest repository at ``root`` (its files come from the log), made once
+    however many processes of this machine open the quest first at the same time."""
+    import fcntl
+
+    import pygit2
+
+    root.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(root.parent / f".{root.name}.lock", os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        if (root / ".git").is_dir():
+            return  # another process made it while we waited
+        root.mkdir(exist_ok=True)
+        pygit2.init_repository(str(root), initial_head="main")
+        write_atomic(root / ".gitignore", _GITIGNORE.encode())
+    finally:
+        os.close(fd)  # (releases the lock)
+
+
+def _fresh_id(quests_dir: Path, title: str, taken: Callable[[str], bool]) -> str:
     ascii_title = unicodedata.normalize("NFKD", title).encode("ascii", "ignore").decode()
     slug = re.sub(r"[^a-z0-9]+", "-", ascii_title.lower()).strip("-")[:40].strip("-") or "quest"
     while True:
         candidate = f"{slug}-{secrets.token_hex(2)}"
-        if not (quests_dir / candidate).exists():
+        if not (quests_dir / candidate).exists() and not taken(candidate):  # (another home's, on a shared store)
             return candidate
 

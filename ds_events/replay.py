@@ -8,7 +8,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .events import new_event_id
-from .log import EventLog
+from .store import EventStore
+from .stores import FILE, open_log
 from .views import Views
 
 __all__ = ["ReplayResult", "replay_quest"]
@@ -30,6 +31,7 @@ def replay_quest(
     quest_id: str,
     progress: Callable[[int], None] | None = None,
     key: bytes | None = None,
+    log: EventStore | None = None,
 ) -> ReplayResult:
     """Fold all projections from seq 0 (snapshots ignored), rewrite files and snapshots.
 
@@ -38,10 +40,14 @@ def replay_quest(
 
     ``progress`` receives byte counts as lines are consumed (for a progress bar).
     ``key`` signs the log's head anchor if opening it records a recovery.
+    ``log``: the quest's log opened by the caller (``Home.open_log``, any store; the
+    caller closes it); by default the file at ``root/.ds/events.jsonl``.
     Running it twice gives identical files.
     """
     root = Path(root)
-    log = EventLog(root / ".ds" / "events.jsonl", quest_id=quest_id, actor="replay", key=key)
+    owned = log is None
+    if log is None:
+        log = open_log(FILE, path=root / ".ds" / "events.jsonl", name=quest_id, actor="replay", key=key)
     try:
         views = Views(log, root)
         views.catch_up(progress=progress, keep=False)
@@ -57,4 +63,5 @@ def replay_quest(
             replaced_dir=str(keep) if views.replaced else None,
         )
     finally:
-        log.close()
+        if owned:
+            log.close()

@@ -1,10 +1,11 @@
 """The store contract: what the services rely on from an event store.
 
-The JSONL file log (:class:`ds_events.log.EventLog`) is one implementation; a
-PostgreSQL store is another to come. Both keep the same hash chain, byte for byte:
-event ``n+1``'s ``prev`` is :func:`ds_events.log.line_hash` of ``encode(event n)``, so
-a log can move between stores and still verify. ``tests/core/store_contract.py`` is
-the suite every store must pass; a store supplies only a factory.
+The JSONL file log (:class:`ds_events.log.EventLog`) is one implementation; the
+PostgreSQL store (:class:`ds_events.log.postgres.PostgresStore`) is the other. Both
+keep the same hash chain, byte for byte: event ``n+1``'s ``prev`` is
+:func:`ds_events.log.line_hash` of ``encode(event n)``, so a log can move between
+stores and still verify. ``tests/core/store_contract.py`` is the suite every store
+must pass; a store supplies only a factory.
 
 The protocol is ``runtime_checkable``, so ``isinstance(store, EventStore)`` checks that
 every member exists; ``tests/core/test_store_file.py`` also compares signatures.

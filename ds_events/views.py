@@ -33,7 +33,9 @@ from projections.base import Projection
 
 from .errors import Invalid
 from .events import Event, decode_line
-from .log import EventLog, line_hash
+from .log import line_hash
+from .store import EventStore
+from .stores import local_dir
 from .paths import confined, read_confined, write_atomic
 
 __all__ = ["Views", "write_atomic"]  # write_atomic: re-exported from ds_events.paths
@@ -57,7 +59,7 @@ class Views:
 
     def __init__(
         self,
-        log: EventLog,
+        log: EventStore,
         root: str | os.PathLike[str],
         projections: list[Projection[Any]] | None = None,
         *,
@@ -66,7 +68,7 @@ class Views:
         self.log = log
         self.root = Path(root)
         self.projections = projections if projections is not None else quest_projections()
-        self.snapshot_dir = Path(snapshot_dir) if snapshot_dir else Path(log.path).parent / "snapshots"
+        self.snapshot_dir = Path(snapshot_dir) if snapshot_dir else local_dir(log, root) / "snapshots"
         # Guards ``_states``, ``seqs`` and ``_handed_out`` between threads (see catch_up).
         self._lock = threading.RLock()
         self._states: dict[str, Any] = {}
@@ -214,7 +216,8 @@ class Views:
         self.replaced = []
         self.refused = []
         self._keep_replaced = Path(keep_replaced) if keep_replaced is not None else None
-        lock_path = Path(self.log.path).parent / "materialise.lock"
+        lock_path = local_dir(self.log, self.root) / "materialise.lock"
+        lock_path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)

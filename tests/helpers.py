@@ -25,7 +25,7 @@ import ds_events.events.tool as evt
 from ds_events.events import Event
 from ds_events.home import Home
 
-__all__ = ["tool_error", "ds_env", "stdio_server", "DS", "wait_until", "wait_until_async", "event_payloads", "random_events", "EVENT_TAGS_MADE"]
+__all__ = ["tool_error", "ds_env", "stdio_server", "DS", "distinct_body", "write_shared_lesson", "wait_until", "wait_until_async", "event_payloads", "random_events", "EVENT_TAGS_MADE"]
 
 
 def tool_error(result: object) -> dict:
@@ -55,6 +55,19 @@ def stdio_server(home: Home, namespace: str, quest_id: str = "q1") -> Any:
         command=sys.executable, args=["-m", "ds_events", "mcp", "--namespace", namespace],
         env=ds_env(home, DS_QUEST_ID=quest_id),
     )  # fmt: skip
+
+
+def distinct_body(tag: str, i: int) -> str:
+    """A memory card body of words unique to ``(tag, i)``: no two are near-duplicates."""
+    return " ".join(f"{tag}w{i}x{k}" for k in range(8))
+
+
+async def write_shared_lesson(client: Any) -> str:
+    """Write the lesson every racer of a duplicate-refusal test writes (one may win);
+    returns the write's status (``written`` or ``duplicate_candidates``)."""
+    r = await client.call_tool("write", {"kind": "knowledge", "title": "Shared lesson: cache tokenizer per vocab",
+                                         "body": "rebuild the tokenizer cache whenever the vocabulary changes"})  # fmt: skip
+    return r.structured_content["status"]  # type: ignore[no-any-return]
 
 
 def domain_events(quest: Any) -> int:

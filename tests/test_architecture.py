@@ -37,6 +37,8 @@ LAYERS: dict[str, int] = {
     "projections": 1,
     "ds_events.log": 2,
     "ds_events.store": 2,
+    "ds_events.stores": 2,
+    "ds_events.migrate": 2,
     "ds_events.fdio": 2,
     "ds_events.paths": 2,
     "ds_events.config": 2,

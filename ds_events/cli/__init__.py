@@ -29,6 +29,7 @@ COMMANDS: dict[str, str] = {
     "verify": "ds_events.cli.log",
     "repair": "ds_events.cli.log",
     "replay": "ds_events.cli.log",
+    "store": "ds_events.cli.store",
     "reply": "ds_events.cli.interact",
     "inbox": "ds_events.cli.interact",
     "binding": "ds_events.cli.interact",

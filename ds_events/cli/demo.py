@@ -22,7 +22,7 @@ import click
 from ds_events.home import Home, Quest
 from ds_events.replay import replay_quest
 from ds_events.services import quests as quest_service
-from ds_events.verify import verify_log
+from ds_events.verify import verify_home_log
 
 from .common import out
 
@@ -144,9 +144,9 @@ def _summary(quest: Quest) -> None:
         f"{counts.get('bash.session_started', 0)} shell sessions, {counts.get('runner.tool_call', 0)} tool calls, "
         f"{counts.get('git.branch_prepared', 0)} branches"
     )
-    report = verify_log(quest.log.path)
+    report = verify_home_log(quest.home, quest.id)
     out(f"verify:  {'ok, hash chain intact' if report.ok else report.problems}")
-    result = replay_quest(quest.root, quest_id=quest.id)
+    result = replay_quest(quest.root, quest_id=quest.id, log=quest.log)
     out(f"replay:  {result.events} events folded, {len(result.files_written)} file(s) differed (0 means the files match the log)")
     home = quest.home.root
     out("look:")

@@ -11,7 +11,8 @@ import click
 
 from ds_events.events import decode_line
 from ds_events.home import Home
-from ds_events.log import EventLog
+from ds_events.store import EventStore
+from ds_events.stores import REGISTRY_LOG, is_file_store, require_file_store
 
 from .common import CliError, cli, emit_json, json_option, out, pass_home
 
@@ -47,8 +48,8 @@ def events_tail(
     Example: ds events tail tok-abl --after 10 --limit 5 --format acp
     """
     as_json = _formatter(fmt, quest_id) if fmt == "acp" else (as_json or fmt == "raw")
-    path = _log_path(home, quest_id)
-    log = EventLog(path, quest_id=quest_id, actor="cli", read_only=True)  # never recovers or writes
+    _log_path(home, quest_id)
+    log = home.open_log(quest_id, actor="cli", read_only=True)  # never recovers or writes
     try:
         warn_if_torn(log, quest_id)
         if after is None:
@@ -71,18 +72,20 @@ def events_tail(
         log.close()
 
 
-async def _follow(log: EventLog, after: int, as_json: bool | Callable[[bytes], bytes]) -> None:
+async def _follow(log: EventStore, after: int, as_json: bool | Callable[[bytes], bytes]) -> None:
     from ds_events.events import encode
 
     async for event in log.follow(after_seq=after):
         _print_line(encode(event), as_json)
 
 
-def warn_if_torn(log: EventLog, quest_id: str) -> None:
-    """Say on stderr that a read-only command left a torn tail in place, and what fixes it."""
-    if log.torn is not None:
+def warn_if_torn(log: EventStore, quest_id: str) -> None:
+    """Say on stderr that a read-only command left a torn tail in place, and what fixes it
+    (a file log's; a database has no torn tail)."""
+    torn = getattr(log, "torn", None)
+    if torn is not None:
         click.echo(
-            f"warning: {log.path} ends in a torn tail at byte {log.torn.offset} ({log.torn.reason}); "
+            f"warning: {log.path} ends in a torn tail at byte {torn.offset} ({torn.reason}); "  # type: ignore[attr-defined]
             f"shown: the events before it. `ds repair {quest_id}` quarantines it",
             err=True,
         )
@@ -139,15 +142,16 @@ def verify(home: Home, quest_id: str | None, registry: bool, as_json: bool) -> N
     Exits 1 and lists each problem (line, byte offset, reason, the anchor that caught it).
     Example: ds verify tok-abl      (ds verify --registry: the home's baseline registry)
     """
-    from ds_events.verify import verify_log  # only the auditing commands need it
+    from ds_events.verify import verify_home_log  # only the auditing commands need it
 
     quest_id = _quest_or_registry(quest_id, registry)
     if registry:
-        path = _registry_log(home)
-        report = verify_log(str(path), key=home.log_key(create=False))
+        _registry_log(home)
+        report = verify_home_log(home, REGISTRY_LOG)
     else:
-        path = _log_path(home, quest_id)
-        report = verify_log(path, key=home.log_key(create=False), repo=home.quest_root(quest_id))
+        _log_path(home, quest_id)
+        report = verify_home_log(home, quest_id, repo=home.quest_root(quest_id))
+    path = report.path
     if as_json:
         emit_json(
             {
@@ -189,6 +193,7 @@ def repair(home: Home, quest_id: str, yes: bool) -> None:
     """
     from ds_events.verify import repair_log, verify_log
 
+    require_file_store(home.store_url(), "`ds repair`")
     path = _log_path(home, quest_id)
     key, repo = home.log_key(), home.quest_root(quest_id)
     report = verify_log(path, key=key, repo=repo)
@@ -236,12 +241,21 @@ def replay(home: Home, quest_id: str | None, registry: bool, as_json: bool) -> N
 
     path = _log_path(home, quest_id)
     root = home.quest_root(quest_id)
-    total = os.path.getsize(path)
-    if as_json or total < 8 * 1024 * 1024:
-        result = replay_quest(root, quest_id=quest_id, key=home.log_key())
-    else:
-        with click.progressbar(length=total, label="replaying", file=sys.stderr) as bar:
-            result = replay_quest(root, quest_id=quest_id, progress=bar.update, key=home.log_key())
+    if not root.is_dir():
+        # The database holds the log and this machine never opened the quest: opening
+        # it makes the repository its files are written into.
+        home.open_quest(quest_id, actor="replay").close()
+    # Byte counts for the bar: the file's size, or nothing to count against (a database).
+    total = os.path.getsize(path) if is_file_store(home.store_url()) else 0
+    log = home.open_log(quest_id, actor="replay")
+    try:
+        if as_json or total < 8 * 1024 * 1024:
+            result = replay_quest(root, quest_id=quest_id, log=log)
+        else:
+            with click.progressbar(length=total, label="replaying", file=sys.stderr) as bar:
+                result = replay_quest(root, quest_id=quest_id, progress=bar.update, log=log)
+    finally:
+        log.close()
     if as_json:
         emit_json(
             {
@@ -262,11 +276,12 @@ def replay(home: Home, quest_id: str | None, registry: bool, as_json: bool) -> N
 
 
 def _log_path(home: Home, quest_id: str) -> str:
+    """The quest's log file (where it is, or would be, on this machine), once its
+    log is known to exist in the home's store."""
     root = home.quest_root(quest_id)  # validates the id
-    path = root / ".ds" / "events.jsonl"
-    if not path.is_file():
+    if not home.has_log(quest_id, root=root):
         raise CliError(f"no quest {quest_id!r} in {home.root}: see `ds quest list`")
-    return str(path)
+    return str(root / ".ds" / "events.jsonl")
 
 
 def _quest_or_registry(quest_id: str | None, registry: bool) -> str:
@@ -278,8 +293,8 @@ def _quest_or_registry(quest_id: str | None, registry: bool) -> str:
 
 
 def _registry_log(home: Home) -> Path:
-    path = home.root / "baselines" / ".ds" / "events.jsonl"
-    if not path.is_file():
+    path = home.log_root(REGISTRY_LOG) / ".ds" / "events.jsonl"
+    if not home.has_log(REGISTRY_LOG):
         raise CliError(f"no baseline registry in {home.root}: nothing was published with publish_baseline yet")
     return path
 

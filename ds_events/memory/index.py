@@ -32,7 +32,7 @@ from typing import Any
 from ds_events.errors import ServiceError
 from ds_events.events import decode_line
 from ds_events.events.memory import CardImported, CardSuperseded, CardWritten
-from ds_events.log import EventLog
+from ds_events.store import EventStore
 
 from .sqlite_file import SharedSqlite
 from .text import STOPWORDS, content_words, words
@@ -152,7 +152,7 @@ class MemoryIndex:
     """The FTS5 index of one memory log, stored at ``path`` (generation 0; see
     :mod:`.sqlite_file` for the later ones)."""
 
-    def __init__(self, path: str | os.PathLike[str], log: EventLog) -> None:
+    def __init__(self, path: str | os.PathLike[str], log: EventStore) -> None:
         self.path = Path(path)
         self.log = log
         self._db = SharedSqlite(self.path, _setup)

@@ -19,7 +19,9 @@ import msgspec
 
 from ds_events.errors import Invalid, NotFound
 from ds_events.home import Home, Quest
-from ds_events.log import EventLog, LogError, Transaction
+from ds_events.log import LogError
+from ds_events.store import EventStore, StoreTransaction
+from ds_events.stores import GLOBAL_LOG, is_file_store, local_dir
 from ds_events.paths import confined, read_confined
 from ds_events.views import Views
 from projections.memory import GLOBAL_PROJECTION, PROJECTION, Card, MemoryState, card_path, render_card
@@ -57,7 +59,7 @@ class MemoryStore:
         *,
         scope: str,
         name: str,
-        log: EventLog,
+        log: EventStore,
         views: Views,
         root: Path,
         prefix: str,
@@ -74,7 +76,7 @@ class MemoryStore:
         self.projection_name = projection_name
         self.quest = quest
         self.read_only = read_only
-        self.index = MemoryIndex(Path(log.path).parent / INDEX_FILE, log)
+        self.index = MemoryIndex(local_dir(log, root) / INDEX_FILE, log)
 
     @property
     def memory_dir(self) -> Path:
@@ -110,7 +112,7 @@ class MemoryStore:
         return self.index
 
     @contextlib.contextmanager
-    def transaction(self) -> Iterator[Transaction]:
+    def transaction(self) -> Iterator[StoreTransaction]:
         """Hold this log's append lock; the views are caught up inside.
 
         The index is caught up *before* the lock is taken, never while it is held: an
@@ -241,9 +243,12 @@ class MemoryContext:
             if self._global is None:
                 gdir = self.home.global_memory_dir
                 # Signed with the home's key like every quest log, so its head anchor vouches for it.
-                log = EventLog(gdir / ".ds" / "events.jsonl", quest_id="global", actor=self.actor, policy=self.quest.log.policy,
-                               key=self.home.log_key())
+                log = self.home.open_log(GLOBAL_LOG, actor=self.actor)
                 views = Views(log, gdir, projections=[GLOBAL_PROJECTION]).load()
+                if not is_file_store(self.home.store_url()) and views.last_seq and not (gdir / DIGEST).exists():
+                    # A shared store's global memory this machine never wrote out: its
+                    # cards are this machine's projection of the log, written now.
+                    views.materialise(full=True)
                 self._global = MemoryStore(
                     scope="global", name="global", log=log, views=views, root=gdir, prefix="",
                     projection_name=GLOBAL_PROJECTION.name,
@@ -288,7 +293,7 @@ class MemoryContext:
             if qid not in self._shared:
                 root = self.home.quest_root(qid)
                 try:
-                    log = EventLog(root / ".ds" / "events.jsonl", quest_id=qid, actor=self.actor, recover=False)
+                    log = self.home.open_log(qid, actor=self.actor, recover=False)
                 except LogError:
                     continue  # a quest being repaired is skipped, never modified from here
                 views = Views(log, root, projections=[PROJECTION]).load(use_snapshots=False)

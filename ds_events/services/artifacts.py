@@ -66,7 +66,8 @@ from ds_events.events.artifact import (
 from ds_events.errors import Conflict, Invalid, NotFound
 from ds_events.events import Event, QuestAnchorChanged
 from ds_events.home import Home, Quest
-from ds_events.log import EventLog, Transaction
+from ds_events.store import EventStore, StoreTransaction
+from ds_events.stores import REGISTRY_LOG
 from ds_events.views import Views
 from projections import baseline_registry
 from projections import results as results_view
@@ -575,7 +576,7 @@ def create_analysis_campaign(
             slices=wanted,
         )
 
-        def recheck(txn: Transaction) -> Event:
+        def recheck(txn: StoreTransaction) -> Event:
             # The reservation keeps other campaigns off this id; a record given this
             # id explicitly (artifact_id="campaign-...") is the one thing that can take it.
             if quest.state("artifacts").id_taken(campaign_id):
@@ -673,15 +674,11 @@ def optimization_frontier(quest: Quest, cmd: GetOptimizationFrontier) -> Frontie
 # -- the home's baseline registry ---------------------------------------------------------
 
 
-def open_registry(home: Home, actor: str = "cli") -> tuple[EventLog, Views]:
+def open_registry(home: Home, actor: str = "cli") -> tuple[EventStore, Views]:
     """The registry's log and view (the caller closes the log)."""
-    root = home.root / "baselines"
-    log = EventLog(
-        root / ".ds" / "events.jsonl", quest_id="baseline-registry", actor=actor, policy=home.config().durability,
-        key=home.log_key(),
-    )  # fmt: skip
+    log = home.open_log(REGISTRY_LOG, actor=actor)
     try:
-        views = Views(log, root, projections=[baseline_registry.PROJECTION]).load()
+        views = Views(log, home.log_root(REGISTRY_LOG), projections=[baseline_registry.PROJECTION]).load()
     except BaseException:
         log.close()
         raise
@@ -690,7 +687,7 @@ def open_registry(home: Home, actor: str = "cli") -> tuple[EventLog, Views]:
 
 def registry_entry(home: Home, baseline_id: str) -> dict[str, Any] | None:
     """The registry's entry for ``baseline_id`` as plain JSON, or None."""
-    if not (home.root / "baselines" / ".ds" / "events.jsonl").is_file():
+    if not home.has_log(REGISTRY_LOG):
         return None
     log, views = open_registry(home)
     try:
@@ -836,7 +833,7 @@ def _check_publishable(state: Any, baseline_id: str) -> None:
 def _unknown_baseline(state: Any, baseline_id: str, *, home: Home | None = None) -> NotFound:
     """The refusal for an id neither the quest nor (given ``home``) the registry knows."""
     known = set(state.baselines)
-    if home is not None and (home.root / "baselines" / ".ds" / "events.jsonl").is_file():
+    if home is not None and home.has_log(REGISTRY_LOG):
         log, views = open_registry(home)
         try:
             known |= set(views.state(baseline_registry.PROJECTION.name).entries)

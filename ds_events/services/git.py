@@ -29,7 +29,8 @@ from ds_events.errors import Conflict, Invalid, NotFound
 from ds_events.events import Event, EventDecodeError, decode_line
 from ds_events.events.artifact import BranchPrepared, GitCheckpointed, GitGraphRendered
 from ds_events.home import Quest
-from ds_events.log import LogError, Transaction, line_hash
+from ds_events.log import LogError, line_hash
+from ds_events.store import StoreTransaction
 from projections.artifacts import render_graph_svg
 
 from .artifact_commands import BranchResult, Checkpoint, CheckpointResult, GitGraphResult, PrepareBranch, RenderGitGraph
@@ -187,7 +188,7 @@ def git_graph(repo: pygit2.Repository, state: Any, *, max_commits: int = 200) ->
     }
 
 
-def append_recording(quest: Quest, undo: Rollback, decide: Callable[[Transaction], Event]) -> Event:
+def append_recording(quest: Quest, undo: Rollback, decide: Callable[[StoreTransaction], Event]) -> Event:
     """Append the event that records the side effects registered on ``undo``; returns it
     as stored. Used by every command that changes the repository before it appends.
 
@@ -274,7 +275,7 @@ def _checkpoint_once(quest: Quest, message: str, allow_empty: bool, branch: str 
             skipped=staged.skipped,
         )
 
-    def commit(txn: Transaction) -> Event:
+    def commit(txn: StoreTransaction) -> Event:
         seq, chain_hash = _log_head(quest, txn)
         sha = git_ops.commit_staged(staged, git_ops.with_trailer(message, seq, chain_hash), undo)
         return GitCheckpointed(
@@ -304,7 +305,7 @@ def _checkpoint_once(quest: Quest, message: str, allow_empty: bool, branch: str 
     )
 
 
-def _log_head(quest: Quest, txn: Transaction) -> tuple[int, str]:
+def _log_head(quest: Quest, txn: StoreTransaction) -> tuple[int, str]:
     """The log's last seq and the chain hash of that line (what the next line's ``prev``
     will be), read under the lock."""
     seq = txn.last_seq

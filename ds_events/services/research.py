@@ -41,7 +41,8 @@ from ds_events.events import Event, QuestAnchorChanged, new_event_id
 from ds_events.events.artifact import ArtifactRecorded, BranchPrepared
 from ds_events.events.research import BranchActivated, IdeaSubmitted
 from ds_events.home import Quest
-from ds_events.log import LogError, Transaction
+from ds_events.log import LogError
+from ds_events.store import StoreTransaction
 from ds_events.paths import confined
 from projections.research import format_branch_no, idea_paths
 
@@ -134,7 +135,7 @@ def submit_idea(quest: Quest, cmd: SubmitIdea) -> SubmitIdeaResult:
     start_sha, start_label = git_ops.resolve_start(repo, parent, "main")
     git_ops.check_free(quest.root, repo, [spec])
 
-    def decide(txn: Transaction) -> list[Event]:
+    def decide(txn: StoreTransaction) -> list[Event]:
         research_now, artifacts_now, status = quest.state("research"), quest.state("artifacts"), quest.state("status")
         _check_new_idea(research_now, idea_id)
         number = max(research_now.branch_numbers.values(), default=0) + 1
@@ -228,7 +229,7 @@ def activate_branch(quest: Quest, cmd: ActivateBranch, *, activated_by: str | No
     with git_ops.Rollback() as undo:
         worktree, created = _ensure_worktree(quest, repo, branch, recorded, cmd.create_worktree_if_missing, undo)
 
-        def decide(txn: Transaction) -> list[Event]:
+        def decide(txn: StoreTransaction) -> list[Event]:
             if quest.state("research").active_campaign_id is not None:
                 raise Conflict("an analysis campaign opened meanwhile: record its slices first", code="campaign_active")
             batch: list[Event] = [BranchActivated(
@@ -558,7 +559,7 @@ def _check_new_idea(research: Any, idea_id: str) -> None:
                        code="idea_exists", idea_id=idea_id, branch=old.branch)  # fmt: skip
 
 
-def append_batch(quest: Quest, undo: git_ops.Rollback, decide: Callable[[Transaction], list[Event]]) -> list[Event]:
+def append_batch(quest: Quest, undo: git_ops.Rollback, decide: Callable[[StoreTransaction], list[Event]]) -> list[Event]:
     """Append the events ``decide`` returns (under the log's lock) that record the side
     effects registered on ``undo``: they stand if the events are in the log, else they
     are undone. As in :func:`ds_events.services.git.append_recording`, "in the log" is

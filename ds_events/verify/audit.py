@@ -6,32 +6,41 @@ the line before it (so an edited, removed or swapped line is caught); a torn las
 or an incomplete last batch; every anchor (:mod:`.anchors`) the log disagrees with (so
 a shortened log, an edited last line or a forged suffix is caught, with the anchor that
 caught it); and every entry of the sparse index that does not point at its line.
+
+:func:`verify_store` audits a log in any store (PostgreSQL) the same way through its
+stored lines: decoding, seqs and the chain, against the anchors this machine keeps
+(view snapshots, git trailers), plus the store's own checks if it has any. A database
+has no file to tear, no head anchor and no index: those checks are the file's.
 """
 
 from __future__ import annotations
 
 import os
 import struct
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..events import EventDecodeError, LogRepaired, decode_line
 from ..events.base import ts_seconds
 from ..log import INDEX_EVERY, line_hash
 from .anchors import Claim, collect_anchors
 
-__all__ = ["Problem", "VerifyReport", "verify_log", "read_lines", "index_problems"]
+__all__ = ["Problem", "VerifyReport", "verify_log", "verify_store", "verify_home_log", "read_lines", "index_problems"]
 
 
 @dataclass(frozen=True)
 class Problem:
-    line: int  # 1-based line number in the file (0: not about one line)
-    offset: int  # byte offset of the line's start
+    line: int  # 1-based line number in the file, or row in seq order (0: not about one line)
+    offset: int  # byte offset of the line's start (-1: a store's row, no file)
     reason: str
     anchor: str = ""  # the anchor that caught it, if an anchor did
 
     def __str__(self) -> str:
-        where = f"line {self.line} (byte {self.offset})" if self.line else f"byte {self.offset}"
+        if self.offset < 0:
+            where = f"row {self.line}" if self.line else "the store"
+        else:
+            where = f"line {self.line} (byte {self.offset})" if self.line else f"byte {self.offset}"
         return f"{where}: {self.reason}" + (f" [caught by the {self.anchor}]" if self.anchor else "")
 
 
@@ -68,6 +77,63 @@ def verify_log(path: str, *, key: bytes | None = None, repo: str | os.PathLike[s
     report = VerifyReport(path=path)
     # Anchors first: the log only grows meanwhile, so it still holds what they name.
     anchors = collect_anchors(path, key=key, repo=repo)
+    last_raw, starts = _audit(report, read_lines(path), anchors)
+    if anchors.head_missing and key is not None and b',"more":' in last_raw:
+        # The log was written by a version that keeps a head anchor: where is it?
+        report.problems.append(Problem(0, 0, "the head anchor (events.jsonl.head) is missing: the end of the log cannot be checked"))
+    report.problems.extend(index_problems(path, starts, report.last_seq))
+    return report
+
+
+def verify_store(
+    store: Any, *, local: str | os.PathLike[str], repo: str | os.PathLike[str] | None = None, name: str = ""
+) -> VerifyReport:
+    """Audit the log ``store`` (any :class:`~ds_events.store.EventStore`) without changing it.
+
+    ``local``: the directory where this machine keeps the log's working files (view
+    snapshots, checked as anchors); ``repo`` as for :func:`verify_log`. A store with a
+    ``verify()`` of its own (rows the database holds that its lines do not show) adds
+    what it finds. Problems name rows in seq order (``offset`` -1).
+    """
+    report = VerifyReport(path=name or os.fspath(local))
+    anchors = collect_anchors(os.path.join(os.fspath(local), "events.jsonl"), repo=repo)
+    # A head anchor left beside the path is a file log's (before a migration): not this store's.
+    anchors.claims = [c for c in anchors.claims if not c.name.startswith("head anchor")]
+    anchors.checked = [c for c in anchors.checked if not c.startswith("head anchor")]
+    anchors.problems = [p for p in anchors.problems if not p.startswith("head anchor")]
+    rows = ((n, -1, line, True) for n, (_seq, line) in enumerate(store.iter_lines(), start=1))
+    _audit(report, rows, anchors)
+    own = getattr(store, "verify", None)
+    if callable(own):
+        # The store's own audit sees what lines alone cannot (a row whose stored hash
+        # is not its line's): it replaces the line checks; the anchors' findings stay.
+        found = own()
+        by_anchor = [p for p in report.problems if p.anchor or not p.line]
+        report.problems = [Problem(p.line, -1, p.reason, p.anchor) for p in found.problems] + by_anchor
+    return report
+
+
+def verify_home_log(home: Any, name: str, *, repo: str | os.PathLike[str] | None = None) -> VerifyReport:
+    """Audit the log ``name`` of ``home`` (a :class:`~ds_events.home.Home`) in whichever
+    store the home keeps it: the file with its anchors and index, or the database's rows."""
+    from ..stores import display_store, is_file_store, local_dir
+
+    root = home.log_root(name)
+    url = home.store_url(strict=False)
+    if is_file_store(url):
+        return verify_log(str(root / ".ds" / "events.jsonl"), key=home.log_key(create=False), repo=repo)
+    log = home.open_log(name, actor="verify", read_only=True)
+    try:
+        return verify_store(log, local=local_dir(log, root), repo=repo, name=f"{display_store(url)} log {name!r}")
+    finally:
+        log.close()
+
+
+def _audit(
+    report: VerifyReport, lines: Iterable[tuple[int, int, bytes, bool]], anchors: Any
+) -> tuple[bytes, dict[int, int]]:
+    """Check ``lines`` (``(number, offset, line, had_newline)``) into ``report``; returns
+    the last line and the offsets of the seqs an index would name."""
     report.anchors = anchors.checked
     wanted = {claim.seq for claim in anchors.claims}
     at_seq: dict[int, tuple[int, int, str, str]] = {}  # seq -> (line, offset, hash, id) for anchored seqs
@@ -78,7 +144,7 @@ def verify_log(path: str, *, key: bytes | None = None, repo: str | os.PathLike[s
     last_line, last_offset, last_raw = 0, 0, b""
     batch_start: tuple[int, int] | None = None  # (line, offset) of an unfinished batch's first line
     torn = False
-    for n, offset, line, has_nl in read_lines(path):
+    for n, offset, line, has_nl in lines:
         report.lines = n
         last_line, last_offset, last_raw = n, offset, line
         if not has_nl:
@@ -121,13 +187,11 @@ def verify_log(path: str, *, key: bytes | None = None, repo: str | os.PathLike[s
         )
     for problem in anchors.problems:
         report.problems.append(Problem(0, 0, problem))
-    if anchors.head_missing and key is not None and b',"more":' in last_raw:
-        # The log was written by a version that keeps a head anchor: where is it?
-        report.problems.append(Problem(0, 0, "the head anchor (events.jsonl.head) is missing: the end of the log cannot be checked"))
     for claim in anchors.claims:
         _check_claim(report, claim, at_seq, repairs, (last_line, last_offset))
-    report.problems.extend(index_problems(path, starts, report.last_seq))
-    return report
+    return last_raw, starts
+
+
 
 
 def index_problems(path: str, starts: dict[int, int], last_seq: int) -> list[Problem]:

@@ -30,6 +30,7 @@ BAD = [
     ("serve:\n  hots: 0.0.0.0\n", "serve.hots"),
     ("git:\n  max_file_byte: 1000\n", "git.max_file_byte"),  # a misspelled key
     ("gti:\n  max_file_bytes: 1000\n", "gti"),  # a misspelled section
+    ("store: mysql://db/ds\n", "store"),  # neither file nor a PostgreSQL URL
 ]
 
 

@@ -1,4 +1,9 @@
-"""Several real processes appending to one log, and writers killed with SIGKILL."""
+"""Several real processes appending to one store, and writers killed with SIGKILL.
+
+Each scenario runs on both stores (``target``): the JSONL file log, and a quest of the
+PostgreSQL store on a fresh database of the test cluster (tests/pg.py). What only the
+file log has (torn tails to recover, policies) is counted where it applies.
+"""
 
 from __future__ import annotations
 
@@ -9,58 +14,126 @@ import signal
 import subprocess
 import sys
 import time
+import uuid
 from pathlib import Path
 
 import pytest
 
-from ds_events.events import decode_line
-from ds_events.log import EventLog
-from ds_events.verify import verify_log
+from ds_events.store import EventStore
+from ds_events.verify import VerifyReport, verify_log
+
+from .log_writer import open_target
 
 WRITER = str(Path(__file__).with_name("log_writer.py"))
 
 
-def spawn(path: Path, name: str, count: int, policy: str, batch: int = 1, pad: int = 0) -> subprocess.Popen[str]:
+class Target:
+    """Where the writers append: ``spec`` for log_writer.py; opened and audited here."""
+
+    def __init__(self, kind: str, tmp_path: Path, dsn: str | None) -> None:
+        self.kind, self._tmp, self._dsn = kind, tmp_path, dsn
+        self.spec = ""
+        self.fresh()
+
+    def fresh(self) -> str:
+        """Point at a new, empty log (a new file, or a new quest), dropping the last
+        one (lines of up to 30 kB in big batches add up); returns its spec."""
+        if self.spec and self.kind == "file":
+            shutil.rmtree(Path(self.spec).parent, ignore_errors=True)
+        elif self.spec:
+            import psycopg
+
+            from ds_events.log.postgres import ensure_schema
+
+            with psycopg.connect(self._dsn, autocommit=True) as conn:  # type: ignore[arg-type]
+                ensure_schema(conn)
+                conn.execute("DELETE FROM ds_events WHERE quest_id = %s", (self.spec.split(":")[1],))
+        name = uuid.uuid4().hex[:12]
+        if self.kind == "file":
+            self.spec = str(self._tmp / name / "events.jsonl")
+        else:
+            self.spec = f"pg:{name}:{self._dsn}"
+        return self.spec
+
+    def open(self) -> EventStore:
+        """A handle on it (for the file log, one that recovers a torn tail)."""
+        return open_target(self.spec, policy="group")
+
+    def verify(self) -> VerifyReport:
+        if self.kind == "file":
+            return verify_log(self.spec)
+        store = self.open()
+        try:
+            return store.verify()  # type: ignore[attr-defined, no-any-return]
+        finally:
+            store.close()
+
+
+@pytest.fixture(params=["file", "postgres"])
+def target(request, tmp_path) -> Target:
+    dsn = request.getfixturevalue("pg_database") if request.param == "postgres" else None
+    return Target(request.param, tmp_path, dsn)
+
+
+def read_all(target: Target) -> tuple[list, object]:
+    """Every event of the target, and what opening it recovered (file log only)."""
+    store = target.open()
+    try:
+        return store.read(), getattr(store, "recovered", None)
+    finally:
+        store.close()
+
+
+def outputs_of(procs: list[subprocess.Popen[str]], timeout: float = 300) -> list[str]:
+    """Every writer's whole output, read from all at once: a ``txn`` writer blocked on a
+    full pipe would hold its transaction, and the lock, while we waited on another."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(len(procs)) as pool:
+        return list(pool.map(lambda p: p.communicate(timeout=timeout)[0], procs))
+
+
+def spawn(spec: str, name: str, count: int, policy: str, batch: int = 1, pad: int = 0) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        [sys.executable, WRITER, str(path), name, str(count), policy, str(batch), str(pad)],
+        [sys.executable, WRITER, spec, name, str(count), policy, str(batch), str(pad)],
         stdout=subprocess.PIPE,
         text=True,
     )
 
 
 @pytest.mark.slow
-def test_four_processes_appending_5000_events_each_interleave_without_gaps(tmp_path):
-    path = tmp_path / "events.jsonl"
-    policies = ["group", "always", "never", "never"]
-    procs = [spawn(path, f"w{k}", 5000, policies[k]) for k in range(4)]
-    outputs = [p.communicate(timeout=300)[0] for p in procs]
+def test_four_processes_appending_5000_events_each_interleave_without_gaps(target):
+    policies = ["group", "always", "never", "txn"]
+    procs = [spawn(target.spec, f"w{k}", 5000, policies[k]) for k in range(4)]
+    outputs = outputs_of(procs)
     assert all(p.returncode == 0 for p in procs)
     acked = [line.split() for out in outputs for line in out.splitlines() if line != "ready"]
     assert len(acked) == 20000
 
-    lines = path.read_bytes().split(b"\n")
-    assert lines[-1] == b""
-    events = [decode_line(line) for line in lines[:-1]]
+    if target.kind == "file":
+        assert Path(target.spec).read_bytes().endswith(b"\n")
+    events, _ = read_all(target)
     assert [e.seq for e in events] == list(range(1, 20001))  # every seq exactly once, in order
     assert {e.id for e in events} == {i for _s, i in acked}
     # Each writer's own events keep their order.
     for k in range(4):
         mine = [int(e.content.split("-")[1]) for e in events if e.actor == f"w{k}"]
         assert mine == list(range(5000))
-    assert verify_log(str(path)).ok
+    assert target.verify().ok
 
 
 @pytest.mark.slow
-def test_writers_killed_at_random_moments_lose_no_acknowledged_event(tmp_path):
+def test_writers_killed_at_random_moments_lose_no_acknowledged_event(target):
     rng = random.Random(1234)
-    path = tmp_path / "events.jsonl"
     acked: dict[int, str] = {}
     trials = 25
     for trial in range(trials):
         # Two writers; one of them dies by SIGKILL mid-stream. Big batches of padded
         # events make the kill land inside write() now and then.
-        victim = spawn(path, f"v{trial}", 100_000, rng.choice(["always", "group", "never", "group-async"]), batch=rng.choice([1, 8, 64]), pad=rng.choice([0, 2000, 20000]))
-        survivor = spawn(path, f"s{trial}", 40, "group")
+        # A victim appending in transactions dies holding the lock: the survivor must
+        # still get it (the file lock dies with the process; a database session too).
+        victim = spawn(target.spec, f"v{trial}", 100_000, rng.choice(["always", "group", "never", "group-async", "txn"]), batch=rng.choice([1, 8, 64]), pad=rng.choice([0, 2000, 20000]))
+        survivor = spawn(target.spec, f"s{trial}", 40, "group")
         assert victim.stdout is not None
         assert victim.stdout.readline().strip() == "ready"
         for _ in range(rng.randint(0, 60)):
@@ -76,27 +149,24 @@ def test_writers_killed_at_random_moments_lose_no_acknowledged_event(tmp_path):
                     seq, event_id = line.split()
                     acked[int(seq)] = event_id
         # The log opens cleanly (recovering a torn tail if the kill left one) ...
-        with EventLog(path, quest_id="q") as log:
-            stored = {e.seq: e.id for e in log.read()}
+        stored = {e.seq: e.id for e in read_all(target)[0]}
         # ... and every acknowledged event is there, under its seq.
         missing = {s: i for s, i in acked.items() if stored.get(s) != i}
         assert not missing, f"trial {trial}: lost acknowledged events {sorted(missing)[:5]}"
-        report = verify_log(str(path))
+        report = target.verify()
         assert report.ok, f"trial {trial}: {report.problems[:3]}"
     assert len(acked) > trials * 40
 
 
 @pytest.mark.slow
-def test_an_asyncio_writer_and_a_thread_writer_in_other_processes_interleave_without_gaps(tmp_path):
-    path = tmp_path / "events.jsonl"
-    procs = [spawn(path, "a", 4000, "group-async", batch=3), spawn(path, "t", 4000, "group")]
-    outputs = [p.communicate(timeout=300)[0] for p in procs]
+def test_an_asyncio_writer_and_a_thread_writer_in_other_processes_interleave_without_gaps(target):
+    procs = [spawn(target.spec, "a", 4000, "group-async", batch=3), spawn(target.spec, "t", 4000, "group")]
+    outputs = outputs_of(procs)
     assert all(p.returncode == 0 for p in procs)
     acked = {seq_id.split()[1] for out in outputs for seq_id in out.splitlines() if seq_id != "ready"}
     assert len(acked) == 8000
 
-    with EventLog(path) as log:
-        events = log.read()
+    events, _ = read_all(target)
     assert [e.seq for e in events] == list(range(1, 8001))
     assert {e.id for e in events} == acked
     # Each asyncio task's messages keep their order, and so do the thread writer's.
@@ -104,7 +174,62 @@ def test_an_asyncio_writer_and_a_thread_writer_in_other_processes_interleave_wit
         mine = [int(e.content.rsplit("-", 1)[1]) for e in events if e.content.startswith(f"a-{k}-")]
         assert mine == list(range(500))
     assert [int(e.content.split("-")[1]) for e in events if e.actor == "t"] == list(range(4000))
-    assert verify_log(str(path)).ok
+    assert target.verify().ok
+
+
+def acks(output: str) -> dict[int, str]:
+    """``{seq: id}`` of every acknowledgement a writer printed."""
+    return {int(seq): i for seq, i in (line.split() for line in output.splitlines() if line.strip() and line != "ready")}
+
+
+def test_check_then_append_in_transactions_holds_across_processes(target):
+    # Four processes claim the same 60 keys, each claim in a transaction that reads
+    # first: every key is claimed exactly once, by whichever process came first.
+    procs = [spawn(target.spec, f"c{k}", 60, "claim") for k in range(4)]
+    outputs = outputs_of(procs)
+    assert all(p.returncode == 0 for p in procs)
+    claims = [e.content for e in read_all(target)[0]]
+    assert sorted(claims) == sorted(f"claim-{i}" for i in range(60))
+    assert sum(len(acks(out)) for out in outputs) == 60
+    assert target.verify().ok
+
+
+def test_a_writer_killed_inside_a_transaction_loses_no_acknowledged_event_and_frees_the_lock(target):
+    rng = random.Random(77)
+    acked: dict[int, str] = {}
+    for trial in range(6):
+        victim = spawn(target.spec, f"v{trial}", 10**6, "txn", batch=rng.choice([1, 16]))
+        assert victim.stdout is not None and victim.stdout.readline().strip() == "ready"
+        for _ in range(rng.randint(1, 200)):
+            if not victim.stdout.readline():
+                break
+        os.kill(victim.pid, signal.SIGKILL)  # it spends nearly all its time in a transaction
+        acked.update(acks(victim.communicate()[0]))
+        # Another process gets the lock the dead one held, and appends in a transaction.
+        after = spawn(target.spec, f"s{trial}", 6, "txn")
+        acked.update(acks(outputs_of([after], timeout=60)[0]))
+        assert after.returncode == 0
+        stored = {e.seq: e.id for e in read_all(target)[0]}
+        missing = {s: i for s, i in acked.items() if stored.get(s) != i}
+        assert not missing, f"trial {trial}: lost acknowledged events {sorted(missing)[:5]}"
+        assert target.verify().ok
+
+
+def test_a_writer_retried_after_a_kill_stores_each_id_once(target):
+    first = spawn(target.spec, "r", 3000, "ids", batch=7)
+    assert first.stdout is not None and first.stdout.readline().strip() == "ready"
+    for _ in range(100):
+        first.stdout.readline()
+    os.kill(first.pid, signal.SIGKILL)
+    acked = acks(first.communicate()[0])
+    retry = spawn(target.spec, "r", 3000, "ids", batch=7)
+    again = acks(outputs_of([retry])[0])
+    assert retry.returncode == 0
+    events = read_all(target)[0]
+    assert sorted(e.id for e in events) == sorted(f"r-{i}" for i in range(3000))  # each once
+    assert [e.seq for e in events] == list(range(1, 3001))
+    assert all(again.get(seq) == event_id for seq, event_id in acked.items())  # the retry got the stored ones
+    assert target.verify().ok
 
 
 def batch_key(event, sizes: dict[str, int]) -> tuple[str, int, int]:
@@ -117,7 +242,7 @@ def batch_key(event, sizes: dict[str, int]) -> tuple[str, int, int]:
 
 
 @pytest.mark.slow
-def test_several_writers_killed_inside_large_batches_leave_only_whole_batches(tmp_path, capsys):
+def test_several_writers_killed_inside_large_batches_leave_only_whole_batches(target, capsys):
     # Issue 11 item 4: a SIGKILL inside a large write() must not leave part of a batch
     # behind (after recovery, a retry would duplicate it), and nothing acknowledged may
     # be lost. Three writers at once, big multi-event batches, all killed at random
@@ -125,7 +250,7 @@ def test_several_writers_killed_inside_large_batches_leave_only_whole_batches(tm
     rng = random.Random(2024)
     trials, events_total, acked_total, recoveries, dropped = 20, 0, 0, 0, 0
     for trial in range(trials):
-        path = tmp_path / f"t{trial}" / "events.jsonl"
+        spec = target.fresh()
         acked: dict[int, str] = {}
         sizes: dict[str, int] = {}
         writers = []
@@ -133,7 +258,7 @@ def test_several_writers_killed_inside_large_batches_leave_only_whole_batches(tm
             policy = rng.choice(["always", "group", "never", "group-async"])
             name = f"{'a' if policy == 'group-async' else 'w'}{k}"
             sizes[name] = rng.choice([16, 64, 256])
-            writers.append(spawn(path, name, 10**7, policy, batch=sizes[name], pad=rng.choice([500, 5000, 30000])))
+            writers.append(spawn(spec, name, 10**7, policy, batch=sizes[name], pad=rng.choice([500, 5000, 30000])))
         for w in writers:
             assert w.stdout is not None and w.stdout.readline().strip() == "ready"
         rng.shuffle(writers)
@@ -148,16 +273,15 @@ def test_several_writers_killed_inside_large_batches_leave_only_whole_batches(tm
                 if line.strip() and line != "ready":
                     seq, event_id = line.split()
                     acked[int(seq)] = event_id
-        with EventLog(path, quest_id="q") as log:  # recovers a torn tail, if any
-            if log.recovered is not None:
-                recoveries += 1
-                dropped += log.recovered.dropped_events
-            events = log.read()
+        events, recovered = read_all(target)  # the file log recovers a torn tail, if any
+        if recovered is not None:
+            recoveries += 1
+            dropped += recovered.dropped_events  # type: ignore[attr-defined]
         stored = {e.seq: e.id for e in events}
         missing = {s: i for s, i in acked.items() if stored.get(s) != i}
         assert not missing, f"trial {trial}: lost acknowledged events {sorted(missing)[:5]}"
         assert len({e.id for e in events}) == len(events), f"trial {trial}: duplicated events"
-        report = verify_log(str(path))
+        report = target.verify()
         assert report.ok, f"trial {trial}: {report.problems[:3]}"
         batches: dict[tuple[str, int, int], list[int]] = {}
         for e in events:
@@ -171,10 +295,9 @@ def test_several_writers_killed_inside_large_batches_leave_only_whole_batches(tm
         assert not partial, f"trial {trial}: partial batches survived: {list(partial.items())[:2]}"
         events_total += len(events)
         acked_total += len(acked)
-        shutil.rmtree(path.parent)
     with capsys.disabled():
         print(
-            f"\n[kill -9 audit] {trials} trials x 3 writers (batches of 16-256, lines up to 30 kB): "
+            f"\n[kill -9 audit, {target.kind}] {trials} trials x 3 writers (batches of 16-256, lines up to 30 kB): "
             f"{events_total:,} events stored, {acked_total:,} acknowledged, 0 lost, 0 duplicated, 0 gaps; "
             f"{recoveries} torn tails recovered, {dropped:,} lines of partial batches dropped, 0 partial batches left"
         )

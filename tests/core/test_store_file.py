@@ -1,4 +1,4 @@
-"""The JSONL file log passes the store contract, and has the protocol's shape."""
+"""The JSONL file log passes the store contract, and both stores have the protocol's shape."""
 
 from __future__ import annotations
 
@@ -7,13 +7,17 @@ import inspect
 import pytest
 
 from ds_events.log import EventLog, Transaction
+from ds_events.log.postgres import PgTransaction, PostgresStore
 from ds_events.store import EventStore, StoreTransaction
 
 from .store_contract import StoreContract
 
 
-@pytest.mark.parametrize("protocol, cls", [(EventStore, EventLog), (StoreTransaction, Transaction)])
-def test_the_file_log_has_every_member_of_the_protocol_with_the_same_parameters(protocol, cls):
+@pytest.mark.parametrize(
+    "protocol, cls",
+    [(EventStore, EventLog), (StoreTransaction, Transaction), (EventStore, PostgresStore), (StoreTransaction, PgTransaction)],
+)
+def test_each_store_has_every_member_of_the_protocol_with_the_same_parameters(protocol, cls):
     members = [name for name in protocol.__dict__ if not name.startswith("_") and callable(getattr(protocol, name))]
     assert members, "the protocol names no methods"
     for name in members:

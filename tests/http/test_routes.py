@@ -9,6 +9,7 @@ import pytest
 from ds_events.home import Home, Quest
 from ds_events.services import interactions as interaction_service
 from ds_events.services.quests import PostMessage, post_message
+from tests.stores import home  # noqa: F401 - every route is served from either store
 
 
 async def _error(resp: Any, status: int, code: str) -> dict[str, Any]:

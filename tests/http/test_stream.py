@@ -15,6 +15,7 @@ from handlers.http.app import HUB
 
 from ..helpers import wait_until_async
 from .sse import frames, take
+from tests.stores import home  # noqa: F401 - streams follow either store (PostgreSQL: LISTEN/NOTIFY)
 
 SSE = {"Accept": "text/event-stream"}
 

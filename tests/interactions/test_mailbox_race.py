@@ -16,6 +16,7 @@ from ds_events.events import ConversationMessage
 from ds_events.events.interaction import MailboxDelivered
 from ds_events.home import Home, Quest
 from tests.helpers import ds_env
+from tests.stores import home  # noqa: F401 - every test here runs on the file store and on PostgreSQL
 
 N = 60
 

@@ -12,7 +12,8 @@ import mcp
 import pytest
 
 from ds_events.home import Home, Quest
-from tests.helpers import DS, ds_env
+from tests.helpers import DS, distinct_body, ds_env, write_shared_lesson
+from tests.stores import home  # noqa: F401 - every test here runs on the file store and on PostgreSQL
 
 pytestmark = pytest.mark.slow
 
@@ -25,23 +26,15 @@ def _params(home: Home, **env: str) -> mcp.StdioServerParameters:
     )
 
 
-def _distinct_body(proc: str, i: int) -> str:
-    # Words unique to (proc, i), so no two of these cards are near-duplicates.
-    return " ".join(f"{proc}w{i}x{k}" for k in range(8))
-
-
 async def _writer(home: Home, proc: str, ready: asyncio.Event, start: asyncio.Event) -> dict[str, Any]:
     results: dict[str, Any] = {"ids": [], "dup": None}
     async with mcp.Client(_params(home, DS_QUEST_ID="q1")) as client:
         await client.list_tools()
         ready.set()
         await start.wait()
-        # Both processes race to write the same lesson: exactly one may win.
-        r = await client.call_tool("write", {"kind": "knowledge", "title": "Shared lesson: cache tokenizer per vocab",
-                                             "body": "rebuild the tokenizer cache whenever the vocabulary changes"})  # fmt: skip
-        results["dup"] = r.structured_content["status"]  # type: ignore[index]
+        results["dup"] = await write_shared_lesson(client)  # both processes race: exactly one may win
         for i in range(N_EACH):
-            r = await client.call_tool("write", {"kind": "episodes", "title": f"Run {proc}{i} finished", "body": _distinct_body(proc, i)})
+            r = await client.call_tool("write", {"kind": "episodes", "title": f"Run {proc}{i} finished", "body": distinct_body(proc, i)})
             assert not r.is_error, r.content
             assert r.structured_content["status"] == "written", r.structured_content  # type: ignore[index]
             results["ids"].append(r.structured_content["id"])  # type: ignore[index]
