@@ -4,8 +4,8 @@
 /usr/lib/postgresql/15/bin, installed by fixtures/system_deps.sh) in a temporary
 directory, on a free loopback port, trust authentication, and stops it when the session
 ends. The server refuses to run as root, so under root it runs as the ``postgres``
-system user (created by Debian's package) through ``runuser``, in a directory chowned
-to it. Nothing listens beyond 127.0.0.1.
+system user (created by Debian's package; ``nobody`` where there is none) through
+``runuser``, in a directory chowned to it. Nothing listens beyond 127.0.0.1.
 
 ``pg_database`` (per test): a fresh, empty database on that cluster, its DSN, dropped
 after the test, so tests never see each other's quests. ``fresh_database(dsn)`` makes
@@ -88,8 +88,9 @@ class _Cluster:
         self.data = self.root / "data"
         self.port = 0
         self.started = False
-        # The server refuses to run as root: become the postgres system user for it.
-        self.user = "postgres" if os.geteuid() == 0 else None
+        # The server refuses to run as root: become the postgres system user for it
+        # (Debian's package creates it), or nobody where there is none.
+        self.user = _server_user() if os.geteuid() == 0 else None
         if self.user is not None:
             entry = pwd.getpwnam(self.user)
             os.chown(self.root, entry.pw_uid, entry.pw_gid)
@@ -129,6 +130,13 @@ class _Cluster:
         if check and result.returncode != 0:
             raise RuntimeError(f"{' '.join(command)} failed: {result.stdout}{result.stderr}")
         return result
+
+
+def _server_user() -> str:
+    try:
+        return pwd.getpwnam("postgres").pw_name
+    except KeyError:
+        return "nobody"
 
 
 def free_port() -> int:
