@@ -26,11 +26,10 @@ from typing import Any
 
 from .errors import Conflict, Invalid, NotFound
 from .fdio import fsync_dir, write_all
-import msgspec
 
 from .log import EventLog, line_hash
 from .log.anchor import HeadAnchor
-from .log.format import line_id, line_seq, line_type
+from .log.format import line_seq
 from .stores import connection, display_store, is_file_store, open_log
 
 __all__ = ["MigrateResult", "migrate_log"]
@@ -125,7 +124,7 @@ def _into_database(src: Any, url: str, *, name: str) -> int:
     (one row per line, with its seq, id, type and hash), in one database transaction
     holding the log's lock, so appenders and other migrations wait and a failure
     leaves nothing behind."""
-    from .log.postgres import CHANNEL, LOCK_CLASS
+    from .log.postgres import LOCK_CLASS, insert_lines
 
     where = f"{display_store(url)}"
     with connection(url) as conn, conn.transaction():
@@ -133,23 +132,8 @@ def _into_database(src: Any, url: str, *, name: str) -> int:
         with conn.cursor(name="ds_migrate_have") as have:  # server side: the target may be long
             have.execute("SELECT seq, line FROM ds_events WHERE quest_id = %s ORDER BY seq", (name,))
             missing = _missing(((seq, bytes(line)) for seq, line in have), src.iter_lines(), where=where)
-        for i in range(0, len(missing), _CHUNK):
-            chunk = missing[i : i + _CHUNK]
-            conn.execute(
-                "INSERT INTO ds_events (quest_id, seq, id, type, hash, line) "
-                "SELECT %s, * FROM unnest(%s::bigint[], %s::text[], %s::text[], %s::text[], %s::bytea[])",
-                (
-                    name,
-                    [line_seq(line) for line in chunk],
-                    [line_id(line) for line in chunk],
-                    [line_type(line).decode() for line in chunk],
-                    [line_hash(line) for line in chunk],
-                    chunk,
-                ),
-            )
-        if missing:  # followers elsewhere read on
-            notice = msgspec.json.encode({"quest_id": name, "seq": line_seq(missing[-1])}).decode()
-            conn.execute("SELECT pg_notify(%s, %s)", (CHANNEL, notice))
+        for i in range(0, len(missing), _CHUNK):  # rows as the store writes them; followers are told at commit
+            insert_lines(conn, name, missing[i : i + _CHUNK])
     return len(missing)
 
 
