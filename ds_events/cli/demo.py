@@ -154,7 +154,7 @@ def _summary(quest: Quest) -> None:
     out(f"  ds --home {home} quest show {quest.id}")
     out(f"  {quest.root}/SUMMARY.md, memory/, artifacts/, .ds/runs/<run>/prompt.md")
     out(f"  ds --home {home} serve   then   curl -N localhost:8765/api/quests/{quest.id}/events?stream=1")
-    out(f"                                  open localhost:8765/api/quests/{quest.id}/canvas?view=stage&format=svg")
+    out(f"                                  open http://localhost:8765/#/q/{quest.id}   (the page: Canvas, live trace, steering)")
 
 
 def _outcomes(outcomes: dict[str, int]) -> str:

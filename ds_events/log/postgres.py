@@ -296,7 +296,11 @@ class PostgresStore:
         for attempt in range(_LISTEN_ATTEMPTS):
             try:
                 conn = await psycopg.AsyncConnection.connect(self.dsn, autocommit=True, connect_timeout=_CONNECT_TIMEOUT)
-                await conn.execute(f"LISTEN {CHANNEL}")  # before the next read: nothing falls between
+                try:
+                    await conn.execute(f"LISTEN {CHANNEL}")  # before the next read: nothing falls between
+                except BaseException:  # failed, or the follower was cancelled here: the caller never sees conn
+                    await conn.close()
+                    raise
                 return conn
             except psycopg.OperationalError as exc:
                 if attempt == _LISTEN_ATTEMPTS - 1:

@@ -36,6 +36,7 @@ blocking request replaces, each with an ``interaction.superseded`` event.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import re
 import time
@@ -562,9 +563,12 @@ async def wait_for_reply(quest: Quest, interaction_id: str, timeout: float) -> s
         return found
 
     async def follow() -> str | None:
-        async for event in quest.log.follow(quest.views.last_seq):
-            if isinstance(event, InteractionReplied) and event.interaction_id == interaction_id:
-                return answered()
+        # aclosing: returning from the loop closes the follower now (a database store's
+        # listening connection with it), not whenever the generator is collected.
+        async with contextlib.aclosing(quest.log.follow(quest.views.last_seq)) as events:
+            async for event in events:
+                if isinstance(event, InteractionReplied) and event.interaction_id == interaction_id:
+                    return answered()
         return None  # pragma: no cover - follow never ends on its own
 
     try:
