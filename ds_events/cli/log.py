@@ -145,7 +145,16 @@ def verify(home: Home, quest_id: str | None, registry: bool, as_json: bool) -> N
     from ds_events.verify import verify_home_log  # only the auditing commands need it
 
     quest_id = _quest_or_registry(quest_id, registry)
+    unregistered: list[dict[str, object]] = []
     if registry:
+        from ds_events.services.artifacts import unregistered_publications
+
+        unregistered = unregistered_publications(home)  # quests' publications the registry lacks
+        if unregistered and not home.has_log(REGISTRY_LOG):  # the first publisher stopped halfway
+            for u in unregistered:
+                out(f"quest {u['quest_id']} published baseline {u['baseline_id']} (seq {u['seq']}); there is no registry yet")
+            out("run `ds repair --registry` (or publish_baseline again in that quest)")
+            sys.exit(1)
         _registry_log(home)
         report = verify_home_log(home, REGISTRY_LOG)
     else:
@@ -155,7 +164,7 @@ def verify(home: Home, quest_id: str | None, registry: bool, as_json: bool) -> N
     if as_json:
         emit_json(
             {
-                "ok": report.ok,
+                "ok": report.ok and not unregistered,
                 "lines": report.lines,
                 "last_seq": report.last_seq,
                 "anchors": report.anchors,
@@ -163,8 +172,14 @@ def verify(home: Home, quest_id: str | None, registry: bool, as_json: bool) -> N
                 "problems": [
                     {"line": p.line, "offset": p.offset, "reason": p.reason, "anchor": p.anchor} for p in report.problems
                 ],
+                **({"unregistered": unregistered} if registry else {}),
             }
         )
+    elif unregistered and report.ok:
+        for u in unregistered:
+            out(f"quest {u['quest_id']} published baseline {u['baseline_id']} (seq {u['seq']}); the registry lacks it")
+        out(f"{len(unregistered)} publication(s) the registry lacks (a publisher stopped between its two appends): "
+            "run `ds repair --registry` (or publish_baseline again in that quest)")  # fmt: skip
     elif report.ok:
         checked = f"; agrees with {', '.join(report.anchors)}" if report.anchors else ""
         out(f"ok: {report.lines} events, seq 1..{report.last_seq}, hash chain intact{checked}")
@@ -177,22 +192,34 @@ def verify(home: Home, quest_id: str | None, registry: bool, as_json: bool) -> N
             out(f"note: {note}")
         fix = f"run `ds repair {quest_id}` to quarantine them" if quest_id else f"the registry log is {path}"
         out(f"{len(report.problems)} problem(s) in {report.lines} lines: {fix}")
-    if not report.ok:
+    if not report.ok or unregistered:
         sys.exit(1)
 
 
 @cli.command()
-@click.argument("quest_id")
+@click.argument("quest_id", required=False)
+@click.option("--registry", is_flag=True, help="Complete the publications the home's baseline registry lacks instead.")
 @click.option("--yes", is_flag=True, help="Do it without asking.")
 @pass_home
-def repair(home: Home, quest_id: str, yes: bool) -> None:
+def repair(home: Home, quest_id: str | None, registry: bool, yes: bool) -> None:
     """Quarantine bad lines and lines nothing vouches for, put seqs back in order and
     re-chain; says what it removed and which events it could not vouch for.
+    ``--registry``: append to the home's baseline registry the quests' publications it
+    lacks (a publisher stopped between its quest and registry appends).
 
-    Example: ds repair tok-abl --yes
+    Example: ds repair tok-abl --yes      (ds repair --registry)
     """
     from ds_events.verify import repair_log, verify_log
 
+    quest_id = _quest_or_registry(quest_id, registry)
+    if registry:
+        from ds_events.services.artifacts import complete_registry
+
+        done = complete_registry(home)
+        for u in done:
+            out(f"registered baseline {u['baseline_id']} as quest {u['quest_id']} published it (seq {u['seq']})")
+        out(f"{len(done)} publication(s) completed" if done else "nothing to repair: the registry holds every publication")
+        return
     require_file_store(home.store_url(), "`ds repair`")
     path = _log_path(home, quest_id)
     key, repo = home.log_key(), home.quest_root(quest_id)

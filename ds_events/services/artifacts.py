@@ -106,6 +106,8 @@ from .artifact_commands import (
 __all__ = [
     "record",
     "publish_baseline",
+    "unregistered_publications",
+    "complete_registry",
     "attach_baseline",
     "confirm_baseline",
     "record_main_experiment",
@@ -712,6 +714,45 @@ def _publish_to_registry(quest: Quest, published: BaselinePublished) -> dict[str
         return {**msgspec.to_builtins(entry), "path": str(views.root / baseline_registry.entry_path(published.baseline_id))}
     finally:
         log.close()
+
+
+def unregistered_publications(home: Home) -> list[dict[str, Any]]:
+    """Every quest publication (``artifact.baseline_published``) the home's registry
+    lacks — a publisher died between its quest append and its registry append — as
+    ``{quest_id, baseline_id, seq, event_id}``. Reads the logs only."""
+    held: dict[str, str] = {}
+    if home.has_log(REGISTRY_LOG):
+        log, views = open_registry(home)
+        try:
+            held = dict(views.state(baseline_registry.PROJECTION.name).sources)
+        finally:
+            log.close()
+    missing: list[dict[str, Any]] = []
+    for quest_id in home.quest_ids():
+        log = home.open_log(quest_id, read_only=True)
+        try:
+            latest: dict[str, Event] = {}  # one publication per baseline: the last one counts
+            for event in log.read(types=[BaselinePublished.TAG]):
+                latest[event.baseline_id] = event  # type: ignore[attr-defined]
+        finally:
+            log.close()
+        for baseline_id, event in sorted(latest.items()):
+            if held.get(baseline_registry.source_key(quest_id, baseline_id)) != event.id:
+                missing.append({"quest_id": quest_id, "baseline_id": baseline_id, "seq": event.seq, "event_id": event.id})
+    return missing
+
+
+def complete_registry(home: Home, actor: str = "cli") -> list[dict[str, Any]]:
+    """Append to the registry every quest publication it lacks (what a retry of each
+    ``publish_baseline`` would do; idempotent by the quest event's id). Returns them."""
+    done = []
+    for item in unregistered_publications(home):
+        with home.open_quest(item["quest_id"], actor=actor) as quest:
+            event = quest.log.get(item["seq"])
+            assert isinstance(event, BaselinePublished)
+            _publish_to_registry(quest, event)
+        done.append(item)
+    return done
 
 
 def _unregistered_publication(quest: Quest, state: Any, baseline_id: str) -> BaselinePublished | None:

@@ -131,3 +131,47 @@ async def test_an_uninterrupted_publication_writes_each_half_once(home: Home, qu
         assert (await refused(c, "publish_baseline", {"payload": PAYLOAD}))["error"] == "baseline_exists"
     [quest_event] = [e for e in quest.log.read() if e.type == "artifact.baseline_published"]
     assert [e["id"] for e in _registry_lines(home)] == [quest_event.id]
+
+
+def test_verify_registry_names_a_half_done_publication_and_repair_registry_completes_it(home: Home, quest: Quest) -> None:
+    """Nobody retries: `ds verify --registry` (a real CLI process) names what the
+    registry lacks and fails; `ds repair --registry` appends it, once; verify is then ok."""
+    from tests.helpers import DS
+
+    def ds(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([*DS, *args], env=ds_env(home), capture_output=True, text=True, timeout=120)
+
+    first = _kill_between_appends(home)
+    # The first publication of the home: the registry does not even exist yet.
+    found = ds("verify", "--registry")
+    assert found.returncode == 1 and "quest q1 published baseline rn20" in found.stdout, found.stdout + found.stderr
+    assert _registry_lines(home) == []  # verify wrote nothing
+
+    fixed = ds("repair", "--registry")
+    assert fixed.returncode == 0 and "1 publication(s) completed" in fixed.stdout, fixed.stdout + fixed.stderr
+    assert [(e["type"], e["id"]) for e in _registry_lines(home)] == [("registry.baseline_published", first)]
+    again = ds("repair", "--registry")
+    assert again.returncode == 0 and "nothing to repair" in again.stdout and len(_registry_lines(home)) == 1
+
+    # A second quest's publisher stops halfway while the registry exists: the JSON report says so.
+    other = home.create_quest("Other", quest_id="q2", brief="Its own baseline.")
+    other.close()
+    script = PUBLISHER.replace('open_quest("q1"', 'open_quest("q2"').replace("'rn20'", "'rn32'")
+    proc = subprocess.Popen([sys.executable, "-c", script], env=ds_env(home), stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None and proc.stdout.readline().strip()
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        proc.stdout.close()  # type: ignore[union-attr]
+    report = ds("verify", "--registry", "--json")
+    body = json.loads(report.stdout)
+    assert report.returncode == 1 and body["ok"] is False
+    assert [(u["quest_id"], u["baseline_id"]) for u in body["unregistered"]] == [("q2", "rn32")]
+    assert ds("repair", "--registry").returncode == 0
+    healed = ds("verify", "--registry", "--json")
+    assert healed.returncode == 0 and json.loads(healed.stdout)["unregistered"] == []
+    assert {registry_entry(home, b)["source_quest"] for b in ("rn20", "rn32")} == {"q1", "q2"}  # type: ignore[index]
