@@ -116,6 +116,33 @@ def test_the_canvas_follows_records_another_process_appends(page: Any, server: S
     expect(page.locator("#details .d-artifact pre")).to_contain_text("drawn live")
 
 
+
+def test_the_selected_nodes_details_follow_what_another_process_appends(page: Any, server: Server) -> None:
+    """The details pane is not a snapshot: when the log moves, the Canvas redraws and the
+    node still selected has its details fetched again (here: a new related action)."""
+    from playwright.sync_api import expect
+
+    from ds_events.home import Quest
+    from ds_events.services import artifacts
+    from ds_events.services.artifact_commands import Record
+
+    quest_id = f"web-details-{uuid.uuid4().hex[:8]}"
+    assert server.api("/api/quests", "POST", {"title": "Details follow the log", "id": quest_id})[0] == 201
+    with Quest(server.home, quest_id, actor="mcp:artifact") as quest:
+        artifacts.record(quest, Record(payload={"kind": "decision", "verdict": "go", "action": "continue", "reason": "first"}))
+    page.goto(server.page_url(f"/q/{quest_id}"))
+    _node(page, "main").click()
+    related = page.locator("#details .d-related li")
+    first = server.api(f"/api/quests/{quest_id}/nodes/branch:main")[1]["node"]
+    before = len(first["related"]) + len(first.get("actions") or [])
+    expect(related).to_have_count(before)
+    with Quest(server.home, quest_id, actor="mcp:artifact") as quest:
+        artifacts.record(quest, Record(payload={"kind": "decision", "verdict": "go", "action": "continue", "reason": "second, live"}))
+    want = server.api(f"/api/quests/{quest_id}/nodes/branch:main")[1]["node"]
+    assert len(want["related"]) + len(want.get("actions") or []) > before  # the daemon's answer did change
+    expect(related).to_have_count(len(want["related"]) + len(want.get("actions") or []))  # no reload, no click
+    expect(page.locator("#details .node-title")).to_have_attribute("data-node", "branch:main")
+
 def test_the_layout_places_every_node_apart_with_edges_pointing_down_even_around_a_cycle(page: Any) -> None:
     nodes = [{"id": c} for c in "abcdefg"]
     edges = [["a", "b"], ["b", "c"], ["c", "a"], ["a", "d"], ["d", "e"], ["b", "e"], ["x", "a"], ["f", "f"]]  # a cycle, an unknown end, a self loop

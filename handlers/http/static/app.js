@@ -49,7 +49,7 @@ function mountQuest(el, questId) {
         h("div.col.col-trace", {}, traceEl, steerEl))));
 
   const details = mountDetails(detailsEl, { questId });
-  const canvas = mountCanvas(canvasEl, { questId, onSelect: (node, view) => details.show(node, view) });
+  const canvas = mountCanvas(canvasEl, { questId, onSelect: (node, view, opts) => details.show(node, view, opts) });
   const trace = mountTrace(traceEl, { questId });
   const steer = mountSteering(steerEl, { questId });
 

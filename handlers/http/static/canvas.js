@@ -1,6 +1,7 @@
 // The quest's Canvas: the branch, event and stage views of GET /api/quests/{id}/canvas,
 // drawn as an SVG graph laid out on the page (layout.js). Nodes are focusable buttons:
-// a click (or Enter) selects one and calls onSelect(node, view).
+// a click (or Enter) selects one and calls onSelect(node, view); a live redraw calls
+// onSelect(node, view, {quiet: true}) again for the node still selected.
 // mountCanvas(el, {questId, onSelect}) -> {refresh(), close()}.
 import { api } from "./api.js";
 import { h, s, errorBox } from "./dom.js";
@@ -51,6 +52,10 @@ export function mountCanvas(el, { questId, onSelect }) {
     const [top, left] = [board.scrollTop, board.scrollLeft];  // a live redraw keeps the reader's place
     board.replaceChildren(doc.nodes.length ? draw(doc) : h("p.muted", {}, "Nothing here yet."));
     board.scrollTo(left, top);
+    // A live redraw: the selected node's details may have changed too (new actions, a
+    // commit, metrics); they are fetched again in place, without a loading flash.
+    const still = selected === null ? undefined : doc.nodes.find((n) => n.id === selected);
+    if (still) onSelect?.(still, doc.view, { quiet: true });
   }
 
   function draw(doc) {

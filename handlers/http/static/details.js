@@ -1,7 +1,7 @@
 // Node details beside the Canvas, from GET /api/quests/{id}/nodes/{ref}: the branch's git
 // state (head commit, ahead/behind its parent), metrics against the baseline, the
 // artifact payload, the changed files and the related actions.
-// mountDetails(el, {questId}) -> {show(node, view), close()}.
+// mountDetails(el, {questId}) -> {show(node, view, {quiet}), close()}.
 import { api } from "./api.js";
 import { h, errorBox } from "./dom.js";
 
@@ -11,17 +11,19 @@ export function mountDetails(el, { questId }) {
   const body = h("div.details-body", {}, h("p.muted", {}, "Click a node to see its details."));
   el.append(h("div.pane-head", {}, h("h2", {}, "Details")), body);
 
-  async function show(node, view) {
+  // quiet: a refresh of the node shown (the Canvas redrew): no loading text, and a
+  // failed refresh keeps what is shown.
+  async function show(node, view, { quiet = false } = {}) {
     const mine = ++generation;
     controller?.abort();
     controller = new AbortController();
     const ref = view === "branch" ? `branch:${node.id}` : node.id;
-    body.replaceChildren(h("p.muted", {}, `Loading ${node.label || node.id}…`));
+    if (!quiet) body.replaceChildren(h("p.muted", {}, `Loading ${node.label || node.id}…`));
     let d;
     try {
       d = await api(`/api/quests/${encodeURIComponent(questId)}/nodes/${encodeURIComponent(ref)}`, { signal: controller.signal });
     } catch (err) {
-      if (err.name === "AbortError" || mine !== generation) return;
+      if (err.name === "AbortError" || mine !== generation || quiet) return;
       body.replaceChildren(h("h3.node-title", {}, node.label || node.id), errorBox(err));
       return;
     }
