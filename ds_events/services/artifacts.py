@@ -106,6 +106,7 @@ from .artifact_commands import (
 __all__ = [
     "record",
     "publish_baseline",
+    "registry_state",
     "unregistered_publications",
     "complete_registry",
     "attach_baseline",
@@ -687,16 +688,23 @@ def open_registry(home: Home, actor: str = "cli") -> tuple[EventStore, Views]:
     return log, views
 
 
-def registry_entry(home: Home, baseline_id: str) -> dict[str, Any] | None:
-    """The registry's entry for ``baseline_id`` as plain JSON, or None."""
+def registry_state(home: Home) -> baseline_registry.State | None:
+    """The home's baseline registry as folded now, or None when nothing was ever
+    published (a read: no registry log is created)."""
     if not home.has_log(REGISTRY_LOG):
         return None
     log, views = open_registry(home)
     try:
-        entry = views.state(baseline_registry.PROJECTION.name).entries.get(baseline_id)
-        return None if entry is None else msgspec.to_builtins(entry)
+        return views.state(baseline_registry.PROJECTION.name)
     finally:
         log.close()
+
+
+def registry_entry(home: Home, baseline_id: str) -> dict[str, Any] | None:
+    """The registry's entry for ``baseline_id`` as plain JSON, or None."""
+    state = registry_state(home)
+    entry = None if state is None else state.entries.get(baseline_id)
+    return None if entry is None else msgspec.to_builtins(entry)
 
 
 def _publish_to_registry(quest: Quest, published: BaselinePublished) -> dict[str, Any]:
@@ -720,13 +728,8 @@ def unregistered_publications(home: Home) -> list[dict[str, Any]]:
     """Every quest publication (``artifact.baseline_published``) the home's registry
     lacks — a publisher died between its quest append and its registry append — as
     ``{quest_id, baseline_id, seq, event_id}``. Reads the logs only."""
-    held: dict[str, str] = {}
-    if home.has_log(REGISTRY_LOG):
-        log, views = open_registry(home)
-        try:
-            held = dict(views.state(baseline_registry.PROJECTION.name).sources)
-        finally:
-            log.close()
+    registry = registry_state(home)
+    held = registry.sources if registry is not None else {}
     missing: list[dict[str, Any]] = []
     for quest_id in home.quest_ids():
         log = home.open_log(quest_id, read_only=True)
@@ -764,11 +767,8 @@ def _unregistered_publication(quest: Quest, state: Any, baseline_id: str) -> Bas
     event = quest.log.get(baseline.published_seq)
     if not isinstance(event, BaselinePublished):
         return None
-    log, views = open_registry(quest.home, quest.log.actor)
-    try:
-        held = baseline_registry.source_key(quest.id, baseline_id) in views.state(baseline_registry.PROJECTION.name).sources
-    finally:
-        log.close()
+    registry = registry_state(quest.home)
+    held = registry is not None and baseline_registry.source_key(quest.id, baseline_id) in registry.sources
     return None if held else event
 
 
@@ -874,12 +874,9 @@ def _check_publishable(state: Any, baseline_id: str) -> None:
 def _unknown_baseline(state: Any, baseline_id: str, *, home: Home | None = None) -> NotFound:
     """The refusal for an id neither the quest nor (given ``home``) the registry knows."""
     known = set(state.baselines)
-    if home is not None and home.has_log(REGISTRY_LOG):
-        log, views = open_registry(home)
-        try:
-            known |= set(views.state(baseline_registry.PROJECTION.name).entries)
-        finally:
-            log.close()
+    registry = registry_state(home) if home is not None else None
+    if registry is not None:
+        known |= set(registry.entries)
     return NotFound(
         f"no baseline {baseline_id!r}: publish or confirm it first", code="unknown_baseline", known_baseline_ids=sorted(known)
     )
