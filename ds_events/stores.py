@@ -154,18 +154,13 @@ def pool(url: str) -> Any:
         found = _POOLS.get(key)
         if found is None:
             import psycopg
-            from psycopg_pool import ConnectionPool
 
-            from .log.postgres import configure_connection, ensure_schema
+            from .log.postgres import open_pool
 
             try:
-                # Connect once directly first: a wrong URL or a server that is down is
-                # said at once, not after the pool has waited for its first connection.
-                with psycopg.connect(url, connect_timeout=_CONNECT_TIMEOUT) as conn:
-                    ensure_schema(conn)
+                found = open_pool(url, max_size=_POOL_SIZE, name="ds")  # a down server is said at once
             except psycopg.Error as exc:
                 raise _unreachable(url, exc) from exc
-            found = ConnectionPool(url, min_size=1, max_size=_POOL_SIZE, configure=configure_connection, open=True, name="ds")
             if not _POOLS:
                 atexit.register(_close_pools)
             _POOLS[key] = found
@@ -209,7 +204,6 @@ def require_file_store(url: str, what: str) -> None:
 _POOLS: dict[tuple[int, str], Any] = {}
 _POOLS_LOCK = threading.Lock()
 _POOL_SIZE = 8  # connections per database per process at most (follow opens its own)
-_CONNECT_TIMEOUT = 10  # seconds
 
 
 def _unreachable(url: str, exc: BaseException) -> LogError:

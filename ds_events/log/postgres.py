@@ -44,7 +44,7 @@ if TYPE_CHECKING:
 
     from ..verify import VerifyReport
 
-__all__ = ["PostgresStore", "PgTransaction", "SCHEMA", "ensure_schema", "insert_lines", "configure_connection", "CHANNEL", "LOCK_CLASS"]
+__all__ = ["PostgresStore", "PgTransaction", "SCHEMA", "ensure_schema", "open_pool", "insert_lines", "configure_connection", "CHANNEL", "LOCK_CLASS"]
 
 CHANNEL = "ds_events"  # NOTIFY payload: {"quest_id": ..., "seq": <new last seq>}
 # pg_advisory_lock(LOCK_CLASS, hashtext(quest_id)): the two-key form keeps our locks
@@ -94,10 +94,10 @@ def ensure_schema(conn: psycopg.Connection[Any]) -> None:
 class PostgresStore:
     """The events of quest ``quest_id`` in the PostgreSQL database at ``dsn``.
 
-    ``pool``: a :class:`psycopg_pool.ConnectionPool` to share between stores (several
-    quests of one home); it stays open when this store closes, and should set up its
-    connections with :func:`configure_connection` (durable commits). Without one the
-    store opens its own (``pool_size`` connections at most). ``read_only``: appends are
+    ``pool``: a pool from :func:`open_pool` to share between stores (several quests of
+    one home): the schema exists and its connections commit durably; it stays open when
+    this store closes. Without one the store opens its own (``pool_size`` connections
+    at most). ``read_only``: appends are
     refused. Events whose stored line is longer than ``max_event_bytes`` are refused
     with :class:`ServiceError` ``event_too_large``, as by the file log.
     """
@@ -113,8 +113,6 @@ class PostgresStore:
         max_event_bytes: int = MAX_EVENT_BYTES,
         pool_size: int = 8,
     ) -> None:
-        from psycopg_pool import ConnectionPool
-
         if not quest_id:
             raise ValueError("a PostgreSQL store needs a quest_id: it names the quest's rows")
         if max_event_bytes < 1:
@@ -133,16 +131,7 @@ class PostgresStore:
 
         try:
             if pool is None:
-                # Connect once directly: a wrong address or a server that is down fails
-                # here at once, instead of after the pool's wait for its first connection.
-                with psycopg.connect(dsn, connect_timeout=_CONNECT_TIMEOUT) as conn:
-                    ensure_schema(conn)
-                pool = ConnectionPool(
-                    dsn, min_size=1, max_size=pool_size, configure=configure_connection, open=True, name=f"ds:{quest_id}"
-                )
-            else:
-                with pool.connection() as conn:
-                    ensure_schema(conn)
+                pool = open_pool(dsn, max_size=pool_size, name=f"ds:{quest_id}")
         except psycopg.Error as exc:
             raise _log_error(exc, f"opening {self.location}") from exc
         self._pool = pool
@@ -528,6 +517,18 @@ class PgTransaction:
             return self._store._commit(self._conn, events, locked=True)
         except psycopg.Error as exc:
             raise _log_error(exc, self._store.location) from exc
+
+
+def open_pool(dsn: str, *, max_size: int, name: str) -> ConnectionPool:
+    """A connection pool on ``dsn`` for stores to share, the events table ensured once.
+    It connects once directly first, so a wrong address or a server that is down fails
+    here at once (``psycopg.Error``), not after the pool's wait for its first connection."""
+    import psycopg
+    from psycopg_pool import ConnectionPool
+
+    with psycopg.connect(dsn, connect_timeout=_CONNECT_TIMEOUT) as conn:
+        ensure_schema(conn)
+    return ConnectionPool(dsn, min_size=1, max_size=max_size, configure=configure_connection, open=True, name=name)
 
 
 def configure_connection(conn: psycopg.Connection[Any]) -> None:
