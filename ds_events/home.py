@@ -300,9 +300,9 @@ class Quest:
         """The log handle to append through. After a failed write (a full disk) a
         file log refuses until reopened; reopening here means a long-running server
         appends again by itself once there is room, instead of failing every call."""
-        if getattr(self.log, "needs_reopen", False):
+        if self.log.needs_reopen:
             with self._reopening:
-                if getattr(self.log, "needs_reopen", False):
+                if self.log.needs_reopen:
                     self._retired.append(self.log)
                     self.log = self._open_log()
                     self.views.log = self.log

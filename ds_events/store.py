@@ -61,6 +61,11 @@ class EventStore(Protocol):
         """The highest seq stored, including other processes' appends."""
         ...
 
+    @property
+    def needs_reopen(self) -> bool:
+        """Whether this handle refuses appends until it is reopened (after a failed write)."""
+        ...
+
     def append(self, event: Event | Sequence[Event]) -> Event | list[Event]:
         """Append one event (returns it as stored) or a batch atomically (returns a list)."""
         ...
