@@ -6,7 +6,9 @@
 // redraws a card when another of its events arrives. Text from the log is always set as
 // text (never parsed as HTML).
 
-export { cardKey, drawCard, h };
+import { h } from "./dom.js";
+
+export { cardKey, drawCard };
 
 // The MCP namespaces the runtime serves: their calls are recorded by the servers
 // themselves as tool.call_* events, which carry the structured result, so the runner's
@@ -348,19 +350,4 @@ function seconds(msValue) {
 
 function ms(v) {
   return v >= 1000 ? `${(v / 1000).toFixed(1)} s` : `${Math.round(v)} ms`;
-}
-
-// h("div", {class: "x"}, child, "text", null) -> an element; null children are skipped,
-// strings become text nodes.
-function h(tag, attrs, ...children) {
-  const el = document.createElement(tag);
-  for (const [k, v] of Object.entries(attrs || {})) {
-    if (v === null || v === undefined || v === false) continue;
-    el.setAttribute(k, v === true ? "" : String(v));
-  }
-  for (const c of children) {
-    if (c === null || c === undefined || c === false) continue;
-    el.append(c instanceof Node ? c : document.createTextNode(String(c)));
-  }
-  return el;
 }

@@ -10,7 +10,7 @@
 // refused action shows the route's error code and message.
 
 import { api, token } from "./api.js";
-import { h } from "./cards.js";
+import { h } from "./dom.js";
 import { listenQuestEvents, openStream } from "./sse.js";
 
 export { mountSteering };

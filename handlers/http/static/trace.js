@@ -14,7 +14,8 @@
 // `latest` or inside the window is skipped, and every card remembers the seqs it holds.
 
 import { api, token } from "./api.js";
-import { cardKey, drawCard, h } from "./cards.js";
+import { cardKey, drawCard } from "./cards.js";
+import { h } from "./dom.js";
 import { openStream, shareQuestEvents } from "./sse.js";
 
 export { mountTrace };
