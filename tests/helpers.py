@@ -7,9 +7,11 @@ import asyncio
 import json
 import os
 import random
+import subprocess
 import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import msgspec
@@ -302,3 +304,20 @@ def random_events(seed: int, count: int, quest_id: str = "q1") -> list[Event]:
         )
         for n, e in enumerate(event_payloads(seed, count), start=1)
     ]
+
+
+def start_serve(home: Home, *extra: str, log: Path) -> tuple[subprocess.Popen[bytes], int]:
+    """Start ``ds serve --port 0 *extra`` over ``home``; its output goes to ``log``.
+    Returns the process and the port, once it listens."""
+    out = log.open("wb")
+    proc = subprocess.Popen([*DS, "serve", "--port", "0", *extra], env=ds_env(home, DS_TOKEN=""), stdout=out, stderr=subprocess.STDOUT)
+    out.close()  # the child holds its own copy
+
+    def bound() -> str | None:
+        if proc.poll() is not None:
+            raise AssertionError(f"ds serve exited ({proc.returncode}):\n{log.read_text()}")
+        first = log.read_text().partition("\n")
+        return first[0] if first[1] and first[0].startswith("serving") else None
+
+    line = wait_until(bound, timeout=60, what="ds serve to listen", poll=0.05)
+    return proc, int(line.rsplit(":", 1)[1].split()[0])

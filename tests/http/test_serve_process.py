@@ -8,6 +8,7 @@ import asyncio
 import signal
 import subprocess
 import sys
+from pathlib import Path
 
 import aiohttp
 import mcp
@@ -15,24 +16,14 @@ import pytest
 
 from ds_events.home import Home, Quest
 
-from ..helpers import DS, ds_env
+from ..helpers import DS, ds_env, start_serve
 from .sse import frames
 
 
-def _start_serve(home: Home, *extra: str) -> tuple[subprocess.Popen[str], int]:
-    proc = subprocess.Popen([*DS, "serve", "--port", "0", *extra], env=ds_env(home), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    assert proc.stdout is not None
-    line = proc.stdout.readline()  # "serving HOME on http://127.0.0.1:PORT" once it listens
-    if not line.startswith("serving"):
-        proc.kill()
-        raise AssertionError(f"ds serve did not start: {line!r} {proc.stderr.read() if proc.stderr else ''}")
-    return proc, int(line.rsplit(":", 1)[1].split()[0])
-
-
 @pytest.mark.slow
-async def test_events_from_an_mcp_process_and_ds_message_reach_an_sse_client_live_in_order(home: Home, quest: Quest) -> None:
+async def test_events_from_an_mcp_process_and_ds_message_reach_an_sse_client_live_in_order(home: Home, quest: Quest, tmp_path: Path) -> None:
     start = quest.log.last_seq
-    proc, port = _start_serve(home, "--no-turns")  # the stream, not turns: the message must start none
+    proc, port = start_serve(home, "--no-turns", log=tmp_path / "serve.log")  # the stream, not turns: the message must start none
     try:
         async with aiohttp.ClientSession() as session:
             url = f"http://127.0.0.1:{port}/api/quests/q1/events?stream=1&after={start}"
@@ -59,13 +50,11 @@ async def test_events_from_an_mcp_process_and_ds_message_reach_an_sse_client_liv
     finally:
         proc.terminate()
         proc.wait(timeout=30)
-        proc.stdout.close()  # type: ignore[union-attr]
-        proc.stderr.close()  # type: ignore[union-attr]
 
 
 @pytest.mark.slow
-async def test_sigterm_ends_an_open_stream_cleanly_and_exits_zero(home: Home, quest: Quest) -> None:
-    proc, port = _start_serve(home)
+async def test_sigterm_ends_an_open_stream_cleanly_and_exits_zero(home: Home, quest: Quest, tmp_path: Path) -> None:
+    proc, port = start_serve(home, log=tmp_path / "serve.log")
     try:
         async with aiohttp.ClientSession() as session:
             async with session.get(f"http://127.0.0.1:{port}/api/quests/q1/events?stream=1") as resp:
@@ -79,8 +68,6 @@ async def test_sigterm_ends_an_open_stream_cleanly_and_exits_zero(home: Home, qu
         if proc.poll() is None:
             proc.kill()
             proc.wait()
-        proc.stdout.close()  # type: ignore[union-attr]
-        proc.stderr.close()  # type: ignore[union-attr]
 
 
 def test_binding_beyond_loopback_without_a_token_is_refused(home: Home) -> None:

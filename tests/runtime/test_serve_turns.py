@@ -10,7 +10,7 @@ import pytest
 
 from ds_events.home import Home, Quest
 from tests.http.sse import frames
-from tests.http.test_serve_process import _start_serve
+from tests.helpers import start_serve
 
 pytestmark = pytest.mark.slow
 
@@ -23,7 +23,7 @@ async def test_a_message_over_http_runs_a_turn_and_a_pause_interrupts_one(home: 
         "  - steps: [{say: 'second turn, long'}, {sleep: 300}]\n"
     )
     start = quest.log.last_seq
-    proc, port = _start_serve(home, "--runner", "scripted", "--trajectory", str(traj))
+    proc, port = start_serve(home, "--runner", "scripted", "--trajectory", str(traj), log=tmp_path / "serve.log")
     base = f"http://127.0.0.1:{port}/api/quests/q1"
     try:
         async with aiohttp.ClientSession() as session:
@@ -47,8 +47,6 @@ async def test_a_message_over_http_runs_a_turn_and_a_pause_interrupts_one(home: 
     finally:
         proc.terminate()
         proc.wait(timeout=30)
-        proc.stdout.close()  # type: ignore[union-attr]
-        proc.stderr.close()  # type: ignore[union-attr]
     finished = [(s["outcome"], s["reason"]) for s in seen if s["type"] == "runner.turn_finished"]
     assert finished == [("completed", ""), ("interrupted", "paused")]
     types = [s["type"] for s in seen]

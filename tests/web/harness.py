@@ -29,9 +29,9 @@ from typing import Any
 
 from ds_events.home import Home
 
-from ..helpers import DS, ds_env, wait_until
+from ..helpers import DS, ds_env, start_serve
 
-__all__ = ["CHROMIUM", "CHROMIUM_ARGS", "OUTPUT", "Server", "Guard", "build_demo", "serve", "launch", "start_serve", "screenshot_path"]
+__all__ = ["CHROMIUM", "CHROMIUM_ARGS", "OUTPUT", "Server", "Guard", "build_demo", "serve", "launch", "screenshot_path"]
 
 REPO = Path(__file__).resolve().parents[2]
 OUTPUT = REPO / "test-output" / "web"  # screenshots (gitignored); look at them
@@ -109,23 +109,6 @@ def build_demo(root: Path) -> tuple[Home, str]:
     assert done.returncode == 0, f"ds demo failed:\n{done.stdout}\n{done.stderr}"
     (quest_id,) = home.quest_ids()
     return home, quest_id
-
-
-def start_serve(home: Home, *extra: str, log: Path) -> tuple[subprocess.Popen[bytes], int]:
-    """Start ``ds serve --port 0 *extra`` over ``home``; its output goes to ``log``.
-    Returns the process and the port, once it listens."""
-    out = log.open("wb")
-    proc = subprocess.Popen([*DS, "serve", "--port", "0", *extra], env=ds_env(home, DS_TOKEN=""), stdout=out, stderr=subprocess.STDOUT)
-    out.close()  # the child holds its own copy
-
-    def bound() -> str | None:
-        if proc.poll() is not None:
-            raise AssertionError(f"ds serve exited ({proc.returncode}):\n{log.read_text()}")
-        first = log.read_text().partition("\n")
-        return first[0] if first[1] and first[0].startswith("serving") else None
-
-    line = wait_until(bound, timeout=60, what="ds serve to listen", poll=0.05)
-    return proc, int(line.rsplit(":", 1)[1].split()[0])
 
 
 @contextlib.contextmanager

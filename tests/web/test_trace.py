@@ -14,8 +14,9 @@ import pytest
 from ds_events.cli.demo import DEMO_TRAJECTORY
 from ds_events.home import Home
 
+from ..helpers import start_serve
 from .conftest import TOKEN
-from .harness import Guard, Server, screenshot_path, serve, start_serve
+from .harness import Guard, Server, screenshot_path, serve
 from .trace_support import card_keys, ds_message, log_events, new_quest, quest_page, run_agent_script
 
 WINDOW = 200  # trace.js's default windowSize: the most cards the DOM holds
