@@ -205,6 +205,9 @@ def test_a_bad_quest_id_is_refused_in_one_line(home, capsys, argv):
         (["quest", "new"], "--title"),
         (["no-such-command"], "No such command"),
         (["mcp", "--namespace", "nope"], "nope"),
+        (["repair", "cq", "--registry"], "not both"),
+        (["repair"], "--registry"),
+        (["verify", "cq", "--registry"], "not both"),
     ],
 )
 def test_bad_flags_and_arguments_are_usage_errors_in_one_line(home, capsys, q, argv, says):
