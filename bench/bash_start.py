@@ -29,8 +29,8 @@ from _util import verdict
 
 from ds_events.bash.spawn import spawn_monitor
 from ds_events.home import Home
-from ds_events.services import bash_exec as service
-from ds_events.services.bash_commands import GetSession, StartSession
+from ds_events.services.bash import sessions as service
+from ds_events.services.bash.commands import GetSession, StartSession
 
 COMMAND = "sleep 0.2"
 

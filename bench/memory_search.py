@@ -57,7 +57,7 @@ from ds_events.memory import index as index_module  # noqa: E402
 from ds_events.memory.index import query_terms  # noqa: E402
 from ds_events.memory.store import MemoryContext  # noqa: E402
 from ds_events.memory.text import words  # noqa: E402
-from ds_events.services import memory as svc  # noqa: E402
+from ds_events.services.memory import cards as svc  # noqa: E402
 from projections.memory import KINDS, SINGULAR  # noqa: E402
 from _util import vocabulary  # noqa: E402
 

@@ -41,7 +41,7 @@ from ds_events.events.memory import CardWritten  # noqa: E402
 from ds_events.home import Home, Quest  # noqa: E402
 from ds_events.memory.store import MemoryContext  # noqa: E402
 from ds_events.paths import write_atomic  # noqa: E402
-from ds_events.services import memory as svc  # noqa: E402
+from ds_events.services.memory import cards as svc  # noqa: E402
 from projections.memory import KINDS, SINGULAR  # noqa: E402
 from _util import append_in_batches, vocabulary  # noqa: E402
 

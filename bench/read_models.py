@@ -34,7 +34,7 @@ from ds_events.events import Event  # noqa: E402
 from ds_events.events.artifact import ArtifactRecorded, BranchPrepared, GitCheckpointed  # noqa: E402
 from ds_events.events.core import ConversationMessage, QuestAnchorChanged  # noqa: E402
 from ds_events.home import Home, Quest  # noqa: E402
-from ds_events.services import read_models  # noqa: E402
+from ds_events.services.quest import read_models as read_models  # noqa: E402
 
 _BATCH = 1000
 _STAGES = ("scout", "baseline", "idea", "decision", "experiment", "analysis-campaign", "write")

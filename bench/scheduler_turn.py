@@ -37,7 +37,7 @@ from ds_events.home import Home  # noqa: E402
 from ds_events.runners import scheduler_for  # noqa: E402
 from ds_events.runners.base import start_agent  # noqa: E402
 from ds_events.runners.scripted import ScriptedRunner  # noqa: E402
-from ds_events.services.turns import TurnRecorder, TurnSpec  # noqa: E402
+from ds_events.services.runtime.turns import TurnRecorder, TurnSpec  # noqa: E402
 
 TRAJECTORY = "turns:\n" + "".join("  - steps: [{say: 'turn %d'}]\n" % i for i in range(1, 200))
 

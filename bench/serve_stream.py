@@ -40,7 +40,7 @@ from ds_events.log import EventLog
 APPENDER = """
 import sys, time
 from ds_events.home import Home
-from ds_events.services.quests import PostMessage, post_message
+from ds_events.services.quest.lifecycle import PostMessage, post_message
 home, n, rate = Home(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3])
 with home.open_quest("bench", actor="appender") as q:
     print("ready", flush=True)

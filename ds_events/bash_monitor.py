@@ -1,6 +1,6 @@
 """The monitor of one bash session: ``python -m ds_events.bash_monitor``.
 
-Started by :mod:`ds_events.services.bash_exec` in its own OS session. It reads the spec
+Started by :mod:`ds_events.services.bash.sessions` in its own OS session. It reads the spec
 (one JSON line) on stdin, starts the command under a PTY (pipes where no PTY is
 available) as leader of a new session and process group, answers with the pids on
 stdout, and waits for "go" — sent once ``bash.session_started`` is in the log. Then it:
@@ -152,7 +152,7 @@ class _Monitor:
         from ds_events.bash import linelog
         from ds_events.errors import LogError
         from ds_events.home import Quest
-        from ds_events.services import bash_exec
+        from ds_events.services.bash import sessions as bash_exec
 
         self.service = bash_exec
         # What a failed append raises (DiskFull is a LogError) or writing the views' files.

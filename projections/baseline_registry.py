@@ -8,7 +8,7 @@ of the same id replaces the entry (the newest publication wins, whichever quest 
 ``sources`` says which quest's publication of which baseline the registry holds
 (``"<quest>/<baseline_id>"`` -> the registry event's id): a quest publishes an id once,
 so a quest publication missing from it is one whose publisher died before the registry
-append (:func:`ds_events.services.artifacts.publish_baseline` completes it).
+append (:func:`ds_events.services.artifacts.records.publish_baseline` completes it).
 """
 
 from __future__ import annotations

@@ -199,7 +199,7 @@ def adapter_violations(root: Path = REPO) -> list[str]:
 
 def test_there_is_something_to_check():
     assert len(our_modules()) > 50
-    assert any(name.endswith(".services.memory") for _, name in imported_modules(REPO / "handlers/mcp/memory.py"))
+    assert any(name.endswith(".services.memory.cards") for _, name in imported_modules(REPO / "handlers/mcp/memory.py"))
 
 
 def test_every_module_imports_only_its_own_layer_or_lower():
@@ -237,7 +237,7 @@ def test_the_checks_catch_planted_violations(tmp_path):
             "ds_events/memory/__init__.py": "",
             "ds_events/memory/store.py": "from ..services import memory\n",
             "ds_events/services/__init__.py": "",
-            "ds_events/services/memory.py": "def f():\n    from ds_events.cli import main\n",
+            "ds_events/services/memory/cards.py": "def f():\n    from ds_events.cli import main\n",
             "ds_events/services/hooks.py": "def post():\n    import aiohttp.client\n",
             "ds_events/cli/__init__.py": "def main(): pass\n",
             "projections/view.py": "import os\nfrom ds_events.home import Home\n",
@@ -251,7 +251,7 @@ def test_the_checks_catch_planted_violations(tmp_path):
     )
     layers = layer_violations(root)
     assert any(v.startswith("ds_events.memory.store:1 (layer 2) imports ds_events.services.memory") for v in layers)
-    assert any(v.startswith("ds_events.services.memory:2 (layer 3) imports ds_events.cli.main") for v in layers)
+    assert any(v.startswith("ds_events.services.memory.cards:2 (layer 3) imports ds_events.cli.main") for v in layers)
     assert any(v.startswith("projections.view:2 (layer 1) imports ds_events.home.Home") for v in layers)
     assert "ds_events.nowhere: belongs to no layer (add it to LAYERS)" in layers
     assert purity_violations(root) == ["projections.view:1 imports os"]

@@ -84,7 +84,7 @@ async def test_three_namespaces_and_the_cli_write_one_quest_at_once(home: Home, 
 
     # Every user message reaches the agent exactly once: what interact() handed over
     # now, plus what a final consumer still finds pending, is each message once.
-    from ds_events.services.interactions import consume_mailbox
+    from ds_events.services.interactions.mailbox import consume_mailbox
 
     _batch, rest = consume_mailbox(quest, consumer="test")
     delivered = artifact_out[6:] + [item.text for item in rest]

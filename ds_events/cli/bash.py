@@ -7,8 +7,8 @@ import msgspec
 
 from ds_events.bash.checks import MAX_LINES
 from ds_events.home import Home
-from ds_events.services import bash_exec as service
-from ds_events.services.bash_commands import KillSession, ListSessions, ReadOutput
+from ds_events.services.bash import sessions as service
+from ds_events.services.bash.commands import KillSession, ListSessions, ReadOutput
 
 from .common import cli, emit_json, json_option, open_quest, out, pass_home
 

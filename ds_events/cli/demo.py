@@ -21,7 +21,7 @@ import click
 
 from ds_events.home import Home, Quest
 from ds_events.replay import replay_quest
-from ds_events.services import quests as quest_service
+from ds_events.services.quest import lifecycle as quest_service
 from ds_events.verify import verify_home_log
 
 from .common import out
@@ -108,7 +108,7 @@ async def _turns(quest: Quest) -> None:
 async def _answer_blocking_requests(quest: Quest) -> None:
     """The user watches for a blocking decision request during the turn and answers it:
     the reply is queued while the agent waits in ``interact`` and reaches it there."""
-    from ds_events.services import interactions
+    from ds_events.services.interactions import mailbox as interactions
 
     answered: set[str] = set()
     while True:

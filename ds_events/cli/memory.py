@@ -9,10 +9,10 @@ import click
 
 from ds_events.home import Home
 from ds_events.memory.store import MemoryContext
-from ds_events.services import memory as memory_service
+from ds_events.services.memory import cards as memory_service
 from ds_events.services.commands import decode_command, to_builtins
-from ds_events.services.memory_audit import audit, import_hand_edits
-from ds_events.services.memory_commands import (
+from ds_events.services.memory.audit import audit_memory, import_hand_edits
+from ds_events.services.memory.commands import (
     AuditMemory,
     ConfigureGuard,
     ImportHandEdits,
@@ -126,7 +126,7 @@ def audit_cmd(home: Home, quest_id: str, scope: str, as_json: bool) -> None:
     """
     cmd = decode_command(AuditMemory, {"scope": scope})
     with _memory(home, quest_id) as mem:
-        report = to_builtins(audit(mem, cmd))
+        report = to_builtins(audit_memory(mem, cmd))
     if as_json:
         emit_json(report)
         return

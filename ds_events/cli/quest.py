@@ -6,7 +6,7 @@ import click
 import msgspec
 
 from ds_events.home import Home
-from ds_events.services import quests as quest_service
+from ds_events.services.quest import lifecycle as quest_service
 
 from .common import cli, emit_json, json_option, open_quest, out, pass_home
 from .log import warn_if_torn
@@ -149,5 +149,9 @@ def control(home: Home, quest_id: str, action: str, reason: str) -> None:
     Example: ds control tok-abl pause --reason "reviewing results"
     """
     with open_quest(home, quest_id) as q:
-        event = quest_service.control(q, quest_service.Control(action=action, reason=reason))
+        # Imported here: it loads the shell-session and turn machinery, which the
+        # read-only quest commands of this module must not pay for at start-up.
+        from ds_events.services.runtime import steering
+
+        event = steering.control(q, quest_service.Control(action=action, reason=reason))
         out(f"{action}: seq {event.seq}, status now {q.state('status').status}")

@@ -9,5 +9,5 @@
 - :mod:`.cards`: checking card values, parsing card files, card summaries.
 
 The commands and queries built on them (write, search, records, audit, the stage plan)
-are in :mod:`ds_events.services.memory` and its ``memory_*`` siblings.
+are in :mod:`ds_events.services.memory.cards` and its ``memory_*`` siblings.
 """

@@ -1,4 +1,4 @@
-"""Runners: one module per agent, one interface (:class:`ds_events.services.scheduler.Runner`).
+"""Runners: one module per agent, one interface (:class:`ds_events.services.runtime.scheduler.Runner`).
 
 - ``codex``: the Codex CLI (``codex exec --json``) with an isolated ``CODEX_HOME``.
 - ``claude``: Claude Code (``claude -p --output-format stream-json``).
@@ -42,11 +42,11 @@ def make_runner(name: str, config: RunnerConfig, **options: Any) -> Any:
 def scheduler_for(
     quest: Any, *, runner: str | None = None, model: str | None = None, trajectory: str | None = None
 ) -> Any:
-    """A :class:`~ds_events.services.scheduler.QuestScheduler` for ``quest``: the runner
+    """A :class:`~ds_events.services.runtime.scheduler.QuestScheduler` for ``quest``: the runner
     and model named here, else the quest's own (``ds quest set-runner``), else the
     home's ``runner`` config."""
-    from ds_events.services.scheduler import QuestScheduler
-    from ds_events.services.turns import turn_prompt
+    from ds_events.services.runtime.scheduler import QuestScheduler
+    from ds_events.services.runtime.turns import turn_prompt
 
     config = quest.home.config().runner
     status = quest.state("status")

@@ -1,7 +1,7 @@
 """Host the turns of every quest in a home: one scheduler task per quest.
 
 ``ds serve`` runs a :class:`Fleet` beside the HTTP API (and ``ds acp`` one for the quest
-it serves): each quest's :class:`~ds_events.services.scheduler.QuestScheduler` waits for
+it serves): each quest's :class:`~ds_events.services.runtime.scheduler.QuestScheduler` waits for
 its log to move and runs a turn when the quest needs one. New quests are picked up by a
 scan of the home every ``scan_seconds``. A scheduler that fails (a runner that cannot be
 built from the config, a bug) is reported on stderr and started again after a pause, so

@@ -32,7 +32,7 @@ import msgspec
 import yaml
 
 from ds_events.errors import Invalid
-from ds_events.services.turns import MCP_NAMESPACES, TurnRecorder, TurnSpec
+from ds_events.services.runtime.turns import MCP_NAMESPACES, TurnRecorder, TurnSpec
 
 from .base import LineRunner
 

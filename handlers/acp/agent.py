@@ -32,8 +32,9 @@ from ds_events.errors import ServiceError
 from ds_events.events import Event
 from ds_events.home import Home, Quest
 from ds_events.runners.fleet import Fleet
-from ds_events.services import quests as quest_service
-from ds_events.services.turns import next_action
+from ds_events.services.quest import lifecycle as quest_service
+from ds_events.services.runtime import steering
+from ds_events.services.runtime.turns import next_action
 from projections.acp import to_notification
 
 __all__ = ["QuestAgent", "serve", "DEFAULT_QUIET_SECONDS"]
@@ -102,7 +103,7 @@ class QuestAgent:
         quest = await self._quest(session_id)
         self._cancelled.add(session_id)
         with contextlib.suppress(ServiceError):  # already completed: nothing to pause
-            await self._call(quest_service.control, quest, quest_service.Control(action="pause", reason="acp cancel"))
+            await self._call(steering.control, quest, quest_service.Control(action="pause", reason="acp cancel"))
 
     async def authenticate(self, method_id: str, **_: Any) -> None:
         return None

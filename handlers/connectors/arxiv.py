@@ -8,7 +8,7 @@ from typing import Any
 import aiohttp
 
 from ds_events.errors import NotFound, ServiceError
-from ds_events.services.arxiv import DEFAULT_API_URL, parse_atom
+from ds_events.services.artifacts.arxiv import DEFAULT_API_URL, parse_atom
 
 __all__ = ["ArxivApiFetcher"]
 

@@ -1,7 +1,7 @@
 """The webhook connector: POST each interaction as JSON, retry, record every attempt.
 
 What to send and how an attempt is recorded are the service's
-(:mod:`ds_events.services.connectors`); this adapter owns the network. Connection
+(:mod:`ds_events.services.interactions.connectors`); this adapter owns the network. Connection
 errors, timeouts, 429 and 5xx are retried with exponential backoff up to the binding's
 ``max_attempts``; other 4xx are final. The POST carries an ``Idempotency-Key`` header:
 delivery is at-least-once and receivers dedupe on it.
@@ -16,7 +16,7 @@ import aiohttp
 
 from ds_events.events.interaction import DeliveryAttempted
 from ds_events.home import Quest
-from ds_events.services import connectors
+from ds_events.services.interactions import connectors as connectors
 
 __all__ = ["deliver", "deliver_pending"]
 

@@ -11,7 +11,8 @@ import msgspec
 from aiohttp import web
 from msgspec import Meta
 
-from ds_events.services import quests as quest_service
+from ds_events.services.quest import lifecycle as quest_service
+from ds_events.services.runtime import steering
 from ds_events.services.commands import Command, decode_command
 
 from .errors import read_json
@@ -72,7 +73,7 @@ def add_routes(app: web.Application, hub: Hub) -> None:
 
         def work() -> dict[str, object]:
             q = hub.quest(qid)
-            event = quest_service.control(q, cmd)
+            event = steering.control(q, cmd)
             return {"seq": event.seq, "action": cmd.action, "status": q.state("status").status}
 
         return await answer(hub, work)

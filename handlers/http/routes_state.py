@@ -13,12 +13,13 @@ import msgspec
 from aiohttp import web
 
 from ds_events.errors import Invalid
-from ds_events.services import bash_exec, interactions
-from ds_events.services import memory as memory_service
-from ds_events.services.bash_commands import GetSession, ListSessions, ReadOutput
+from ds_events.services.bash import sessions as bash_exec
+from ds_events.services.interactions import mailbox as interactions
+from ds_events.services.memory import cards as memory_service
+from ds_events.services.bash.commands import GetSession, ListSessions, ReadOutput
 from ds_events.services.commands import decode_command, to_builtins
-from ds_events.services.git import git_graph
-from ds_events.services.memory_commands import ListRecent, ReadCard, SearchCards
+from ds_events.services.artifacts.checkpoints import git_graph
+from ds_events.services.memory.commands import ListRecent, ReadCard, SearchCards
 from projections import artifacts as artifacts_view
 from projections import interactions as interactions_view
 

@@ -1,6 +1,6 @@
-"""The read models of the views helper (``services/read_models.py``): workflow, node
+"""The read models of the views helper (``services/quest/read_models.py``): workflow, node
 traces and the three Canvas views (JSON, or SVG with ``format=svg``); and a Canvas
-node's details for the page (``services/node_details.py``).
+node's details for the page (``services/views/nodes.py``).
 
 Each runs on a worker thread (:meth:`Hub.run`): the branch view reads git, and any of
 them may first fold events other processes appended."""
@@ -21,7 +21,7 @@ __all__ = ["add_routes"]
 
 
 def _models() -> Any:
-    from ds_events.services import read_models  # imported on first use (the views helper's module)
+    from ds_events.services.quest import read_models as read_models  # imported on first use (the views helper's module)
 
     return read_models
 
@@ -47,7 +47,7 @@ def add_routes(app: web.Application, hub: Hub) -> None:
 
     async def node_details(request: web.Request) -> web.Response:
         qid, ref = request.match_info["quest_id"], request.match_info["ref"]
-        from ds_events.services.node_details import node_details as details
+        from ds_events.services.views.nodes import node_details as details
 
         return await answer(hub, lambda: details(hub.quest(qid), ref))
 

@@ -1,7 +1,7 @@
 """The `artifact` MCP namespace: quest records, git branches and checkpoints, baselines
 and metric contracts, main experiments, analysis campaigns, summary, git graph, arXiv.
 
-Thin adapters: each tool takes its command (``ds_events.services.artifact_commands``)
+Thin adapters: each tool takes its command (``ds_events.services.artifacts.commands``)
 and calls one service function. The interaction tools (``interact``,
 ``get_interaction``) are added by :mod:`handlers.mcp.artifact_interact`.
 """
@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from mcp.server.mcpserver import MCPServer
 
-from ds_events.services import arxiv as arxiv_service
-from ds_events.services import artifacts as service
-from ds_events.services import git as git_service
-from ds_events.services.artifact_commands import (
+from ds_events.services.artifacts import arxiv as arxiv_service
+from ds_events.services.artifacts import records as service
+from ds_events.services.artifacts import checkpoints as git_service
+from ds_events.services.artifacts.commands import (
     AttachBaseline,
     AttachBaselineResult,
     BranchResult,
@@ -133,7 +133,7 @@ def _records(ns: Namespace, arxiv_fetcher: arxiv_service.Fetcher | None) -> None
 
         quest = await tc.quest_async()
         chosen = fetcher or ArxivApiFetcher(arxiv_service.api_url(quest.home))
-        return await arxiv_service.arxiv(quest, cmd, chosen)
+        return await arxiv_service.read_arxiv(quest, cmd, chosen)
 
 
 def _git(ns: Namespace) -> None:

@@ -1,13 +1,13 @@
 """The interaction tools of the `artifact` namespace: ``interact`` and ``get_interaction``.
 
-Thin adapters over :mod:`ds_events.services.interactions`; webhook targets are sent by
+Thin adapters over :mod:`ds_events.services.interactions.mailbox`; webhook targets are sent by
 :mod:`handlers.connectors.webhook`. ``handlers.mcp.artifact`` calls :func:`register`.
 """
 
 from __future__ import annotations
 
-from ds_events.services import interactions as service
-from ds_events.services.interactions import GetInteraction, Interact, InteractionDetail, InteractResult
+from ds_events.services.interactions import mailbox as service
+from ds_events.services.interactions.mailbox import GetInteraction, Interact, InteractionDetail, InteractResult
 
 from .common import Namespace, ToolContext
 

@@ -5,16 +5,16 @@ arguments: ideas and lineage (``submit_idea``, ``activate_branch``,
 ``get_analysis_campaign``, ``get_global_status``, ``get_research_map_status``), ``git``
 and ``complete_quest``.
 
-Thin adapters over :mod:`ds_events.services.research`, :mod:`ds_events.services.research_queries`
-and :mod:`ds_events.services.git_tool`; ``handlers.mcp.artifact`` calls :func:`register`.
+Thin adapters over :mod:`ds_events.services.research.ideas`, :mod:`ds_events.services.research.queries`
+and :mod:`ds_events.services.research.git_tool`; ``handlers.mcp.artifact`` calls :func:`register`.
 """
 
 from __future__ import annotations
 
-from ds_events.services import git_tool
-from ds_events.services import research as service
-from ds_events.services import research_queries as queries
-from ds_events.services.research_commands import (
+from ds_events.services.research import git_tool as git_tool
+from ds_events.services.research import ideas as service
+from ds_events.services.research import queries as queries
+from ds_events.services.research.commands import (
     ActivateBranch,
     ActivateBranchResult,
     AnalysisCampaignResult,

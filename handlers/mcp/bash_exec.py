@@ -1,6 +1,6 @@
 """The `bash_exec` MCP namespace: one tool, ``bash_exec``, for durable shell sessions.
 
-A thin adapter over :mod:`ds_events.services.bash_tool`: the arguments are decoded into a
+A thin adapter over :mod:`ds_events.services.bash.tool`: the arguments are decoded into a
 :class:`BashExec` command (by :mod:`handlers.mcp.common`), the service checks the mode's
 rules and runs it, and its :class:`BashExecResult` is the tool's answer. The server
 reconciles sessions when it starts, so sessions that died while no server was running
@@ -9,9 +9,9 @@ are marked at once.
 
 from __future__ import annotations
 
-from ds_events.services import bash_exec as service
-from ds_events.services import bash_tool
-from ds_events.services.bash_commands import BashExec, BashExecResult
+from ds_events.services.bash import sessions as service
+from ds_events.services.bash import tool as bash_tool
+from ds_events.services.bash.commands import BashExec, BashExecResult
 
 from .common import Namespace, QuestBinding, ToolContext
 

@@ -9,9 +9,9 @@ from __future__ import annotations
 from mcp.server.mcpserver import MCPServer
 
 from ds_events.memory.store import MemoryContext
-from ds_events.services import memory as memory_service
-from ds_events.services.memory_audit import audit as audit_memory_store
-from ds_events.services.memory_commands import (
+from ds_events.services.memory import cards as memory_service
+from ds_events.services.memory.audit import audit_memory as audit_memory_store
+from ds_events.services.memory.commands import (
     AppendRecord,
     AuditMemory,
     AuditRecords,
@@ -29,7 +29,7 @@ from ds_events.services.memory_commands import (
     WriteCard,
     WriteResult,
 )
-from ds_events.services.memory_records import append_record, audit_records, read_records
+from ds_events.services.memory.records import append_record, audit_records, read_records
 
 from .common import Namespace, QuestBinding, ToolContext
 

@@ -23,8 +23,8 @@ from ds_events.errors import Conflict
 from ds_events.events.artifact import GitCheckpointed
 from ds_events.home import Quest
 from ds_events.log import line_hash
-from ds_events.services import git as git_service
-from ds_events.services import artifact_commands as cmd
+from ds_events.services.artifacts import checkpoints as git_service
+from ds_events.services.artifacts import commands as cmd
 
 from .support import git_ok
 
@@ -147,7 +147,7 @@ def test_another_process_appends_while_a_checkpoint_of_thousands_of_files_scans_
 
 
 def test_another_process_appends_while_a_campaign_creates_its_worktrees(quest: Quest, monkeypatch: pytest.MonkeyPatch) -> None:
-    from ds_events.services import artifacts
+    from ds_events.services.artifacts import records as artifacts
 
     other = OtherAppender(quest)
     went_through: list[bool] = []

@@ -13,10 +13,10 @@ from .support import client_for, fails, git_ok
 ROOT = Path(__file__).resolve().parents[2]
 SOURCES = [
     ROOT / "ds_events/artifacts/validate.py",
-    ROOT / "ds_events/services/arxiv.py",
+    ROOT / "ds_events/services/artifacts/arxiv.py",
     ROOT / "ds_events/artifacts/git.py",
-    ROOT / "ds_events/services/artifacts.py",
-    ROOT / "ds_events/services/git.py",
+    ROOT / "ds_events/services/artifacts/records.py",
+    ROOT / "ds_events/services/artifacts/checkpoints.py",
 ]
 
 

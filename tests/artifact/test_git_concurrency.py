@@ -15,8 +15,8 @@ import pytest
 
 from ds_events.events.artifact import AnalysisCampaignCreated, BranchPrepared
 from ds_events.home import Home, Quest
-from ds_events.services import artifacts
-from ds_events.services import artifact_commands as cmd
+from ds_events.services.artifacts import records as artifacts
+from ds_events.services.artifacts import commands as cmd
 
 from .support import git, git_ok
 
@@ -27,8 +27,9 @@ _WORKER = r"""
 import json, sys
 from ds_events.errors import ServiceError
 from ds_events.home import Home
-from ds_events.services import artifacts, git
-from ds_events.services import artifact_commands as cmd
+from ds_events.services.artifacts import records as artifacts
+from ds_events.services.artifacts import checkpoints as git
+from ds_events.services.artifacts import commands as cmd
 home_root, what, arg = sys.argv[1:4]
 quest = Home(home_root).open_quest("q1", actor="worker")
 print("ready", flush=True)

@@ -8,7 +8,7 @@ import asyncio
 import json
 
 from ds_events.home import Home, Quest
-from ds_events.services.artifacts import open_registry, registry_entry
+from ds_events.services.artifacts.records import open_registry, registry_entry
 from projections import baseline_registry
 from tests.artifact.support import client_for, fails, ok
 from tests.helpers import domain_events

@@ -6,8 +6,8 @@ from __future__ import annotations
 import subprocess
 
 from ds_events.home import Home, Quest
-from ds_events.services import artifacts
-from ds_events.services.artifact_commands import PublishBaseline
+from ds_events.services.artifacts import records as artifacts
+from ds_events.services.artifacts.commands import PublishBaseline
 from tests.helpers import DS, ds_env
 
 

@@ -13,8 +13,9 @@ import pytest
 
 from ds_events.errors import LogError
 from ds_events.home import Home, Quest
-from ds_events.services import artifacts, git as git_service
-from ds_events.services import artifact_commands as cmd
+from ds_events.services.artifacts import records as artifacts
+from ds_events.services.artifacts import checkpoints as git_service
+from ds_events.services.artifacts import commands as cmd
 
 from .faults import FailingSync, FullDisk
 from .support import git, git_ok

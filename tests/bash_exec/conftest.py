@@ -7,8 +7,8 @@ from collections.abc import Iterator
 import pytest
 
 from ds_events.home import Home
-from ds_events.services import bash_exec as service
-from ds_events.services.bash_commands import KillSession
+from ds_events.services.bash import sessions as service
+from ds_events.services.bash.commands import KillSession
 
 
 @pytest.fixture(autouse=True)

@@ -17,7 +17,8 @@ import pytest
 
 from ds_events.bash import procs
 from ds_events.cli import main as ds_main
-from ds_events.services import quests as quest_service
+from ds_events.services.quest import lifecycle as quest_service
+from ds_events.services.runtime import steering
 from tests.helpers import DS, ds_env
 
 from .support import bash_events, call, client_for, group_is_gone, session_of, start, wait_until
@@ -27,7 +28,7 @@ RECONCILER = """
 import os, sys, time
 from pathlib import Path
 from ds_events.home import Home
-from ds_events.services.bash_exec import reconcile
+from ds_events.services.bash.sessions import reconcile
 gate = Path(sys.argv[1])
 with Home().open_quest("q1", actor="racer") as q:
     q.state("bash_sessions")
@@ -156,16 +157,16 @@ async def test_replay_rebuilds_the_session_list_byte_for_byte(home, quest, capsy
 async def test_pausing_or_stopping_the_quest_kills_its_running_sessions(quest):
     first = start(quest, "sleep 300")
     second = start(quest, "sleep 300")
-    quest_service.control(quest, quest_service.Control(action="pause", reason="review"))
+    steering.control(quest, quest_service.Control(action="pause", reason="review"))
     wait_until(lambda: session_of(quest, first.id).status != "running", what="the first session to end")
     wait_until(lambda: session_of(quest, second.id).status != "running", what="the second session to end")
     for s in (first, second):
         ended = session_of(quest, s.id)
         assert (ended.status, ended.reason) == ("terminated", "quest_pause")
         assert group_is_gone(s.pgid)
-    quest_service.control(quest, quest_service.Control(action="resume"))
+    steering.control(quest, quest_service.Control(action="resume"))
     third = start(quest, "sleep 300")
-    quest_service.control(quest, quest_service.Control(action="stop"))
+    steering.control(quest, quest_service.Control(action="stop"))
     wait_until(lambda: session_of(quest, third.id).status != "running", what="the third session to end")
     assert session_of(quest, third.id).reason == "quest_stop"
 

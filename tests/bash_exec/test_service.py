@@ -11,9 +11,9 @@ import pytest
 
 from ds_events.errors import Invalid, NotFound, ServiceError
 from ds_events.events import decode_line
-from ds_events.services import bash_exec as service
-from ds_events.services import bash_tool
-from ds_events.services.bash_commands import (
+from ds_events.services.bash import sessions as service
+from ds_events.services.bash import tool as bash_tool
+from ds_events.services.bash.commands import (
     BashExec,
     GetSession,
     KillSession,

@@ -8,8 +8,8 @@ import os
 import pytest
 
 from ds_events.errors import Invalid
-from ds_events.services import bash_exec as service
-from ds_events.services.bash_commands import StartSession
+from ds_events.services.bash import sessions as service
+from ds_events.services.bash.commands import StartSession
 
 from .support import start
 

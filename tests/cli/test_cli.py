@@ -231,7 +231,7 @@ def test_refused_requests_say_why_and_change_nothing(home, capsys, q, argv, says
 
 
 def test_control_after_completion_is_refused(home, capsys, q):
-    from ds_events.services.quests import Complete, complete
+    from ds_events.services.quest.lifecycle import Complete, complete
 
     with home.open_quest(q) as quest:
         complete(quest, Complete())

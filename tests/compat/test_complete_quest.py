@@ -9,7 +9,7 @@ import mcp
 import pytest
 
 from ds_events.home import Home, Quest
-from ds_events.services.interactions import Reply, reply
+from ds_events.services.interactions.mailbox import Reply, reply
 
 from .research_support import LogWatch, artifact_client, ok, refused, stdio_artifact
 

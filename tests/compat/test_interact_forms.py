@@ -22,7 +22,7 @@ from ds_events.errors import Conflict, Invalid
 from ds_events.events.interaction import InteractionSent
 from ds_events.home import Home, Quest
 from ds_events.replay import replay_quest
-from ds_events.services import interactions as service
+from ds_events.services.interactions import mailbox as service
 from tests.helpers import domain_events
 
 from .research_support import LogWatch, artifact_client, ok, refused

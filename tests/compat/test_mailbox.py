@@ -29,9 +29,9 @@ from ds_events.events import ConversationMessage
 from ds_events.events.interaction import DeliveryAttempted, InteractionSent, MailboxDelivered
 from ds_events.home import Home, Quest
 from ds_events.replay import replay_quest
-from ds_events.services import connectors
-from ds_events.services import interactions as service
-from ds_events.services import quests as quest_service
+from ds_events.services.interactions import connectors as connectors
+from ds_events.services.interactions import mailbox as service
+from ds_events.services.quest import lifecycle as quest_service
 from tests.helpers import domain_events, ds_env, stdio_server, tool_error
 from tests.interactions.test_mailbox_race import PRODUCER
 
@@ -232,7 +232,7 @@ N = 200
 CONSUMER = """
 import json, sys, time
 from ds_events.home import Home
-from ds_events.services.interactions import consume_mailbox
+from ds_events.services.interactions.mailbox import consume_mailbox
 n, deadline = int(sys.argv[1]), time.monotonic() + float(sys.argv[2])
 q = Home().open_quest("q1", actor="consumer-c")
 got = []

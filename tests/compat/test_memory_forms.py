@@ -21,8 +21,8 @@ from ds_events.home import Home, Quest
 from ds_events.log import EventLog
 from ds_events.memory.store import MemoryContext
 from ds_events.replay import replay_quest
-from ds_events.services.memory import write as write_card
-from ds_events.services.memory_commands import WriteCard
+from ds_events.services.memory.cards import write as write_card
+from ds_events.services.memory.commands import WriteCard
 from tests.helpers import domain_events, stdio_server, tool_error
 
 pytestmark = pytest.mark.slow

@@ -18,7 +18,7 @@ import textwrap
 import pytest
 
 from ds_events.home import Home, Quest
-from ds_events.services.artifacts import registry_entry
+from ds_events.services.artifacts.records import registry_entry
 from tests.helpers import domain_events, ds_env
 from tests.mcp_support import verify_every_log
 
@@ -35,8 +35,8 @@ PUBLISHER = textwrap.dedent(
     f"""
     import sys, time
     from ds_events.home import Home
-    from ds_events.services import artifacts
-    from ds_events.services.artifact_commands import PublishBaseline
+    from ds_events.services.artifacts import records as artifacts
+    from ds_events.services.artifacts.commands import PublishBaseline
 
     def hook(quest, published):
         print(published.id, flush=True)

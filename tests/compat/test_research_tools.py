@@ -260,7 +260,7 @@ async def test_activating_a_branch_without_a_worktree_makes_one_and_recovery_rea
 
 async def test_recovery_queries_read_the_conversation_documents_and_state(home: Home, quest: Quest) -> None:
     async with artifact_client(home) as client:
-        from ds_events.services.quests import PostMessage, post_message
+        from ds_events.services.quest.lifecycle import PostMessage, post_message
 
         post_message(quest, PostMessage(text="Please focus on CIFAR-10 only."))
         await ok(client, "interact", {"message": "Noted: CIFAR-10 only.", "kind": "progress"})

@@ -11,7 +11,8 @@ from hypothesis import strategies as st
 from ds_events.events import ConversationMessage, QuestAnchorChanged, QuestCompleted, QuestControl, QuestCreated
 from ds_events.log import EventLog
 from ds_events.replay import replay_quest
-from ds_events.services import quests as svc
+from ds_events.services.quest import lifecycle as svc
+from ds_events.services.runtime import steering
 from ds_events.views import Views
 from ds_events.verify import repair_log
 from projections import fold, quest_projections
@@ -33,8 +34,8 @@ def digest_tree(root: Path) -> dict[str, str]:
 def drive(quest) -> None:
     svc.post_message(quest, svc.PostMessage(text="first"))
     svc.change_anchor(quest, svc.ChangeAnchor(anchor="baseline"))
-    svc.control(quest, svc.Control(action="pause", reason="lunch"))
-    svc.control(quest, svc.Control(action="resume"))
+    steering.control(quest, svc.Control(action="pause", reason="lunch"))
+    steering.control(quest, svc.Control(action="resume"))
     svc.post_message(quest, svc.PostMessage(text="done", role="assistant"))
 
 

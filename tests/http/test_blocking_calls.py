@@ -16,9 +16,9 @@ from ds_events.errors import LogError
 from ds_events.home import Home, Quest
 from ds_events.memory.index import MemoryIndex
 from ds_events.memory.store import MemoryContext
-from ds_events.services import memory as memory_service
-from ds_events.services.memory_commands import WriteCard
-from ds_events.services.quests import PostMessage, post_message
+from ds_events.services.memory import cards as memory_service
+from ds_events.services.memory.commands import WriteCard
+from ds_events.services.quest.lifecycle import PostMessage, post_message
 from handlers.http.hub import Hub
 
 from ..helpers import wait_until

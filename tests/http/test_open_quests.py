@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from ds_events.home import Home, Quest
-from ds_events.services.quests import PostMessage, post_message
+from ds_events.services.quest.lifecycle import PostMessage, post_message
 from handlers.http.app import HUB
 
 

@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 
 from ds_events.home import Home, Quest
-from ds_events.services import interactions as interaction_service
-from ds_events.services.quests import PostMessage, post_message
+from ds_events.services.interactions import mailbox as interaction_service
+from ds_events.services.quest.lifecycle import PostMessage, post_message
 from tests.stores import home  # noqa: F401 - every route is served from either store
 
 
@@ -110,8 +110,8 @@ async def test_artifacts_route_and_a_bad_kind_filter(client: Any) -> None:
 
 async def test_memory_routes_list_search_read_and_errors(client: Any, quest: Quest) -> None:
     from ds_events.memory.store import MemoryContext
-    from ds_events.services import memory as memory_service
-    from ds_events.services.memory_commands import WriteCard
+    from ds_events.services.memory import cards as memory_service
+    from ds_events.services.memory.commands import WriteCard
 
     written = memory_service.write(MemoryContext(quest=quest, actor="test"), WriteCard(kind="knowledge", title="Warmup stops early divergence", body="Use 500 warmup steps."))
     listed = await (await client.get("/api/quests/q1/memory")).json()

@@ -9,7 +9,7 @@ import threading
 from typing import Any
 
 from ds_events.home import Home, Quest
-from ds_events.services.quests import PostMessage, post_message
+from ds_events.services.quest.lifecycle import PostMessage, post_message
 from handlers.http import make_app
 from handlers.http.app import HUB
 

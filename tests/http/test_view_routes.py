@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ds_events.home import Quest
-from ds_events.services.quests import PostMessage, post_message
+from ds_events.services.quest.lifecycle import PostMessage, post_message
 
 
 async def test_workflow_lists_entries_and_a_bad_limit_is_400(client: Any, quest: Quest) -> None:

@@ -12,10 +12,10 @@ import pytest
 from ds_events.cli import main
 from ds_events.cli import interact as _interact_cli  # noqa: F401 - registers ds reply/inbox/binding
 from ds_events.home import Home, Quest
-from ds_events.services import connectors
-from ds_events.services import interactions as service
+from ds_events.services.interactions import connectors as connectors
+from ds_events.services.interactions import mailbox as service
 from ds_events.services.commands import decode_command
-from ds_events.services.interactions import Interact, Reply
+from ds_events.services.interactions.mailbox import Interact, Reply
 from ds_events.errors import ServiceError
 from tests.helpers import domain_events, tool_error
 

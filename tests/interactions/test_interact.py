@@ -11,9 +11,9 @@ import pytest
 from ds_events.events.interaction import InteractionSent, MailboxDelivered
 from ds_events.home import Home, Quest
 from ds_events.replay import replay_quest
-from ds_events.services import interactions as service
-from ds_events.services.interactions import Interact, Reply
-from ds_events.services import quests as quest_service
+from ds_events.services.interactions import mailbox as service
+from ds_events.services.interactions.mailbox import Interact, Reply
+from ds_events.services.quest import lifecycle as quest_service
 
 from .clients import artifact_client, call
 

@@ -23,7 +23,7 @@ N = 60
 PRODUCER = """
 import sys
 from ds_events.home import Home
-from ds_events.services import quests
+from ds_events.services.quest import lifecycle as quests
 q = Home().open_quest("q1", actor="daemon")
 for i in range(int(sys.argv[1])):
     quests.post_message(q, quests.PostMessage(text=f"message {i}"), source="daemon")
@@ -32,7 +32,7 @@ for i in range(int(sys.argv[1])):
 CONSUMER = """
 import json, sys, time
 from ds_events.home import Home
-from ds_events.services.interactions import consume_mailbox
+from ds_events.services.interactions.mailbox import consume_mailbox
 n, deadline = int(sys.argv[1]), time.monotonic() + float(sys.argv[2])
 q = Home().open_quest("q1", actor="consumer-b")
 got = []

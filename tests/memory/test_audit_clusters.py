@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 
-from ds_events.services.memory_audit import cluster_pairs
+from ds_events.services.memory.audit import cluster_pairs
 
 
 def _components(pairs: dict[tuple[str, str], float]) -> list[tuple[list[str], float]]:

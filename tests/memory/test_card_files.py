@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from ds_events.services.memory_commands import AuditMemory, ImportHandEdits, ReadCard, WriteCard
+from ds_events.services.memory.commands import AuditMemory, ImportHandEdits, ReadCard, WriteCard
 from ds_events.errors import Invalid, ServiceError
 from ds_events.home import Home, Quest
 from ds_events.memory.store import MemoryContext
-from ds_events.services import memory as svc
-from ds_events.services.memory_audit import audit, import_hand_edits
+from ds_events.services.memory import cards as svc
+from ds_events.services.memory.audit import audit_memory, import_hand_edits
 
 SECRET = "TOP-SECRET-7f3a"
 
@@ -132,7 +132,7 @@ def test_importing_hand_edits_never_takes_in_a_file_behind_a_link(quest: Quest, 
     assert quest.log.last_seq == before
     assert all(SECRET not in line.decode() for _seq, line in quest.log.iter_lines())
     # The audit names both links without reading them.
-    drift = {d["path"]: d["problem"] for d in audit(mem, AuditMemory()).drift}
+    drift = {d["path"]: d["problem"] for d in audit_memory(mem, AuditMemory()).drift}
     assert drift == {card.path: "link", "memory/knowledge/planted.md": "link"}
 
 

@@ -6,15 +6,15 @@ import os
 
 import pytest
 
-from ds_events.services.memory_commands import SearchCards, WriteCard
+from ds_events.services.memory.commands import SearchCards, WriteCard
 from ds_events.home import Home, Quest
 from ds_events.memory.index import fts_query
-from ds_events.services.memory_plan import STAGE_PLANS, pull_for_stage, stage_memory_plan
+from ds_events.services.memory.plan import STAGE_PLANS, pull_for_stage, stage_memory_plan
 from ds_events.memory.store import INDEX_FILE, MemoryContext
 from ds_events.memory.text import config_pollution, similarity
-from ds_events.services import memory as svc
+from ds_events.services.memory import cards as svc
 from ds_events.errors import Invalid
-from ds_events.services.quests import ANCHORS
+from ds_events.services.quest.commands import ANCHORS
 
 
 def test_the_index_catches_up_with_another_handles_appends_before_checking_duplicates(home: Home, quest: Quest, mem: MemoryContext):

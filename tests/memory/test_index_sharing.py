@@ -18,11 +18,11 @@ from typing import Any
 
 import pytest
 
-from ds_events.services.memory_commands import ListRecent, SearchCards, WriteCard
+from ds_events.services.memory.commands import ListRecent, SearchCards, WriteCard
 from ds_events.errors import ServiceError
 from ds_events.home import Home, Quest
 from ds_events.memory.store import INDEX_FILE, MemoryContext
-from ds_events.services import memory as svc
+from ds_events.services.memory import cards as svc
 from tests.helpers import wait_until
 
 # The race's size; raise them from the environment for a longer stress run.
@@ -310,8 +310,8 @@ import sys
 from pathlib import Path
 from ds_events.home import Home
 from ds_events.memory.store import MemoryContext
-from ds_events.services import memory as svc
-from ds_events.services.memory_commands import WriteCard
+from ds_events.services.memory import cards as svc
+from ds_events.services.memory.commands import WriteCard
 quest = Home(Path(sys.argv[1])).open_quest("q1", actor="appender")
 mem = MemoryContext(quest)
 for i in range(int(sys.argv[2])):

@@ -9,7 +9,7 @@ import mcp
 import pytest
 import yaml
 
-from ds_events.services.memory_commands import ConfigureGuard, WriteCard
+from ds_events.services.memory.commands import ConfigureGuard, WriteCard
 from ds_events.home import Home, Quest
 from ds_events.log import EventLog
 from tests.helpers import domain_events, tool_error
@@ -70,7 +70,7 @@ async def test_a_superseded_card_leaves_retrieval_but_stays_on_disk(client, ques
 
 
 async def test_config_polluted_titles_are_refused_per_quest_guard(client, quest, mem):
-    from ds_events.services.memory import configure_guard
+    from ds_events.services.memory.cards import configure_guard
 
     configure_guard(mem, ConfigureGuard(config_keys=['lr', "batch_size"]))
     before = domain_events(quest)
@@ -202,7 +202,7 @@ async def test_record_tools_append_read_and_audit_typed_records(client, quest):
 
 async def test_audit_reports_counts_clusters_pollution_broken_links_and_drift(client, quest, mem):
     from ds_events.events.memory import CardWritten
-    from ds_events.services.memory import configure_guard
+    from ds_events.services.memory.cards import configure_guard
 
     a = await call(client, "write", **WARMUP)
     b = await call(client, "write", **WARMUP_AGAIN, force=True)
@@ -271,7 +271,7 @@ async def test_shared_across_quests_shows_other_quests_cards_read_only(home: Hom
     other = home.create_quest("Other", quest_id="q2")
     try:
         from ds_events.memory.store import MemoryContext
-        from ds_events.services.memory import write
+        from ds_events.services.memory.cards import write
 
         m2 = MemoryContext(other)
         theirs = write(m2, WriteCard(kind="knowledge", title="Flash attention needs fp16 or bf16", body="fp32 falls back silently"))

@@ -13,8 +13,8 @@ import pytest
 
 from ds_events.events.memory import CardImported, CardPromoted, CardSuperseded, CardWritten
 from ds_events.memory.store import MemoryContext
-from ds_events.services import memory as svc
-from ds_events.services.memory_commands import ListRecent, WriteCard
+from ds_events.services.memory import cards as svc
+from ds_events.services.memory.commands import ListRecent, WriteCard
 from projections.memory import _RECENT_SLACK, KINDS, PROJECTION, MemoryState, recent_cards
 
 

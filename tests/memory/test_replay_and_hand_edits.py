@@ -9,13 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from ds_events.services.memory_commands import AppendRecord, AuditMemory, ImportHandEdits, PromoteToGlobal, ReadCard, SearchCards, WriteCard
+from ds_events.services.memory.commands import AppendRecord, AuditMemory, ImportHandEdits, PromoteToGlobal, ReadCard, SearchCards, WriteCard
 from ds_events.cli import main
 from ds_events.home import Home, Quest
-from ds_events.services.memory_audit import audit, import_hand_edits
-from ds_events.services.memory_records import append_record
+from ds_events.services.memory.audit import audit_memory, import_hand_edits
+from ds_events.services.memory.records import append_record
 from ds_events.memory.store import MemoryContext
-from ds_events.services import memory as svc
+from ds_events.services.memory import cards as svc
 
 
 def _files(root: Path) -> dict[str, bytes]:
@@ -59,7 +59,7 @@ def test_a_hand_edit_is_detected_imported_and_survives_replay(home: Home, quest:
     edited = path.read_text().replace("below 10M images.", "below 10M images (JFT-300M fixes it).\n\nAdded by hand.")
     edited = edited.replace("tags:\n- vit\n", "tags:\n- vit\n- data\n")
     path.write_text(edited)
-    report = audit(mem, AuditMemory())
+    report = audit_memory(mem, AuditMemory())
     assert report.drift == [{"scope": "quest", "id": ids["paper"], "path": f"memory/papers/{ids['paper']}.md", "problem": "modified"}]
     assert svc.read(mem, ReadCard(card_id=ids['paper'])).hand_edited is True
     code, out, _ = _ds(capsys, "memory", "audit", "q1")
@@ -69,7 +69,7 @@ def test_a_hand_edit_is_detected_imported_and_survives_replay(home: Home, quest:
     result = json.loads(out)
     assert [(r["id"], r["event"]) for r in result["imported"]] == [(ids["paper"], "memory.card_imported")]
     assert path.read_text() == edited  # nothing overwritten
-    assert audit(mem, AuditMemory()).drift == []
+    assert audit_memory(mem, AuditMemory()).drift == []
     card = svc.read(mem, ReadCard(card_id=ids['paper']))
     assert "JFT-300M" in card.body and card.tags == ["vit", "data"] and not card.hand_edited
     assert [r.id for r in svc.search(mem, SearchCards(query="JFT-300M")).results] == [ids["paper"]]
@@ -86,14 +86,14 @@ def test_hand_made_and_deleted_card_files_are_imported_and_restored(home: Home, 
     gone = quest.root / "memory" / "ideas" / f"{ids['idea']}.md"
     gone_bytes = gone.read_bytes()
     gone.unlink()
-    problems = {d["problem"] for d in audit(mem, AuditMemory()).drift}
+    problems = {d["problem"] for d in audit_memory(mem, AuditMemory()).drift}
     assert problems == {"untracked", "missing"}
     result = import_hand_edits(mem, ImportHandEdits())
     assert result.restored == [f"memory/ideas/{ids['idea']}.md"] and gone.read_bytes() == gone_bytes
     (moved,) = result.moved
     assert not new.exists() and (quest.root / moved["to"]).is_file()
     assert [r.title for r in svc.search(mem, SearchCards(query="seeds variance")).results] == ["Seeds matter at small scale"]
-    assert audit(mem, AuditMemory()).drift == []
+    assert audit_memory(mem, AuditMemory()).drift == []
 
 
 def test_a_bad_hand_edit_is_refused_and_nothing_is_imported(quest: Quest, mem: MemoryContext):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ds_events.services.memory_quality import evaluate, load_fixture, substring_search
+from ds_events.services.memory.quality import evaluate, load_fixture, substring_search
 from ds_events.memory.store import MemoryContext
 from tests.conftest import FIXTURES
 

@@ -15,8 +15,8 @@ from ds_events.events.memory import CardImported, CardPromoted, CardSuperseded, 
 from ds_events.home import Home
 from ds_events.memory.index import SIMILAR_POSTINGS
 from ds_events.memory.store import MemoryContext
-from ds_events.services import memory as svc
-from ds_events.services.memory_commands import WriteCard
+from ds_events.services.memory import cards as svc
+from ds_events.services.memory.commands import WriteCard
 from projections.base import fold
 from projections.memory import PROJECTION, MemoryState, render_digest, thaw
 

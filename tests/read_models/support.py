@@ -5,11 +5,13 @@ from __future__ import annotations
 
 from ds_events.home import Quest
 from ds_events.memory.store import MemoryContext
-from ds_events.services import artifacts, git, quests
-from ds_events.services import memory as memory_service
-from ds_events.services.artifact_commands import Checkpoint, PrepareBranch, Record
-from ds_events.services.memory_commands import WriteCard
-from ds_events.services.quests import ChangeAnchor, PostMessage
+from ds_events.services.artifacts import records as artifacts
+from ds_events.services.artifacts import checkpoints as git
+from ds_events.services.quest import lifecycle as quests
+from ds_events.services.memory import cards as memory_service
+from ds_events.services.artifacts.commands import Checkpoint, PrepareBranch, Record
+from ds_events.services.memory.commands import WriteCard
+from ds_events.services.quest.lifecycle import ChangeAnchor, PostMessage
 
 __all__ = ["build_quest"]
 

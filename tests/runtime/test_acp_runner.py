@@ -21,10 +21,11 @@ from ds_events.errors import Invalid
 from ds_events.home import Home, Quest
 from ds_events.runners import make_runner
 from ds_events.runners.acp import AcpRunner, tool_name
-from ds_events.services import quests as quest_service
-from ds_events.services import turns
-from ds_events.services.scheduler import QuestScheduler
-from ds_events.services.turns import PromptRequest
+from ds_events.services.quest import lifecycle as quest_service
+from ds_events.services.runtime import steering
+from ds_events.services.runtime import turns as turns
+from ds_events.services.runtime.scheduler import QuestScheduler
+from ds_events.services.runtime.turns import PromptRequest
 from tests.helpers import DS, ds_env, wait_until_async
 
 REPO = Path(__file__).resolve().parents[2]
@@ -174,7 +175,7 @@ async def test_a_pause_from_another_thread_interrupts_the_turn_and_ends_the_agen
     def pause() -> None:
         other = home.open_quest(quest.id, actor="cli")
         try:
-            quest_service.control(other, quest_service.Control(action="pause", reason="look at it"))
+            steering.control(other, quest_service.Control(action="pause", reason="look at it"))
         finally:
             other.close()
 

@@ -17,10 +17,10 @@ from ds_events.home import Quest
 from ds_events.runners import make_runner
 from ds_events.runners.base import mcp_server_command
 from ds_events.runners.claude import ClaudeRunner, tool_name
-from ds_events.services import quests as quest_service
-from ds_events.services import turns
-from ds_events.services.scheduler import QuestScheduler
-from ds_events.services.turns import PromptRequest, TurnSpec
+from ds_events.services.quest import lifecycle as quest_service
+from ds_events.services.runtime import turns as turns
+from ds_events.services.runtime.scheduler import QuestScheduler
+from ds_events.services.runtime.turns import PromptRequest, TurnSpec
 
 REPO = Path(__file__).resolve().parents[2]
 STREAM = REPO / "fixtures" / "claude" / "stream.jsonl"

@@ -23,9 +23,10 @@ from ds_events.home import Quest
 from ds_events.runners import codex as codex_module
 from ds_events.runners import make_runner, scheduler_for
 from ds_events.runners.codex import CodexRunner, _toml, codex_home, render_config
-from ds_events.services import quests as quest_service
-from ds_events.services import turns
-from ds_events.services.turns import MCP_NAMESPACES, Host, TurnRecorder, TurnSpec
+from ds_events.services.quest import lifecycle as quest_service
+from ds_events.services.runtime import steering
+from ds_events.services.runtime import turns as turns
+from ds_events.services.runtime.turns import MCP_NAMESPACES, Host, TurnRecorder, TurnSpec
 from tests.helpers import DS, ds_env, wait_until_async
 
 from .codex_support import CODEX_FIXTURES, SCRIPTED_MODEL, codex_executable, responses_server, write_runner_config
@@ -419,7 +420,7 @@ async def test_pausing_a_real_codex_turn_ends_codex_and_the_command_it_runs(ques
         task = asyncio.create_task(scheduler_for(quest).run_until_idle())
         needle = b"sleep\x00" + seconds.encode()
         await wait_until_async(lambda: _processes_with(needle), timeout=60, what="codex to start the command")
-        await asyncio.to_thread(quest_service.control, quest, quest_service.Control(action="pause", reason="test"))
+        await asyncio.to_thread(steering.control, quest, quest_service.Control(action="pause", reason="test"))
         finished = await asyncio.wait_for(task, timeout=60)
     assert [(f.outcome, f.reason) for f in finished] == [("interrupted", "paused")]
     await wait_until_async(lambda: not _processes_with(needle), timeout=15, what="the command to be gone")

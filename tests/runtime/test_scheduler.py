@@ -18,8 +18,9 @@ from ds_events.bash import procs
 from ds_events.errors import Invalid
 from ds_events.home import Home, Quest
 from ds_events.runners import make_runner, scheduler_for
-from ds_events.services import quests as quest_service
-from ds_events.services import turns
+from ds_events.services.quest import lifecycle as quest_service
+from ds_events.services.runtime import steering
+from ds_events.services.runtime import turns as turns
 from projections import interactions as mailbox
 from tests.helpers import DS, ds_env, wait_until
 
@@ -147,7 +148,7 @@ def test_pause_and_stop_end_the_runner_group_and_the_bash_sessions(
         q = Quest(quest.home, quest.id)
         try:
             wait_until(lambda: marker.exists() and q.state("bash_sessions").sessions, what="bash session running")
-            quest_service.control(q, quest_service.Control(action=action, reason="by the test"))
+            steering.control(q, quest_service.Control(action=action, reason="by the test"))
         finally:
             q.close()
 
@@ -166,7 +167,7 @@ def test_pause_and_stop_end_the_runner_group_and_the_bash_sessions(
     for s in sessions:
         assert not procs.group_exists(s.pgid)
     # Resume: a paused turn is continued without a new message; a stopped one is not.
-    quest_service.control(quest, quest_service.Control(action="resume"))
+    steering.control(quest, quest_service.Control(action="resume"))
     after = run(quest, traj)
     if action == "pause":
         assert [f.outcome for f in after] == ["completed"]
@@ -274,7 +275,7 @@ def test_a_live_hosts_turn_is_not_recovered(quest: Quest) -> None:
     ],
 )
 def test_the_turn_uses_the_selected_skill(quest: Quest, anchor: str, reply_to_blocking: bool, skill: str) -> None:
-    from ds_events.services import interactions as inter
+    from ds_events.services.interactions import mailbox as inter
 
     quest_service.change_anchor(quest, quest_service.ChangeAnchor(anchor=anchor))
     if reply_to_blocking:

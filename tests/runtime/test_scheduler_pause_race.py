@@ -9,9 +9,10 @@ import pytest
 
 from ds_events.config import RunnerConfig
 from ds_events.home import Quest
-from ds_events.services import quests as quest_service
-from ds_events.services.scheduler import QuestScheduler, RunResult
-from ds_events.services.turns import PromptRequest, TurnRecorder, TurnSpec
+from ds_events.services.quest import lifecycle as quest_service
+from ds_events.services.runtime import steering
+from ds_events.services.runtime.scheduler import QuestScheduler, RunResult
+from ds_events.services.runtime.turns import PromptRequest, TurnRecorder, TurnSpec
 
 
 class DiesOnControl:
@@ -24,7 +25,7 @@ class DiesOnControl:
         self.action = action
 
     async def run(self, spec: TurnSpec, recorder: TurnRecorder) -> RunResult:
-        quest_service.control(recorder.quest, quest_service.Control(action=self.action, reason="from elsewhere"))
+        steering.control(recorder.quest, quest_service.Control(action=self.action, reason="from elsewhere"))
         return RunResult(ok=False, exit_code=-15, error="")
 
     async def interrupt(self) -> None:

@@ -16,8 +16,8 @@ from collections import defaultdict
 from typing import Any
 
 from ds_events.home import Home, Quest
-from ds_events.services import interactions
-from ds_events.services.skills import SKILL_NAMES, load_skill, tool_calls
+from ds_events.services.interactions import mailbox as interactions
+from ds_events.services.runtime.skills import SKILL_NAMES, load_skill, tool_calls
 from tests.mcp_support import open_clients, verify_every_log
 
 from .test_skills import _section

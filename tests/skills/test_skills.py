@@ -20,15 +20,15 @@ from ds_events.artifacts.validate import APPROVAL_VERDICTS, DECISION_ACTIONS
 from ds_events.errors import Invalid, NotFound
 from ds_events.home import Home
 from ds_events.memory.store import SCOPES
-from ds_events.services import skills
-from ds_events.services.arxiv import MODES as ARXIV_MODES
-from ds_events.services.artifacts import SLICE_STATUSES
-from ds_events.services.bash_commands import MODES as BASH_MODES
-from ds_events.services.git import BRANCH_KINDS
-from ds_events.services.interactions import KINDS as INTERACTION_KINDS
-from ds_events.services.interactions import REPLY_MODES
-from ds_events.services.memory_plan import stage_memory_plan
-from ds_events.services.skills import (
+from ds_events.services.runtime import skills as skills
+from ds_events.services.artifacts.arxiv import MODES as ARXIV_MODES
+from ds_events.services.artifacts.records import SLICE_STATUSES
+from ds_events.services.bash.commands import MODES as BASH_MODES
+from ds_events.services.artifacts.checkpoints import BRANCH_KINDS
+from ds_events.services.interactions.mailbox import KINDS as INTERACTION_KINDS
+from ds_events.services.interactions.mailbox import REPLY_MODES
+from ds_events.services.memory.plan import stage_memory_plan
+from ds_events.services.runtime.skills import (
     SECTIONS,
     SKILL_NAMES,
     ToolRef,
@@ -192,7 +192,7 @@ def test_the_readmes_describe_what_is_there() -> None:
     skills_readme = (REPO / "skills" / "README.md").read_text(encoding="utf-8")
     prompts_readme = (REPO / "prompts" / "README.md").read_text(encoding="utf-8")
     assert all(f"`{name}/`" in skills_readme for name in SKILL_NAMES)
-    assert "ds_events.services.skills" in skills_readme and "ds_events.services.skills" in prompts_readme
+    assert "ds_events.services.runtime.skills" in skills_readme and "ds_events.services.runtime.skills" in prompts_readme
     assert "`system.md`" in prompts_readme
 
 
@@ -254,7 +254,7 @@ and `artifact.checkpoint`, mcp__artifact__interact.
 
 def test_tool_references_parse_calls_names_and_ignore_paths_and_prose() -> None:
     text = """\
-See handlers/mcp/memory.py and ds_events.services.memory_plan; memory.md is a file.
+See handlers/mcp/memory.py and ds_events.services.memory.plan; memory.md is a file.
 Call `artifact.interact(message="a, b (c)", kind="progress")` then
 ```
 bash_exec.bash_exec(

@@ -38,7 +38,7 @@ def test_the_list_follows_new_quests_and_their_open_decision_requests_live(page:
     from playwright.sync_api import expect
 
     from ds_events.home import Quest
-    from ds_events.services import interactions
+    from ds_events.services.interactions import mailbox as interactions
 
     expect(page.locator(f'.quest-row[data-quest="{demo[1]}"]')).to_be_visible()
     quest_id = f"web-list-{uuid.uuid4().hex[:8]}"

@@ -52,7 +52,7 @@ def run_agent_script(home: Home, quest_id: str, script: str, *args: str) -> str:
 _ASK = """
 import sys
 from ds_events.home import Home, Quest
-from ds_events.services import interactions
+from ds_events.services.interactions import mailbox as interactions
 home, quest_id, question = Home(sys.argv[1]), sys.argv[2], sys.argv[3]
 with Quest(home, quest_id, actor="mcp:artifact") as quest:
     result = interactions.interact(quest, interactions.Interact(

@@ -10,7 +10,7 @@ record (:class:`~projections.bash_sessions.Session`), :class:`OutputPage`,
 :class:`BashExec` is the one place where the argument forms of DeepScientist's
 ``bash_exec`` are accepted next to ours (``command`` as an argv list, ``mode="create"``,
 ``start``/``tail_limit``/``order`` read windows, ``timeout_seconds`` bounding a wait);
-:mod:`ds_events.services.bash_tool` turns each into the canonical operation.
+:mod:`ds_events.services.bash.tool` turns each into the canonical operation.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from msgspec import UNSET, Meta, UnsetType
 
 from projections.bash_sessions import Session
 
-from .commands import Command, Result
+from ds_events.services.commands import Command, Result
 
 __all__ = [
     "MODES",

@@ -25,10 +25,10 @@ import pygit2
 from ds_events.errors import Conflict, Invalid, NotFound
 from ds_events.home import Quest
 
-from . import git as git_service
-from . import research
-from .artifact_commands import Checkpoint, PrepareBranch
-from .research_commands import GIT_ACTIONS, ActivateBranch, Git, GitResult
+from ds_events.services.artifacts import checkpoints as git_service
+from ds_events.services.research import ideas as research
+from ds_events.services.artifacts.commands import Checkpoint, PrepareBranch
+from ds_events.services.research.commands import GIT_ACTIONS, ActivateBranch, Git, GitResult
 
 __all__ = ["git", "changed_files"]
 
@@ -73,8 +73,8 @@ def git(quest: Quest, cmd: Git) -> GitResult:
     elif action == "branch":
         result, seq = _branch(quest, cmd, branch)
     elif action == "graph":  # DeepScientist's graph action: the same snapshot as render_git_graph
-        from .git import render_git_graph
-        from .artifact_commands import RenderGitGraph
+        from ds_events.services.artifacts.checkpoints import render_git_graph
+        from ds_events.services.artifacts.commands import RenderGitGraph
 
         drawn = render_git_graph(quest, RenderGitGraph(max_commits=min(max(cmd.limit, 1), 2000)))
         result, seq = {"graph": drawn.graph, "json_path": drawn.json_path, "svg_path": drawn.svg_path}, drawn.seq

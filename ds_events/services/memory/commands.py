@@ -14,7 +14,7 @@ from typing import Annotated, Any
 import msgspec
 from msgspec import Meta
 
-from .commands import Command, Result
+from ds_events.services.commands import Command, Result
 
 __all__ = [
     "WriteCard",

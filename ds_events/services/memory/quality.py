@@ -14,8 +14,8 @@ import yaml
 
 from ds_events.memory.store import MemoryContext
 
-from .memory import search, write
-from .memory_commands import SearchCards, WriteCard
+from ds_events.services.memory.cards import search, write
+from ds_events.services.memory.commands import SearchCards, WriteCard
 
 __all__ = ["Quality", "load_fixture", "evaluate", "substring_search"]
 

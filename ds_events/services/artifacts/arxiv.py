@@ -38,8 +38,8 @@ from ds_events.errors import Invalid, NotFound, ServiceError
 from ds_events.paths import write_atomic
 from projections.papers import Paper
 
-from .artifact_commands import PaperResult, ReadArxiv
-from .commands import Command, Result
+from ds_events.services.artifacts.commands import PaperResult, ReadArxiv
+from ds_events.services.commands import Command, Result
 
 __all__ = [
     "Fetcher",
@@ -47,7 +47,7 @@ __all__ = [
     "Arxiv",
     "ArxivResult",
     "api_url",
-    "arxiv",
+    "read_arxiv",
     "read_paper",
     "normalise_paper_id",
     "parse_atom",
@@ -100,7 +100,7 @@ class ArxivResult(Result, omit_defaults=True):
     items: list[Paper] | None = None
 
 
-async def arxiv(quest: Quest, cmd: Arxiv, fetcher: Fetcher) -> ArxivResult:
+async def read_arxiv(quest: Quest, cmd: Arxiv, fetcher: Fetcher) -> ArxivResult:
     """Read a paper (and put it in the quest's library the first time), or list the library.
 
     Every argument is checked before anything is fetched or written.

@@ -24,9 +24,9 @@ from ds_events.paths import read_confined
 from projections.artifacts import newest_records, record_path
 from projections.research import format_branch_no, idea_paths
 
-from . import read_models
-from .research import baseline_gate, branch_kind_of, workspace_branch
-from .research_commands import (
+from ds_events.services.quest import read_models as read_models
+from ds_events.services.research.ideas import baseline_gate, branch_kind_of, workspace_branch
+from ds_events.services.research.commands import (
     DOCUMENT_NAMES,
     AnalysisCampaignResult,
     ConversationContextResult,

@@ -52,9 +52,9 @@ from ds_events.events.interaction import InteractionReplied, InteractionSent, In
 from ds_events.home import Quest
 from projections import interactions as view
 
-from . import connectors
-from . import interactions_forms as forms
-from .commands import Command, Result
+from ds_events.services.interactions import connectors as connectors
+from ds_events.services.interactions import forms as forms
+from ds_events.services.commands import Command, Result
 
 __all__ = [
     "Interact",

@@ -1,15 +1,15 @@
 """Quest state commands of the `artifact` namespace: records, baselines and metric
 contracts, main experiments, analysis campaigns, summary refreshes.
 
-Each function takes its command (:mod:`ds_events.services.artifact_commands`, decoded at
+Each function takes its command (:mod:`ds_events.services.artifacts.commands`, decoded at
 the edge, so argument names and JSON types are already right) and returns its result
 struct. Every command validates against the `artifacts` projection inside
 ``quest.transaction()`` (so ids are allocated and duplicates refused across processes),
 checks that the files its event will materialise stay inside the quest, then appends one
 event. An analysis campaign creates its branches and worktrees before that, outside the
 lock, and undoes them if its event does not reach the log
-(:func:`ds_events.services.git.append_recording`). Error codes, besides those of
-:mod:`ds_events.artifacts.validate` and :mod:`ds_events.services.git`:
+(:func:`ds_events.services.artifacts.checkpoints.append_recording`). Error codes, besides those of
+:mod:`ds_events.artifacts.validate` and :mod:`ds_events.services.artifacts.checkpoints`:
 ``artifact_exists``, ``baseline_exists``, ``unknown_baseline``, ``unknown_variant``,
 ``baseline_not_confirmed``, ``no_confirmed_baseline``, ``run_exists``, ``unknown_run``,
 ``missing_metric_ids``, ``metric_direction_mismatch``, ``evaluation_protocol_mismatch``,
@@ -73,10 +73,10 @@ from projections import baseline_registry
 from projections import results as results_view
 from projections.artifacts import record_path, run_page_path
 
-from .quests import ANCHORS
+from ds_events.services.quest.commands import ANCHORS
 
-from . import git
-from .artifact_commands import (
+from ds_events.services.artifacts import checkpoints as git
+from ds_events.services.artifacts.commands import (
     AttachBaseline,
     AttachBaselineResult,
     CampaignResult,

@@ -24,8 +24,8 @@ from ds_events.artifacts.branches import branch_view
 from ds_events.errors import NotFound
 from ds_events.home import Quest
 
-from . import read_models
-from .git_tool import changed_files
+from ds_events.services.quest import read_models as read_models
+from ds_events.services.research.git_tool import changed_files
 
 __all__ = ["node_details"]
 

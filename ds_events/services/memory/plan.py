@@ -13,8 +13,8 @@ from typing import Any
 from ds_events.errors import Invalid
 from ds_events.memory.store import MemoryContext
 
-from .memory import list_recent, search
-from .memory_commands import ListRecent, SearchCards
+from ds_events.services.memory.cards import list_recent, search
+from ds_events.services.memory.commands import ListRecent, SearchCards
 
 __all__ = ["StagePlan", "STAGE_PLANS", "stage_memory_plan", "pull_for_stage"]
 

@@ -2,14 +2,14 @@
 
 One :class:`QuestScheduler` per quest, in the process that hosts turns (``ds run`` in
 the foreground, ``ds serve`` for every active quest). Each step reads what the quest
-needs (:func:`ds_events.services.turns.next_action`) and acts:
+needs (:func:`ds_events.services.runtime.turns.next_action`) and acts:
 
 - queued messages, a due retry, or a turn cut off: claim a turn (under the log's lock,
   so a second host cannot start another), start the runner, and watch it: a pause or a
   stop (``quest.control``, from any process) interrupts it, and a runner that prints
   nothing for ``stall_seconds`` is ended as ``stalled``; then record the outcome once.
 - a turn runs in another live host: wait for it; a turn whose host died: record it
-  interrupted (:func:`ds_events.services.turns.recover_turns`).
+  interrupted (:func:`ds_events.services.runtime.turns.recover_turns`).
 - nothing to do: return (``run_until_idle``) or wait for the log to move (``serve``).
 
 Runners are adapters (``ds_events/runners``): anything with the :class:`Runner` shape.
@@ -29,8 +29,8 @@ from ds_events.config import RunnerConfig
 from ds_events.events.runner import TurnFinished
 from ds_events.home import Quest
 
-from . import turns
-from .turns import Host, PromptBuilder, TurnRecorder, TurnSpec
+from ds_events.services.runtime import turns as turns
+from ds_events.services.runtime.turns import Host, PromptBuilder, TurnRecorder, TurnSpec
 
 __all__ = ["Runner", "RunResult", "QuestScheduler"]
 

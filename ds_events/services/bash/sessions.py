@@ -13,8 +13,8 @@ only then tells the monitor "go". If the service dies before that, the monitor s
 stdin close, kills the command and exits: nothing ran unrecorded.
 
 Each operation takes its command and answers a Struct (see
-:mod:`ds_events.services.bash_commands`); the one-tool form with its modes is
-:mod:`ds_events.services.bash_tool`.
+:mod:`ds_events.services.bash.commands`); the one-tool form with its modes is
+:mod:`ds_events.services.bash.tool`.
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ from ds_events.config import Config
 from ds_events.home import Quest
 from projections.bash_sessions import Session, status_counts
 
-from .bash_commands import (
+from ds_events.services.bash.commands import (
     MODES,
     AwaitSession,
     GetSession,

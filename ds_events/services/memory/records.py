@@ -11,9 +11,9 @@ from ds_events.errors import Invalid
 from ds_events.memory.store import MemoryContext
 from projections.memory import RECORD_TYPES, digest_line
 
-from .memory import info, search, write
-from .memory_audit import audit
-from .memory_commands import (
+from ds_events.services.memory.cards import info, search, write
+from ds_events.services.memory.audit import audit_memory
+from ds_events.services.memory.commands import (
     AppendRecord,
     AuditMemory,
     AuditRecords,
@@ -84,7 +84,7 @@ def read_records(mem: MemoryContext, cmd: ReadRecords) -> RecordsResult:
 
 def audit_records(mem: MemoryContext, cmd: AuditRecords | None = None) -> AuditReport:
     """:func:`audit` restricted to records, counted per record type."""
-    return audit(mem, AuditMemory(scope="quest"), records_only=True)
+    return audit_memory(mem, AuditMemory(scope="quest"), records_only=True)
 
 
 def _group(items: list[SearchHit]) -> dict[str, list[SearchHit]]:

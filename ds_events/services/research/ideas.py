@@ -15,7 +15,7 @@
 - ``complete_quest``: only after the user approved it explicitly, answering a blocking
   decision request whose ``reply_schema`` names ``decision_type:
   quest_completion_approval``; emits ``quest.completed`` through
-  :func:`ds_events.services.quests.complete`.
+  :func:`ds_events.services.quest.lifecycle.complete`.
 
 Error codes: ``invalid_mode``, ``invalid_submission_mode``, ``invalid_lineage_intent``,
 ``lineage_not_revisable``, ``invalid_foundation_ref``, ``unknown_foundation``,
@@ -46,9 +46,9 @@ from ds_events.store import StoreTransaction
 from ds_events.paths import confined
 from projections.research import format_branch_no, idea_paths
 
-from . import quests
-from .quests import ANCHORS
-from .research_commands import (
+from ds_events.services.quest import lifecycle as quests
+from ds_events.services.quest.commands import ANCHORS
+from ds_events.services.research.commands import (
     ActivateBranch,
     ActivateBranchResult,
     CompleteQuest,
@@ -562,7 +562,7 @@ def _check_new_idea(research: Any, idea_id: str) -> None:
 def append_batch(quest: Quest, undo: git_ops.Rollback, decide: Callable[[StoreTransaction], list[Event]]) -> list[Event]:
     """Append the events ``decide`` returns (under the log's lock) that record the side
     effects registered on ``undo``: they stand if the events are in the log, else they
-    are undone. As in :func:`ds_events.services.git.append_recording`, "in the log" is
+    are undone. As in :func:`ds_events.services.artifacts.checkpoints.append_recording`, "in the log" is
     judged by the file: a failed sync may still have left the lines there."""
     before = 0
     batch: list[Event] = []

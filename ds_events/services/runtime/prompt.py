@@ -49,10 +49,10 @@ from projections.interactions import InboundItem, InteractionRecord
 from projections.interactions import State as InteractionsState
 from projections.status import StatusState
 
-from . import skills
-from .memory import search
-from .memory_commands import SearchCards
-from .memory_plan import pull_for_stage
+from ds_events.services.runtime import skills as skills
+from ds_events.services.memory.cards import search
+from ds_events.services.memory.commands import SearchCards
+from ds_events.services.memory.plan import pull_for_stage
 
 __all__ = [
     "STAGE_SKILLS",

@@ -1,6 +1,6 @@
 """Turn commands: decide, claim, record and finish a quest's turns.
 
-The scheduler (:mod:`ds_events.services.scheduler`) drives these; each is a short
+The scheduler (:mod:`ds_events.services.runtime.scheduler`) drives these; each is a short
 read-decide-append under the log's lock, so two processes hosting turns for the same
 quest (``ds run`` while ``ds serve`` runs) can never both start one, and a turn ends
 exactly once whoever notices its end first (its host, a restarted host, a pause).
@@ -51,8 +51,8 @@ from ds_events.paths import write_atomic
 from projections import interactions as mailbox
 from projections import turns as view
 
-from . import prompt as prompt_service
-from .tool_calls import bounded
+from ds_events.services.runtime import prompt as prompt_service
+from ds_events.services.tool_calls import bounded
 
 __all__ = [
     "Host",
@@ -147,7 +147,7 @@ def run_dir(quest: Quest, run_id: str) -> Path:
 
 
 def turn_prompt(quest: Quest, request: PromptRequest) -> str:
-    """The scheduler's prompt builder: :mod:`ds_events.services.prompt` over the quest's
+    """The scheduler's prompt builder: :mod:`ds_events.services.runtime.prompt` over the quest's
     projections, with the messages this turn delivers and a note for a continuation or
     a retry."""
     note = ""

@@ -2,8 +2,8 @@
 and checkpoints, baselines and metric contracts, experiments, analysis campaigns,
 summary, arXiv.
 
-Each service function of :mod:`ds_events.services.artifacts`, :mod:`ds_events.services.git`
-and :mod:`ds_events.services.arxiv` takes one command below and returns its result
+Each service function of :mod:`ds_events.services.artifacts.records`, :mod:`ds_events.services.artifacts.checkpoints`
+and :mod:`ds_events.services.artifacts.arxiv` takes one command below and returns its result
 struct (the ``...Result`` classes), which the edge encodes as it is.
 
 Free-form JSON parts (a record's payload, a metric contract, metrics) are decoded as
@@ -18,7 +18,7 @@ from typing import Annotated, Any
 
 from msgspec import Meta
 
-from .commands import Command, Result
+from ds_events.services.commands import Command, Result
 
 __all__ = [
     "Record",

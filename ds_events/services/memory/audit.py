@@ -28,13 +28,13 @@ from ds_events.memory.text import config_pollution, is_near_duplicate, similarit
 from ds_events.paths import confined, write_atomic
 from projections.memory import KINDS, RESERVED_KEYS, Card, MemoryState, render_card
 
-from .memory import guard_keys, info
-from .memory_commands import AuditMemory, AuditReport, ImportedCard, ImportHandEdits, ImportResult
+from ds_events.services.memory.cards import guard_keys, info
+from ds_events.services.memory.commands import AuditMemory, AuditReport, ImportedCard, ImportHandEdits, ImportResult
 
-__all__ = ["audit", "import_hand_edits"]
+__all__ = ["audit_memory", "import_hand_edits"]
 
 
-def audit(mem: MemoryContext, cmd: AuditMemory, *, records_only: bool = False) -> AuditReport:
+def audit_memory(mem: MemoryContext, cmd: AuditMemory, *, records_only: bool = False) -> AuditReport:
     """A read-only health report of the stores of ``scope`` (``quest``, ``global``, ``both``)."""
     scope = check_scope(cmd.scope)
     stores = [mem.store(s) for s in (("quest", "global") if scope == "both" else (scope,))]

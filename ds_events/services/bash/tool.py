@@ -3,7 +3,7 @@
 What the `bash_exec` MCP tool (and the daemon's route) does with a request: check the
 rules of its ``mode`` (``invalid_mode``, ``unexpected_id``, ``unexpected_command``,
 ``unexpected_argument``, the wait timeout, the read window) before anything starts, run
-the operation of :mod:`ds_events.services.bash_exec` the mode names, and shape the
+the operation of :mod:`ds_events.services.bash.sessions` the mode names, and shape the
 answer (:class:`BashExecResult`).
 
 DeepScientist's argument forms become the canonical operation here, and only here:
@@ -26,8 +26,8 @@ from ds_events.errors import Invalid, NotFound
 from ds_events.home import Quest
 from projections.bash_sessions import Session
 
-from . import bash_exec as service
-from .bash_commands import (
+from ds_events.services.bash import sessions as service
+from ds_events.services.bash.commands import (
     MODES,
     ORDERS,
     AwaitSession,

@@ -8,7 +8,7 @@ that records what happened: :func:`append_recording`. If that event does not rea
 log, the side effects are undone, so the repository never holds a branch or a commit the
 log does not know (and a retry does not meet a ``branch_exists`` of its own making).
 Replay never touches git. Each command takes its command struct
-(:mod:`ds_events.services.artifact_commands`) and returns its result struct. Error codes: ``invalid_branch_kind``, ``missing_fields``,
+(:mod:`ds_events.services.artifacts.commands`) and returns its result struct. Error codes: ``invalid_branch_kind``, ``missing_fields``,
 ``invalid_branch_name``, ``branch_exists``, ``worktree_exists``, ``unknown_start_point``,
 ``unknown_branch``, ``branch_has_no_worktree``, ``worktree_missing``,
 ``nothing_to_commit``, ``branch_moved``, plus the id and text codes of
@@ -33,7 +33,7 @@ from ds_events.log import LogError, line_hash
 from ds_events.store import StoreTransaction
 from projections.artifacts import render_graph_svg
 
-from .artifact_commands import BranchResult, Checkpoint, CheckpointResult, GitGraphResult, PrepareBranch, RenderGitGraph
+from ds_events.services.artifacts.commands import BranchResult, Checkpoint, CheckpointResult, GitGraphResult, PrepareBranch, RenderGitGraph
 
 __all__ = [
     "BRANCH_KINDS",

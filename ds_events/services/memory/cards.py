@@ -34,7 +34,7 @@ from ds_events.memory.store import MemoryContext, MemoryStore, check_scope
 from ds_events.memory.text import DUPLICATE_THRESHOLD, config_pollution, is_near_duplicate, similarity_of, word_set, word_sets
 from projections.memory import KINDS, RECORD_TYPES, RESERVED_KEYS, SINGULAR, Card, MemoryState, changed_after, recent_cards, render_card
 
-from .memory_commands import (
+from ds_events.services.memory.commands import (
     CardInfo,
     CardsResult,
     CardText,

@@ -5,8 +5,8 @@ Names, arguments and key result fields follow DeepScientist's research loop, so 
 and skills written against it call these as they are. Every command also takes
 ``comment`` (DeepScientist's note on why a call is made; on the base Command): it is
 kept in the call's ``tool.call_finished`` record and changes nothing else. Services:
-:mod:`ds_events.services.research` (commands that emit), :mod:`ds_events.services.research_queries`
-(read-only queries), :mod:`ds_events.services.git_tool` (``git``).
+:mod:`ds_events.services.research.ideas` (commands that emit), :mod:`ds_events.services.research.queries`
+(read-only queries), :mod:`ds_events.services.research.git_tool` (``git``).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Annotated, Any
 
 from msgspec import Meta
 
-from .commands import Command, Result
+from ds_events.services.commands import Command, Result
 
 __all__ = [
     "SubmitIdea", "ActivateBranch", "ListResearchBranches", "ResolveRuntimeRefs", "GetQuestState",

@@ -1,0 +1,55 @@
+"""The quest domain's contract: what ``ds message`` / ``ds control`` / ``ds quest``, the
+daemon's quest routes and the ACP agent take to change a quest's conversation, control,
+stage and runner."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from msgspec import Meta
+
+from ds_events.services.commands import Command
+
+__all__ = [
+    "PostMessage", "Control", "ChangeAnchor", "Complete", "SetRunner",
+    "ANCHORS", "CONTROL_ACTIONS", "MAX_MESSAGE_CHARS",
+]  # fmt: skip
+
+# The stages a quest moves through (its "anchor"); every skill is named after one.
+ANCHORS = ("scout", "baseline", "idea", "experiment", "analysis-campaign", "write", "finalize", "decision")
+CONTROL_ACTIONS = ("pause", "stop", "resume")
+MAX_MESSAGE_CHARS = 100_000
+
+
+class PostMessage(Command):
+    """A message to the quest's conversation (the user's, by default)."""
+
+    text: Annotated[str, Meta(description=f"The message, at most {MAX_MESSAGE_CHARS} characters.")]
+    role: Annotated[str, Meta(description="user | assistant | system.")] = "user"
+
+
+class Control(Command):
+    """Pause, stop or resume the quest."""
+
+    action: Annotated[str, Meta(description="pause | stop | resume.")]
+    reason: Annotated[str, Meta(description="Why, recorded with the event.")] = ""
+
+
+class ChangeAnchor(Command):
+    """Move the quest to another stage (anchor)."""
+
+    anchor: Annotated[str, Meta(description="One of " + ", ".join(ANCHORS) + ".")]
+    reason: Annotated[str, Meta(description="Why, recorded with the event.")] = ""
+
+
+class Complete(Command):
+    """Mark the quest completed."""
+
+    summary: Annotated[str, Meta(description="What the quest found.")] = ""
+
+
+class SetRunner(Command):
+    """Choose the agent that runs this quest's turns (empty: the home's runner config)."""
+
+    runner: Annotated[str, Meta(description="codex | claude | acp | scripted, or empty for the home's runner.name.")] = ""
+    model: Annotated[str, Meta(description="The model the agent uses, or empty for runner.model / the agent's own.")] = ""

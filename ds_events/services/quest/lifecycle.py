@@ -1,0 +1,67 @@
+"""Quest-level changes: messages, control records, anchor moves, completion, the runner.
+
+Each validates its command against the quest's status and appends one event. Pausing or
+stopping a quest also ends its shell sessions and its running agent: that is the
+runtime's job (:func:`ds_events.services.runtime.steering.control`), which records the
+control through :func:`record_control` here first.
+"""
+
+from __future__ import annotations
+
+from ds_events.config import RUNNER_NAMES
+from ds_events.errors import Conflict, Invalid
+from ds_events.events import ConversationMessage, Event, QuestAnchorChanged, QuestCompleted, QuestControl, QuestRunnerSet
+from ds_events.home import Quest
+
+from .commands import (
+    ANCHORS, CONTROL_ACTIONS, MAX_MESSAGE_CHARS, ChangeAnchor, Complete, Control, PostMessage, SetRunner,
+)  # fmt: skip
+
+__all__ = ["post_message", "record_control", "change_anchor", "complete", "set_runner"]
+
+
+def post_message(quest: Quest, cmd: PostMessage, *, source: str = "cli") -> Event:
+    """Append a conversation message; returns it as stored (with its seq)."""
+    text, role = cmd.text, cmd.role
+    if not text.strip():
+        raise Invalid("a message needs some text", code="empty_message")
+    if len(text) > MAX_MESSAGE_CHARS:
+        raise Invalid(f"a message is at most {MAX_MESSAGE_CHARS} characters", code="message_too_long")
+    if role not in ("user", "assistant", "system"):
+        raise Invalid(f"unknown role {role!r}: use user, assistant or system", code="invalid_role")
+    return quest.emit(ConversationMessage(role=role, content=text, source=source))[0]  # type: ignore[arg-type]
+
+
+def record_control(quest: Quest, cmd: Control) -> Event:
+    """Record a pause, stop or resume (nothing else: see the module docstring)."""
+    action, reason = cmd.action, cmd.reason
+    if action not in CONTROL_ACTIONS:
+        raise Invalid(f"unknown control action {action!r}: use pause, stop or resume", code="invalid_action")
+    status = quest.state("status").status
+    if status == "completed":
+        raise Conflict("the quest is completed; it cannot be paused, stopped or resumed", code="quest_completed")
+    return quest.emit(QuestControl(action=action, reason=reason))[0]  # type: ignore[arg-type]
+
+
+def change_anchor(quest: Quest, cmd: ChangeAnchor) -> Event:
+    anchor, reason = cmd.anchor, cmd.reason
+    if anchor not in ANCHORS:
+        raise Invalid(f"unknown anchor {anchor!r}: use one of {', '.join(ANCHORS)}", code="invalid_anchor")
+    previous = quest.state("status").anchor
+    return quest.emit(QuestAnchorChanged(anchor=anchor, previous=previous, reason=reason))[0]
+
+
+def complete(quest: Quest, cmd: Complete) -> Event:
+    summary = cmd.summary
+    if quest.state("status").status == "completed":
+        raise Conflict("the quest is already completed", code="quest_completed")
+    return quest.emit(QuestCompleted(summary=summary))[0]
+
+
+def set_runner(quest: Quest, cmd: SetRunner) -> Event:
+    """Record the quest's runner and model; the next turn uses them."""
+    if cmd.runner and cmd.runner not in RUNNER_NAMES:
+        raise Invalid(f"unknown runner {cmd.runner!r}: use one of {', '.join(RUNNER_NAMES)}", code="unknown_runner")
+    if len(cmd.model) > 200 or any(c.isspace() for c in cmd.model):
+        raise Invalid("a model is a name without spaces, at most 200 characters", code="invalid_model")
+    return quest.emit(QuestRunnerSet(runner=cmd.runner, model=cmd.model))[0]
