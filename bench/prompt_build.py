@@ -52,7 +52,7 @@ from ds_events.home import Home, Quest  # noqa: E402
 from ds_events.memory.store import MemoryContext  # noqa: E402
 from ds_events.services.interactions import mailbox as interactions  # noqa: E402
 from ds_events.services.runtime import prompt as prompt
-from ds_events.services.quest import lifecycle as quests
+from ds_events.services import quest as quests
 
 _BATCH = 1000
 _STAGES = ("baseline", "idea", "experiment", "analysis-campaign", "experiment", "write")

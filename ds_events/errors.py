@@ -5,13 +5,18 @@ them before anything is written; adapters choose how to show them at the edge (a
 code and one line in the CLI, a ``ToolError`` whose text is ``{"error": code, ...}`` in
 MCP, an HTTP status in the daemon). The mapping of codes to transport details lives in
 the adapters, never here.
+
+Every code is catalogued once, by the area that raises it (:class:`ErrorCode`): each
+domain's ``ds_events/services/<domain>/errors.py``, the command vocabulary's in
+``ds_events/services/commands.py``, the edges' own in ``handlers``. A test holds the
+catalogues and the raise sites equal; ``docs/errors.md`` lists them.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
-__all__ = ["ServiceError", "NotFound", "Invalid", "Conflict", "LogError", "DiskFull"]
+__all__ = ["ServiceError", "NotFound", "Invalid", "Conflict", "LogError", "DiskFull", "ErrorCode", "catalogue"]
 
 
 class ServiceError(Exception):
@@ -57,3 +62,23 @@ class DiskFull(LogError):
     """A write to the log failed because the disk is full: nothing was appended."""
 
     code = "disk_full"
+
+
+class ErrorCode(NamedTuple):
+    """One entry of an error catalogue: the stable code, the HTTP status the daemon
+    answers it with (400 for :class:`Invalid`, 404 for :class:`NotFound`, 409 for
+    :class:`Conflict`, the edge's own otherwise), and what it means to whoever got it."""
+
+    code: str
+    status: int
+    meaning: str
+
+
+def catalogue(*entries: ErrorCode) -> dict[str, ErrorCode]:
+    """A catalogue keyed by code; a code listed twice is a programming error."""
+    found: dict[str, ErrorCode] = {}
+    for entry in entries:
+        if entry.code in found:
+            raise ValueError(f"error code {entry.code!r} is catalogued twice")
+        found[entry.code] = entry
+    return found

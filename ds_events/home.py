@@ -14,9 +14,9 @@ import secrets
 import shutil
 import threading
 import unicodedata
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, overload
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 
 from projections.artifacts import State as ArtifactsState
 from projections.bash_sessions import State as BashSessionsState
@@ -51,6 +51,8 @@ __all__ = [
     "DEFAULT_CONFIG",
     "GIT_SIGNATURE",
 ]
+
+E = TypeVar("E", bound=Event)
 
 QUEST_ID_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
 # What `ds init` writes (the sections people change most); every default is in Config.
@@ -354,20 +356,34 @@ class Quest:
             known = ", ".join(p.name for p in self.views.projections)
             raise NotFound(f"no projection {name!r}: one of {known}", code="unknown_projection") from None
 
-    def emit(self, events: Event | list[Event]) -> list[Event]:
-        """Append ``events`` atomically, update views, write the files they change."""
+    @overload
+    def emit(self, events: E) -> E: ...
+    @overload
+    def emit(self, events: Sequence[Event]) -> list[Event]: ...
+
+    def emit(self, events: Event | Sequence[Event]) -> Event | list[Event]:
+        """Append ``events`` atomically, update views, write the files they change.
+
+        One event in, that event as stored (its own type, with seq and id); a batch in,
+        the batch as stored."""
         batch = [events] if isinstance(events, Event) else list(events)
         stored = self._writable_log().append(batch)
         assert isinstance(stored, list)
         self.views.materialise(stored)
-        return stored
+        return stored[0] if isinstance(events, Event) else stored
 
-    async def emit_async(self, events: Event | list[Event]) -> list[Event]:
+    @overload
+    async def emit_async(self, events: E) -> E: ...
+    @overload
+    async def emit_async(self, events: Sequence[Event]) -> list[Event]: ...
+
+    async def emit_async(self, events: Event | Sequence[Event]) -> Event | list[Event]:
+        """:meth:`emit` without blocking the event loop."""
         batch = [events] if isinstance(events, Event) else list(events)
         stored = await self._writable_log().append_async(batch)
         assert isinstance(stored, list)
         self.views.materialise(stored)
-        return stored
+        return stored[0] if isinstance(events, Event) else stored
 
     @contextlib.contextmanager
     def transaction(self) -> Iterator[StoreTransaction]:

@@ -23,7 +23,7 @@ import pytest
 
 from ds_events.cli import COMMANDS, cli
 from ds_events.home import Home, Quest
-from ds_events.services.quest import lifecycle as quest_service
+from ds_events.services import quest as quest_service
 from tests.helpers import ds_env
 
 REPO = Path(__file__).resolve().parent.parent

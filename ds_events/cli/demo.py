@@ -21,7 +21,7 @@ import click
 
 from ds_events.home import Home, Quest
 from ds_events.replay import replay_quest
-from ds_events.services.quest import lifecycle as quest_service
+from ds_events.services import quest as quest_service
 from ds_events.verify import verify_home_log
 
 from .common import out

@@ -7,7 +7,7 @@ import asyncio
 import click
 
 from ds_events.home import Home
-from ds_events.services.quest import lifecycle as quest_service
+from ds_events.services import quest as quest_service
 
 from .common import cli, emit_json, json_option, open_quest, out, pass_home
 

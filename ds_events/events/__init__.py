@@ -33,7 +33,8 @@ __all__ = [
     "new_event_id",
     "new_event_ids",
     "utc_now",
-] + list(core.__all__)
+]
+__all__ += core.__all__
 
 ALL_EVENT_TYPES: tuple[type[Event], ...] = (
     core.EVENTS + memory.EVENTS + bash.EVENTS + artifact.EVENTS + interaction.EVENTS + tool.EVENTS + runner.EVENTS

@@ -12,13 +12,17 @@ from __future__ import annotations
 import os
 import time
 from datetime import datetime, timezone
-from typing import ClassVar
+from typing import ClassVar, dataclass_transform
 
 import msgspec
 
 __all__ = ["Event", "new_event_id", "new_event_ids", "utc_now", "ts_seconds"]
 
 
+# Tells the type checker what msgspec's own annotations cannot: every subclass is
+# frozen and keyword-only like this base (msgspec inherits the settings; without this,
+# mypy takes each subclass for a mutable dataclass deriving from a frozen one).
+@dataclass_transform(frozen_default=True, kw_only_default=True, field_specifiers=(msgspec.field,))
 class Event(msgspec.Struct, frozen=True, kw_only=True, tag_field="type"):
     """Envelope. Subclasses add payload fields and set ``tag=`` (and ``v`` when bumped)."""
 

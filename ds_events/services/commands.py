@@ -21,7 +21,7 @@ stay in the services, with their own codes.
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any, TypeVar, dataclass_transform
 
 import msgspec
 from msgspec import Meta
@@ -46,6 +46,9 @@ _EXPECTED = re.compile(r"^Expected `(?P<expected>[^`]+)`(?P<rest>.*?)(?:, got `(
 _MISSING = re.compile(r"^Object missing required field `(?P<field>[^`]+)`(?: - at `(?P<path>[^`]+)`)?$")
 
 
+# Every command is frozen and keyword-only, as this base: say so to the type checker
+# (msgspec inherits the settings at run time; see ds_events.events.base.Event).
+@dataclass_transform(frozen_default=True, kw_only_default=True, field_specifiers=(msgspec.field,))
 class Command(msgspec.Struct, kw_only=True, frozen=True, forbid_unknown_fields=True):
     """Base of every service command: keyword-only, immutable, unknown fields refused.
 

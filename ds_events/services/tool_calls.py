@@ -40,7 +40,7 @@ def new_call_id() -> str:
 def start_call(quest: Quest, *, call_id: str, namespace: str, tool: str, arguments: dict[str, Any]) -> Event:
     """Announce a long-running call (before it runs)."""
     args, _ = _bounded_arguments(arguments)
-    return quest.emit(ToolCallStarted(call_id=call_id, namespace=namespace, tool=tool, arguments=args))[0]
+    return quest.emit(ToolCallStarted(call_id=call_id, namespace=namespace, tool=tool, arguments=args))
 
 
 def finish_call(
@@ -78,7 +78,7 @@ def finish_call(
             truncated=args_cut or body_cut,
             duration_ms=round(duration_ms, 3),
         )
-    )[0]
+    )
 
 
 def record_call(quest: Quest, *, namespace: str, tool: str, arguments: dict[str, Any], **outcome: Any) -> Event:

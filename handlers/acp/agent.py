@@ -32,7 +32,7 @@ from ds_events.errors import ServiceError
 from ds_events.events import Event
 from ds_events.home import Home, Quest
 from ds_events.runners.fleet import Fleet
-from ds_events.services.quest import lifecycle as quest_service
+from ds_events.services import quest as quest_service
 from ds_events.services.runtime import steering
 from ds_events.services.runtime.turns import next_action
 from projections.acp import to_notification

@@ -11,7 +11,7 @@ import msgspec
 from aiohttp import web
 from msgspec import Meta
 
-from ds_events.services.quest import lifecycle as quest_service
+from ds_events.services import quest as quest_service
 from ds_events.services.runtime import steering
 from ds_events.services.commands import Command, decode_command
 

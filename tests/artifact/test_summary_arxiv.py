@@ -13,7 +13,7 @@ from aiohttp import web
 
 from ds_events.home import Home, Quest
 from ds_events.replay import replay_quest
-from ds_events.services.quest import lifecycle as quest_service
+from ds_events.services import quest as quest_service
 
 from .support import client_for, confirm_args, fails, ok, set_config
 

@@ -17,7 +17,7 @@ import pytest
 
 from ds_events.bash import procs
 from ds_events.cli import main as ds_main
-from ds_events.services.quest import lifecycle as quest_service
+from ds_events.services import quest as quest_service
 from ds_events.services.runtime import steering
 from tests.helpers import DS, ds_env
 

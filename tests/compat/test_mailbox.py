@@ -31,7 +31,7 @@ from ds_events.home import Home, Quest
 from ds_events.replay import replay_quest
 from ds_events.services.interactions import connectors as connectors
 from ds_events.services.interactions import mailbox as service
-from ds_events.services.quest import lifecycle as quest_service
+from ds_events.services import quest as quest_service
 from tests.helpers import domain_events, ds_env, stdio_server, tool_error
 from tests.interactions.test_mailbox_race import PRODUCER
 

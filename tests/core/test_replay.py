@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from ds_events.events import ConversationMessage, QuestAnchorChanged, QuestCompleted, QuestControl, QuestCreated
 from ds_events.log import EventLog
 from ds_events.replay import replay_quest
-from ds_events.services.quest import lifecycle as svc
+from ds_events.services import quest as svc
 from ds_events.services.runtime import steering
 from ds_events.views import Views
 from ds_events.verify import repair_log

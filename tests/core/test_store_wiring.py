@@ -14,7 +14,7 @@ import pytest
 from ds_events.errors import Conflict, Invalid, NotFound
 from ds_events.home import Home
 from ds_events.log.postgres import PostgresStore
-from ds_events.services.quest import lifecycle as quests
+from ds_events.services import quest as quests
 from ds_events.stores import close_pool, resolve_store
 from tests.helpers import DS, ds_env
 from tests.stores import pg_url, use_store

@@ -13,7 +13,7 @@ from ds_events.home import Home, Quest
 from ds_events.replay import replay_quest
 from ds_events.services.interactions import mailbox as service
 from ds_events.services.interactions.mailbox import Interact, Reply
-from ds_events.services.quest import lifecycle as quest_service
+from ds_events.services import quest as quest_service
 
 from .clients import artifact_client, call
 

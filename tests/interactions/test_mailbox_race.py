@@ -23,7 +23,7 @@ N = 60
 PRODUCER = """
 import sys
 from ds_events.home import Home
-from ds_events.services.quest import lifecycle as quests
+from ds_events.services import quest as quests
 q = Home().open_quest("q1", actor="daemon")
 for i in range(int(sys.argv[1])):
     quests.post_message(q, quests.PostMessage(text=f"message {i}"), source="daemon")

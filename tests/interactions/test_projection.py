@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from ds_events.home import Home
 from ds_events.services.interactions import mailbox as service
 from ds_events.services.interactions.mailbox import Interact, Reply
-from ds_events.services.quest import lifecycle as quest_service
+from ds_events.services import quest as quest_service
 from projections import fold
 from projections import interactions as view
 

@@ -17,7 +17,7 @@ from ds_events.home import Quest
 from ds_events.runners import make_runner
 from ds_events.runners.base import mcp_server_command
 from ds_events.runners.claude import ClaudeRunner, tool_name
-from ds_events.services.quest import lifecycle as quest_service
+from ds_events.services import quest as quest_service
 from ds_events.services.runtime import turns as turns
 from ds_events.services.runtime.scheduler import QuestScheduler
 from ds_events.services.runtime.turns import PromptRequest, TurnSpec

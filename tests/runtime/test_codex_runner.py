@@ -23,7 +23,7 @@ from ds_events.home import Quest
 from ds_events.runners import codex as codex_module
 from ds_events.runners import make_runner, scheduler_for
 from ds_events.runners.codex import CodexRunner, _toml, codex_home, render_config
-from ds_events.services.quest import lifecycle as quest_service
+from ds_events.services import quest as quest_service
 from ds_events.services.runtime import steering
 from ds_events.services.runtime import turns as turns
 from ds_events.services.runtime.turns import MCP_NAMESPACES, Host, TurnRecorder, TurnSpec

@@ -18,7 +18,7 @@ from ds_events.bash import procs
 from ds_events.errors import Invalid
 from ds_events.home import Home, Quest
 from ds_events.runners import make_runner, scheduler_for
-from ds_events.services.quest import lifecycle as quest_service
+from ds_events.services import quest as quest_service
 from ds_events.services.runtime import steering
 from ds_events.services.runtime import turns as turns
 from projections import interactions as mailbox

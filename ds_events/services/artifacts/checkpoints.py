@@ -126,7 +126,7 @@ def render_git_graph(quest: Quest, cmd: RenderGitGraph) -> GitGraphResult:
     check_materialised(quest.root, _GRAPH_FILES)
     state = quest.state("artifacts")
     graph = git_graph(quest.repo(), state, max_commits=max_commits)
-    stored = quest.emit(GitGraphRendered(graph=graph))[0]
+    stored = quest.emit(GitGraphRendered(graph=graph))
     return GitGraphResult(
         graph=graph, svg=render_graph_svg(graph), json_path=_GRAPH_FILES[0], svg_path=_GRAPH_FILES[1], seq=stored.seq
     )

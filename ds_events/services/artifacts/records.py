@@ -796,7 +796,7 @@ def refresh_summary(quest: Quest, cmd: RefreshSummary) -> SummaryResult:
     """Record a refresh and return ``SUMMARY.md`` as rendered from the log."""
     reason_text = check_text(cmd.reason, "reason", required=False, max_chars=2000)
     check_materialised(quest.root, ["SUMMARY.md"])
-    stored = quest.emit(SummaryRefreshed(reason=reason_text))[0]
+    stored = quest.emit(SummaryRefreshed(reason=reason_text))
     path = quest.root / "SUMMARY.md"
     return SummaryResult(path="SUMMARY.md", markdown=path.read_text(encoding="utf-8"), seq=stored.seq)
 

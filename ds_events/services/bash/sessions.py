@@ -344,7 +344,7 @@ def reconcile(quest: Quest, *, only: list[str] | None = None) -> list[Event]:
 
 
 def record_progress(quest: Quest, session_id: str, line: int, data: dict[str, Any]) -> Event:
-    return quest.emit(BashProgress(session_id=session_id, line=line, data=data))[0]
+    return quest.emit(BashProgress(session_id=session_id, line=line, data=data))
 
 
 def record_exit(

@@ -121,7 +121,7 @@ def set_routing_policy(quest: Quest, policy: str) -> RoutingPolicyChanged:
     if policy not in ROUTING_POLICIES:
         raise Invalid(f"unknown routing policy {policy!r}: use one of {', '.join(ROUTING_POLICIES)}", code="invalid_policy")
     previous = quest.state("interactions").routing_policy
-    return quest.emit(RoutingPolicyChanged(policy=policy, previous=previous))[0]  # type: ignore[arg-type, return-value]
+    return quest.emit(RoutingPolicyChanged(policy=policy, previous=previous))  # type: ignore[arg-type]
 
 
 def local_delivery_events(interaction_id: str, targets: list[view.Binding]) -> list[DeliveryAttempted]:
@@ -209,7 +209,7 @@ async def record_attempt(
         outcome=attempt_outcome(job, attempt, error, retryable),  # type: ignore[arg-type]
         status_code=status_code, error=error,
     )  # fmt: skip
-    return (await quest.emit_async(event))[0]  # type: ignore[return-value]
+    return await quest.emit_async(event)
 
 
 def webhook_payload(quest_id: str, record: view.InteractionRecord, binding_id: str, attempt: int) -> dict[str, Any]:

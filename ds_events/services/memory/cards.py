@@ -268,7 +268,7 @@ def configure_guard(mem: MemoryContext, cmd: ConfigureGuard) -> GuardResult:
         raise Invalid("config keys are non-empty strings without spaces, at most 64 characters", code="invalid_config_keys")
     clean = list(dict.fromkeys(k.strip() for k in keys))
     stored = mem.quest.emit(GuardConfigured(config_keys=clean))
-    return GuardResult(status="configured", config_keys=clean, seq=stored[0].seq)
+    return GuardResult(status="configured", config_keys=clean, seq=stored.seq)
 
 
 def guard_keys(mem: MemoryContext, quest_state: MemoryState | None = None) -> list[str]:

@@ -29,7 +29,7 @@ def post_message(quest: Quest, cmd: PostMessage, *, source: str = "cli") -> Even
         raise Invalid(f"a message is at most {MAX_MESSAGE_CHARS} characters", code="message_too_long")
     if role not in ("user", "assistant", "system"):
         raise Invalid(f"unknown role {role!r}: use user, assistant or system", code="invalid_role")
-    return quest.emit(ConversationMessage(role=role, content=text, source=source))[0]  # type: ignore[arg-type]
+    return quest.emit(ConversationMessage(role=role, content=text, source=source))  # type: ignore[arg-type]
 
 
 def record_control(quest: Quest, cmd: Control) -> Event:
@@ -40,7 +40,7 @@ def record_control(quest: Quest, cmd: Control) -> Event:
     status = quest.state("status").status
     if status == "completed":
         raise Conflict("the quest is completed; it cannot be paused, stopped or resumed", code="quest_completed")
-    return quest.emit(QuestControl(action=action, reason=reason))[0]  # type: ignore[arg-type]
+    return quest.emit(QuestControl(action=action, reason=reason))  # type: ignore[arg-type]
 
 
 def change_anchor(quest: Quest, cmd: ChangeAnchor) -> Event:
@@ -48,14 +48,14 @@ def change_anchor(quest: Quest, cmd: ChangeAnchor) -> Event:
     if anchor not in ANCHORS:
         raise Invalid(f"unknown anchor {anchor!r}: use one of {', '.join(ANCHORS)}", code="invalid_anchor")
     previous = quest.state("status").anchor
-    return quest.emit(QuestAnchorChanged(anchor=anchor, previous=previous, reason=reason))[0]
+    return quest.emit(QuestAnchorChanged(anchor=anchor, previous=previous, reason=reason))
 
 
 def complete(quest: Quest, cmd: Complete) -> Event:
     summary = cmd.summary
     if quest.state("status").status == "completed":
         raise Conflict("the quest is already completed", code="quest_completed")
-    return quest.emit(QuestCompleted(summary=summary))[0]
+    return quest.emit(QuestCompleted(summary=summary))
 
 
 def set_runner(quest: Quest, cmd: SetRunner) -> Event:
@@ -64,4 +64,4 @@ def set_runner(quest: Quest, cmd: SetRunner) -> Event:
         raise Invalid(f"unknown runner {cmd.runner!r}: use one of {', '.join(RUNNER_NAMES)}", code="unknown_runner")
     if len(cmd.model) > 200 or any(c.isspace() for c in cmd.model):
         raise Invalid("a model is a name without spaces, at most 200 characters", code="invalid_model")
-    return quest.emit(QuestRunnerSet(runner=cmd.runner, model=cmd.model))[0]
+    return quest.emit(QuestRunnerSet(runner=cmd.runner, model=cmd.model))

@@ -46,7 +46,7 @@ from ds_events.store import StoreTransaction
 from ds_events.paths import confined
 from projections.research import format_branch_no, idea_paths
 
-from ds_events.services.quest import lifecycle as quests
+from ds_events.services import quest as quests
 from ds_events.services.quest.commands import ANCHORS
 from ds_events.services.research.commands import (
     ActivateBranch,

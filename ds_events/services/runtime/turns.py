@@ -264,7 +264,7 @@ class TurnRecorder:
 
     def _emit(self, event: Event) -> Event:
         self.touch()
-        return self.quest.emit(msgspec.structs.replace(event, run_id=self.run_id, actor=self.actor))[0]
+        return self.quest.emit(msgspec.structs.replace(event, run_id=self.run_id, actor=self.actor))
 
     def process_started(self, pid: int, command: list[str]) -> None:
         pgid = os.getpgid(pid) if _exists(pid) else pid
