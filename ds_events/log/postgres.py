@@ -33,16 +33,14 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import msgspec
 
 from ..errors import DiskFull, LogError, ServiceError
-from ..events import Event, decode_line, new_event_ids
-from ..store import Head
+from ..events import Event, EventDecodeError, decode_line, new_event_ids
+from ..store import Head, Problem, VerifyReport
 from .eventlog import MAX_EVENT_BYTES
 from .format import encode_batches, line_hash, line_seq, line_type
 
 if TYPE_CHECKING:
     import psycopg
     from psycopg_pool import ConnectionPool
-
-    from ..verify import VerifyReport
 
 __all__ = ["PostgresStore", "PgTransaction", "SCHEMA", "ensure_schema", "open_pool", "insert_lines", "configure_connection", "CHANNEL", "LOCK_CLASS"]
 
@@ -307,9 +305,6 @@ class PostgresStore:
         edited by hand), whose ``prev`` is not the previous line's hash (a line before
         it was edited, removed or moved); an incomplete last batch.
         """
-        from ..events import EventDecodeError
-        from ..verify import Problem, VerifyReport
-
         report = VerifyReport(path=self.location)
         prev_hash, batch_start = "", 0  # the seq of an unfinished batch's first line
         for position, (seq, line, *columns) in enumerate(self._pages(0), start=1):
