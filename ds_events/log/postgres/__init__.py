@@ -17,7 +17,7 @@ psycopg is imported only where a database is used, so importing this package is 
 from __future__ import annotations
 
 from .errors import as_log_error
-from .pool import configure_connection, open_pool
+from .pool import CONNECTION_WAIT, configure_connection, open_pool
 from .schema import CHANNEL, LOCK_CLASS, SCHEMA, ensure_schema, insert_lines
 from .store import PgTransaction, PostgresStore
 
@@ -32,4 +32,5 @@ __all__ = [
     "CHANNEL",
     "LOCK_CLASS",
     "as_log_error",
+    "CONNECTION_WAIT",
 ]

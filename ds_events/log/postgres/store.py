@@ -30,9 +30,9 @@ from ...store import Head, VerifyReport
 from .. import MAX_EVENT_BYTES
 from ..format import encode_batches
 from .audit import audit_rows
-from .errors import as_log_error
+from .errors import as_log_error, connection_lost
 from .follow import follow_rows
-from .pool import open_pool
+from .pool import CONNECTION_WAIT, open_pool
 from .schema import HEAD_SQL, KNOWN_SQL, LOCK_CLASS, PAGE, PAGE_SQL, insert_lines, read_event, read_head
 
 if TYPE_CHECKING:
@@ -50,9 +50,15 @@ class PostgresStore:
     ``pool``: a pool from :func:`open_pool` to share between stores (several quests of
     one home): the schema exists and its connections commit durably; it stays open when
     this store closes. Without one the store opens its own (``pool_size`` connections
-    at most). ``read_only``: appends are
-    refused. Events whose stored line is longer than ``max_event_bytes`` are refused
-    with :class:`ServiceError` ``event_too_large``, as by the file log.
+    at most). ``read_only``: appends are refused. Events whose stored line is longer
+    than ``max_event_bytes`` are refused with :class:`ServiceError` ``event_too_large``,
+    as by the file log.
+
+    ``connection_wait``: the most seconds an append, a read or taking the lock waits
+    for a connection (the server down or restarting, every pooled connection busy);
+    then it fails with :class:`~ds_events.errors.LogTimeout`, or
+    :class:`~ds_events.errors.LogConnectionLost` when the connection it was using
+    broke. Every database failure is a :class:`LogError` (see :mod:`.errors`).
     """
 
     def __init__(
@@ -65,17 +71,21 @@ class PostgresStore:
         read_only: bool = False,
         max_event_bytes: int = MAX_EVENT_BYTES,
         pool_size: int = 8,
+        connection_wait: float = CONNECTION_WAIT,
     ) -> None:
         if not quest_id:
             raise ValueError("a PostgreSQL store needs a quest_id: it names the quest's rows")
         if max_event_bytes < 1:
             raise ValueError(f"max_event_bytes must be positive, not {max_event_bytes!r}")
+        if not connection_wait > 0:
+            raise ValueError(f"connection_wait must be a positive number of seconds, not {connection_wait!r}")
         self.dsn = dsn
         self.quest_id = quest_id
         self.actor = actor
         self.run_id: str | None = None  # stamped on appends that name no run (as EventLog.run_id)
         self.read_only = read_only
         self.max_event_bytes = max_event_bytes
+        self.connection_wait = connection_wait
         self.location = f"quest {quest_id} of the PostgreSQL store"  # what errors and reports call it
         self.recovered = None  # (the file log's recovery record and torn tail: a database
         self.torn = None  # commits whole transactions or none, so neither ever happens)
@@ -84,9 +94,9 @@ class PostgresStore:
 
         try:
             if pool is None:
-                pool = open_pool(dsn, max_size=pool_size, name=f"ds:{quest_id}")
+                pool = open_pool(dsn, max_size=pool_size, name=f"ds:{quest_id}", wait=connection_wait)
         except psycopg.Error as exc:
-            raise as_log_error(exc, f"opening {self.location}") from exc
+            raise as_log_error(exc, f"opening {self.location}", wait=connection_wait) from exc
         self._pool = pool
         self._closed = False
         self._local = threading.local()  # .txn: the transaction this thread holds
@@ -152,15 +162,7 @@ class PostgresStore:
             yield txn
         finally:
             self._local.txn = None
-            try:
-                conn.rollback()  # whatever the block left open (a failed statement)
-                conn.execute("SELECT pg_advisory_unlock(%s, hashtext(%s))", (LOCK_CLASS, self.quest_id))
-                conn.commit()
-            except BaseException:
-                conn.close()  # never hand a connection that may still hold the lock back to the pool
-                raise
-            finally:
-                self._give_back(conn)
+            self._unlock(conn)
 
     # -- reading ----------------------------------------------------------------------
 
@@ -238,22 +240,26 @@ class PostgresStore:
         it sat in the pool), ``work`` runs once more on a fresh one. That is safe for
         every caller: reads, taking the lock, and appends, whose events all have their
         ids before the first try, so if it committed and only the answer was lost, the
-        retry finds them stored. ``keep``: the connection is the caller's to give back.
+        retry finds them stored. A connection is waited for ``connection_wait`` seconds
+        at most each time. ``keep``: the connection is the caller's to give back.
         """
         if getattr(self, "_closed", False):
             raise LogError(f"{self.location}: the store is closed")
         import psycopg
 
+        lost: psycopg.Error | None = None  # what broke the first try's connection
         for attempt in (1, 2):
-            conn = self._pool.getconn()
-            lost = False
+            conn = self._connection(lost)
             try:
                 result = work(conn)
             except psycopg.Error as exc:
-                lost = conn.broken
+                broken = conn.broken
                 self._pool.putconn(conn)
-                if not (lost and attempt == 1):
+                if not broken:
                     raise as_log_error(exc, self.location) from exc
+                if attempt == 2:
+                    raise as_log_error(exc, self.location, lost=True) from exc
+                lost = exc
                 self._pool.check()  # the other idle connections likely died with it: drop them too
                 continue
             except BaseException:
@@ -264,14 +270,54 @@ class PostgresStore:
             return result
         raise AssertionError("unreachable")  # pragma: no cover
 
+    def _connection(self, lost: BaseException | None) -> psycopg.Connection[Any]:
+        """A pooled connection within ``connection_wait`` seconds, else ``log_timeout``
+        (``log_connection_lost`` if this is the retry after ``lost`` broke the first)."""
+        import psycopg
+
+        try:
+            return self._pool.getconn(timeout=self.connection_wait)
+        except psycopg.Error as exc:
+            if lost is None:
+                raise as_log_error(exc, self.location, wait=self.connection_wait) from exc
+            raise connection_lost(
+                self.location, lost, after=f", and no new connection came within {self.connection_wait:g} s"
+            ) from exc
+
     def _give_back(self, conn: psycopg.Connection[Any]) -> None:
         """Return ``conn`` to the pool, ending a transaction a read left open (a pool
-        whose connections are not in autocommit, as a caller's pool may be)."""
+        whose connections are not in autocommit, as a caller's pool may be). A rollback
+        that fails leaves a broken connection, which the pool discards."""
+        import psycopg
         from psycopg.pq import TransactionStatus
 
         if conn.info.transaction_status == TransactionStatus.INTRANS:
-            conn.rollback()
+            with contextlib.suppress(psycopg.Error):
+                conn.rollback()
         self._pool.putconn(conn)
+
+    def _unlock(self, conn: psycopg.Connection[Any]) -> None:
+        """End a transaction's session: roll back what the block left open (a failed
+        statement), release the quest's lock, give the connection back.
+
+        Never raises a database error: each ``txn.append`` committed on its own, so
+        what the block appended stands, and a connection that cannot be unlocked is
+        closed, which ends its session and so its lock (as when it broke: the server
+        ends a dead session's locks itself)."""
+        import psycopg
+
+        try:
+            if not conn.broken:
+                conn.rollback()
+                conn.execute("SELECT pg_advisory_unlock(%s, hashtext(%s))", (LOCK_CLASS, self.quest_id))
+                conn.commit()
+        except psycopg.Error:
+            conn.close()  # never hand a connection that may still hold the lock back to the pool
+        except BaseException:
+            conn.close()
+            raise
+        finally:
+            self._give_back(conn)
 
     def _lock_session(self, conn: psycopg.Connection[Any]) -> psycopg.Connection[Any]:
         conn.execute("SELECT pg_advisory_lock(%s, hashtext(%s))", (LOCK_CLASS, self.quest_id))
@@ -352,8 +398,13 @@ class PgTransaction:
 
     @property
     def last_seq(self) -> int:
-        with self._conn.transaction():
-            return read_head(self._conn, self._store.quest_id).seq
+        import psycopg
+
+        try:
+            with self._conn.transaction():
+                return read_head(self._conn, self._store.quest_id).seq
+        except psycopg.Error as exc:
+            raise self._failed(exc) from exc
 
     def append(self, events: Event | Sequence[Event]) -> list[Event]:
         """Append and commit ``events`` now (the lock stays held)."""
@@ -371,7 +422,17 @@ class PgTransaction:
         try:
             return self._store._commit(self._conn, events, locked=True)
         except psycopg.Error as exc:
-            raise as_log_error(exc, self._store.location) from exc
+            raise self._failed(exc) from exc
+
+    def _failed(self, exc: BaseException) -> BaseException:
+        # No retry on another connection: the quest's lock went with this one, so the
+        # block's read-decide-append premise no longer holds (another writer may be in).
+        return as_log_error(
+            exc,
+            self._store.location,
+            lost=self._conn.broken,
+            after=": the transaction's lock went with it, so nothing more can be appended in it (run it again)",
+        )
 
 
 def _with_ids(events: list[Event]) -> list[Event]:
