@@ -31,22 +31,31 @@ def msg(i: int, *, id: str | None = None) -> ConversationMessage:
     return ConversationMessage(role="user", content=f"m{i}", id=id or "")
 
 
-def outcome(call: Callable[[], Any], *, bound: float = BOUND) -> Any:
-    """What ``call()`` returned or raised, run on a thread that must be done within
-    ``bound`` seconds (else the wait was not bounded by the configuration)."""
-    box: list[Any] = []
+class Outcome:
+    """``call()`` on a thread of its own; :meth:`result` is what it returned or raised,
+    and it must be done within ``bound`` seconds (else the wait was not bounded by the
+    configuration)."""
 
-    def run() -> None:
+    def __init__(self, call: Callable[[], Any]) -> None:
+        self._box: list[Any] = []
+        self._worker = threading.Thread(target=self._run, args=(call,), daemon=True)
+        self._worker.start()
+
+    def result(self, bound: float = BOUND) -> Any:
+        self._worker.join(bound)
+        assert not self._worker.is_alive(), f"still waiting after {bound} s with connection_wait={WAIT}"
+        return self._box[0]
+
+    def _run(self, call: Callable[[], Any]) -> None:
         try:
-            box.append(call())
+            self._box.append(call())
         except BaseException as exc:  # noqa: BLE001 - handed to the test to look at
-            box.append(exc)
+            self._box.append(exc)
 
-    worker = threading.Thread(target=run, daemon=True)
-    worker.start()
-    worker.join(bound)
-    assert not worker.is_alive(), f"still waiting after {bound} s with connection_wait={WAIT}"
-    return box[0]
+
+def outcome(call: Callable[[], Any], *, bound: float = BOUND) -> Any:
+    """What ``call()`` returned or raised, within ``bound`` seconds (see :class:`Outcome`)."""
+    return Outcome(call).result(bound)
 
 
 def until_stored(store: PostgresStore, events: list[ConversationMessage], *, attempts: int = 60) -> list[Any]:
@@ -82,15 +91,12 @@ def test_an_append_cut_off_by_a_server_stop_is_our_error_within_the_wait_and_ret
         holder = psycopg.connect(dsn, autocommit=True)
         try:
             holder.execute("SELECT pg_advisory_lock(%s, hashtext('q'))", (LOCK_CLASS,))
-            box: list[Any] = []
-            appender = threading.Thread(target=lambda: box.append(outcome(lambda: store.append(first))), daemon=True)
-            appender.start()
+            appender = Outcome(lambda: store.append(first))
             wait_until(lambda: waiting_on_the_quest_lock(holder, dbname), timeout=30, what="the append to wait on the lock")
             pg_cluster.stop_server("fast")  # ends every session: the append's, mid-transaction
         finally:
             holder.close()
-        appender.join(BOUND + 5)
-        cut = box[0]
+        cut = appender.result()
         assert isinstance(cut, LogConnectionLost) and isinstance(cut, LogUnavailable) and isinstance(cut, LogError), cut
         assert not isinstance(cut, psycopg.Error) and cut.code == "log_connection_lost"
         assert cut.to_dict()["error"] == "log_unavailable" and cut.to_dict()["reason"] == "log_connection_lost"
@@ -162,3 +168,14 @@ def test_a_dead_transaction_session_reads_its_head_as_our_error(pg_database: str
             assert terminate_connections(pg_dsn, pg_database) >= 1
             with pytest.raises(LogConnectionLost):
                 txn.last_seq  # noqa: B018 - the property reads the database
+
+
+def test_what_else_the_database_refuses_is_log_database_error_not_a_driver_error(pg_database: str) -> None:
+    with PostgresStore(pg_database, quest_id="q", connection_wait=WAIT) as store:
+        store.append(msg(1))
+        with psycopg.connect(pg_database, autocommit=True) as conn:
+            conn.execute("ALTER TABLE ds_events RENAME TO ds_events_moved")  # an operator's mistake
+        for call in (store.read, lambda: store.append(msg(2))):
+            refused = outcome(call)
+            assert isinstance(refused, LogUnavailable) and refused.code == "log_database_error", refused
+            assert refused.to_dict()["reason"] == "log_database_error" and "UndefinedTable" in str(refused)
