@@ -30,6 +30,7 @@ from msgspec import Meta
 
 from .errors import Invalid
 from .log.eventlog import MAX_EVENT_BYTES
+from .log.postgres import CONNECTION_WAIT
 
 __all__ = [
     "Config",
@@ -70,6 +71,11 @@ class GitConfig(_Section):
 class LogConfig(_Section):
     # The longest line an append accepts; a larger event is refused with event_too_large.
     max_event_bytes: Annotated[int, Meta(ge=1)] = MAX_EVENT_BYTES
+    # A database store (store: postgresql://...): the most seconds an append or a read
+    # waits for a connection (the server down, restarting or unreachable, every pooled
+    # connection busy) before it fails with log_timeout or log_connection_lost (the
+    # daemon answers 503 log_unavailable). The file store never waits for a server.
+    connection_wait_seconds: Annotated[float, Meta(gt=0, le=3600)] = CONNECTION_WAIT
 
 
 class MemoryConfig(_Section):

@@ -16,7 +16,20 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-__all__ = ["ServiceError", "NotFound", "Invalid", "Conflict", "LogError", "DiskFull", "ErrorCode", "catalogue"]
+__all__ = [
+    "ServiceError",
+    "NotFound",
+    "Invalid",
+    "Conflict",
+    "LogError",
+    "DiskFull",
+    "LogUnavailable",
+    "LogConnectionLost",
+    "LogTimeout",
+    "LogDatabaseError",
+    "ErrorCode",
+    "catalogue",
+]
 
 
 class ServiceError(Exception):
@@ -62,6 +75,46 @@ class DiskFull(LogError):
     """A write to the log failed because the disk is full: nothing was appended."""
 
     code = "disk_full"
+
+
+class LogUnavailable(LogError):
+    """The store that holds the log cannot be used now: its database server is down,
+    restarting, unreachable or refusing us. The log itself is fine; try again later.
+
+    Every edge shows one code for the family, ``log_unavailable``, with the specific
+    ``code`` of the subclass as ``reason`` (:meth:`to_dict`), so a caller that only
+    needs to know "wait and retry" checks one code.
+    """
+
+    code = "log_unavailable"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"error": LogUnavailable.code, "reason": self.code, "message": str(self)}
+
+
+class LogConnectionLost(LogUnavailable):
+    """The connection to the database broke while an operation ran (the server
+    restarted or crashed, the network failed) and no new one could finish it. An append
+    in flight may or may not have been stored: retrying it with the same event ids
+    stores it exactly once."""
+
+    code = "log_connection_lost"
+
+
+class LogTimeout(LogUnavailable):
+    """No connection to the database came within the configured wait
+    (``log.connection_wait_seconds``), or the server cancelled a statement that ran too
+    long. Nothing was written."""
+
+    code = "log_timeout"
+
+
+class LogDatabaseError(LogUnavailable):
+    """The database refused the operation for a reason waiting may not fix (a missing
+    table or privilege, a read-only server); the message names the database's error.
+    Nothing was written."""
+
+    code = "log_database_error"
 
 
 class ErrorCode(NamedTuple):

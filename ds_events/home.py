@@ -29,7 +29,7 @@ from projections.status import StatusState
 from projections.workflow import State as WorkflowState
 from projections.papers import State as PapersState
 
-from .config import Config, ConfigFile, parse_store_setting
+from .config import Config, ConfigFile, LogConfig, parse_store_setting
 from .events import Event, QuestCreated
 from .log import MAX_EVENT_BYTES
 from .log.anchor import load_key, read_key
@@ -174,19 +174,31 @@ class Home:
             recover=recover,
             key=self.log_key(create=not read_only),
             max_event_bytes=MAX_EVENT_BYTES if config is None else config.log.max_event_bytes,
+            connection_wait=self.connection_wait(),
         )
+
+    def connection_wait(self) -> float:
+        """``log.connection_wait_seconds``: how long an operation on a database store
+        waits for a connection. A bad config.yaml gives the default here, so a reader
+        is not stopped by it (a writer has been refused by its own parse already)."""
+        try:
+            return self.config().log.connection_wait_seconds
+        except Invalid:
+            return LogConfig().connection_wait_seconds
 
     def has_log(self, name: str, *, root: Path | None = None) -> bool:
         """Whether the log ``name`` holds any event in this home's store."""
         root = root if root is not None else self.log_root(name)
-        return log_exists(self.store_url(strict=False), path=root / ".ds" / "events.jsonl", name=name)
+        return log_exists(
+            self.store_url(strict=False), path=root / ".ds" / "events.jsonl", name=name, wait=self.connection_wait()
+        )
 
     def quest_ids(self) -> list[str]:
         """Every quest of this home's store: the quest directories with a log file, or
         the quests the database holds (whether or not this machine has opened them)."""
         url = self.store_url(strict=False)
         if not is_file_store(url):
-            return [n for n in stored_log_names(url) if n not in RESERVED_LOG_NAMES and QUEST_ID_RE.match(n)]
+            return [n for n in stored_log_names(url, wait=self.connection_wait()) if n not in RESERVED_LOG_NAMES and QUEST_ID_RE.match(n)]
         if not self.quests_dir.is_dir():
             return []
         return sorted(

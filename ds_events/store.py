@@ -9,17 +9,24 @@ must pass; a store supplies only a factory.
 
 The protocol is ``runtime_checkable``, so ``isinstance(store, EventStore)`` checks that
 every member exists; ``tests/core/test_store_file.py`` also compares signatures.
+
+What an audit of a log finds (:class:`VerifyReport`, a list of :class:`Problem`) is
+part of the contract too: :mod:`ds_events.verify` fills one from a log's lines and
+anchors, and a store that can see more than its lines (:class:`AuditedStore`: the
+PostgreSQL store's rows) builds its own from these types, so no store imports the
+auditor (``ds_events.verify`` imports the stores, never the other way).
 """
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
 from typing import NamedTuple, Protocol, runtime_checkable
 
 from .events import Event
 
-__all__ = ["EventStore", "StoreTransaction", "Head"]
+__all__ = ["EventStore", "StoreTransaction", "Head", "AuditedStore", "Problem", "VerifyReport"]
 
 
 class Head(NamedTuple):
@@ -27,6 +34,39 @@ class Head(NamedTuple):
 
     seq: int
     hash: str
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One thing an audit found wrong, where it is and, if an anchor caught it, which."""
+
+    line: int  # 1-based line number in the file, or row in seq order (0: not about one line)
+    offset: int  # byte offset of the line's start (-1: a store's row, no file)
+    reason: str
+    anchor: str = ""  # the anchor that caught it, if an anchor did
+
+    def __str__(self) -> str:
+        if self.offset < 0:
+            where = f"row {self.line}" if self.line else "the store"
+        else:
+            where = f"line {self.line} (byte {self.offset})" if self.line else f"byte {self.offset}"
+        return f"{where}: {self.reason}" + (f" [caught by the {self.anchor}]" if self.anchor else "")
+
+
+@dataclass
+class VerifyReport:
+    """What an audit of one log found (``ds verify``): ``ok`` when nothing."""
+
+    path: str
+    lines: int = 0
+    last_seq: int = 0
+    problems: list[Problem] = field(default_factory=list)
+    anchors: list[str] = field(default_factory=list)  # the anchors that were checked
+    notes: list[str] = field(default_factory=list)  # what could not be checked, and why
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
 
 
 @runtime_checkable
@@ -110,4 +150,14 @@ class EventStore(Protocol):
 
     def close(self) -> None:
         """Sync what this handle wrote and release it; later appends raise LogError."""
+        ...
+
+
+@runtime_checkable
+class AuditedStore(Protocol):
+    """A store that can check more than its lines show (the PostgreSQL store: a row whose
+    seq, id, type or hash column is not what its line says), without changing anything."""
+
+    def verify(self) -> VerifyReport:
+        """Every problem found, at the row (or line) in seq order where it is."""
         ...

@@ -18,44 +18,16 @@ from __future__ import annotations
 import os
 import struct
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
 from typing import Any
 
 from ..events import EventDecodeError, LogRepaired, decode_line
 from ..events.base import ts_seconds
 from ..log import INDEX_EVERY, line_hash
+from ..store import AuditedStore, EventStore, Problem, VerifyReport
+from ..stores import display_store, is_file_store, local_dir
 from .anchors import Claim, collect_anchors
 
 __all__ = ["Problem", "VerifyReport", "verify_log", "verify_store", "verify_home_log", "read_lines", "index_problems"]
-
-
-@dataclass(frozen=True)
-class Problem:
-    line: int  # 1-based line number in the file, or row in seq order (0: not about one line)
-    offset: int  # byte offset of the line's start (-1: a store's row, no file)
-    reason: str
-    anchor: str = ""  # the anchor that caught it, if an anchor did
-
-    def __str__(self) -> str:
-        if self.offset < 0:
-            where = f"row {self.line}" if self.line else "the store"
-        else:
-            where = f"line {self.line} (byte {self.offset})" if self.line else f"byte {self.offset}"
-        return f"{where}: {self.reason}" + (f" [caught by the {self.anchor}]" if self.anchor else "")
-
-
-@dataclass
-class VerifyReport:
-    path: str
-    lines: int = 0
-    last_seq: int = 0
-    problems: list[Problem] = field(default_factory=list)
-    anchors: list[str] = field(default_factory=list)  # the anchors that were checked
-    notes: list[str] = field(default_factory=list)  # what could not be checked, and why
-
-    @property
-    def ok(self) -> bool:
-        return not self.problems
 
 
 def read_lines(path: str) -> Iterator[tuple[int, int, bytes, bool]]:
@@ -86,7 +58,7 @@ def verify_log(path: str, *, key: bytes | None = None, repo: str | os.PathLike[s
 
 
 def verify_store(
-    store: Any, *, local: str | os.PathLike[str], repo: str | os.PathLike[str] | None = None, name: str = ""
+    store: EventStore, *, local: str | os.PathLike[str], repo: str | os.PathLike[str] | None = None, name: str = ""
 ) -> VerifyReport:
     """Audit the log ``store`` (any :class:`~ds_events.store.EventStore`) without changing it.
 
@@ -103,11 +75,10 @@ def verify_store(
     anchors.problems = [p for p in anchors.problems if not p.startswith("head anchor")]
     rows = ((n, -1, line, True) for n, (_seq, line) in enumerate(store.iter_lines(), start=1))
     _audit(report, rows, anchors)
-    own = getattr(store, "verify", None)
-    if callable(own):
+    if isinstance(store, AuditedStore):
         # The store's own audit sees what lines alone cannot (a row whose stored hash
         # is not its line's): it replaces the line checks; the anchors' findings stay.
-        found = own()
+        found = store.verify()
         by_anchor = [p for p in report.problems if p.anchor or not p.line]
         report.problems = [Problem(p.line, -1, p.reason, p.anchor) for p in found.problems] + by_anchor
     return report
@@ -116,8 +87,6 @@ def verify_store(
 def verify_home_log(home: Any, name: str, *, repo: str | os.PathLike[str] | None = None) -> VerifyReport:
     """Audit the log ``name`` of ``home`` (a :class:`~ds_events.home.Home`) in whichever
     store the home keeps it: the file with its anchors and index, or the database's rows."""
-    from ..stores import display_store, is_file_store, local_dir
-
     root = home.log_root(name)
     url = home.store_url(strict=False)
     if is_file_store(url):

@@ -12,7 +12,7 @@ from typing import Any
 
 from aiohttp import web
 
-from ds_events.errors import Conflict, DiskFull, Invalid, LogError, NotFound, ServiceError
+from ds_events.errors import Conflict, DiskFull, Invalid, LogError, LogUnavailable, NotFound, ServiceError
 
 __all__ = ["error_middleware", "error_response", "read_json", "status_of"]
 
@@ -64,6 +64,8 @@ async def error_middleware(request: web.Request, handler: Any) -> web.StreamResp
         return error_response(exc.status, code, message)
     except DiskFull as exc:
         return error_response(507, "disk_full", f"{exc}: free some space; nothing was written")
+    except LogUnavailable as exc:  # the store's server is away: log_unavailable, the specific code as reason
+        return web.json_response(exc.to_dict(), status=503)
     except LogError as exc:
         return error_response(503, "log_unavailable", f"{exc}; run `ds verify`")
     except Exception as exc:  # our bug: say so in the same shape, and log it

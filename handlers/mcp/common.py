@@ -44,7 +44,7 @@ from mcp.server.mcpserver.tools import Tool
 from mcp.server.mcpserver.utilities.func_metadata import func_metadata
 from mcp.types import CallToolResult, TextContent
 
-from ds_events.errors import DiskFull, Invalid, LogError, ServiceError
+from ds_events.errors import DiskFull, Invalid, LogError, LogUnavailable, ServiceError
 from ds_events.events import EventDecodeError
 from ds_events.home import Home, Quest, validate_quest_id
 from ds_events.services import tool_calls
@@ -391,6 +391,8 @@ def error_payload(exc: BaseException, *, tool: str = "") -> dict[str, Any]:
         return exc.to_dict()
     if isinstance(exc, DiskFull):
         return {"error": "disk_full", "message": f"{exc}: free some space; nothing was written"}
+    if isinstance(exc, LogUnavailable):  # as the daemon answers it: log_unavailable, the specific code as reason
+        return exc.to_dict()
     if isinstance(exc, (LogError, EventDecodeError)):
         return {"error": "log_unavailable", "message": f"{exc}; run `ds verify`"}
     if isinstance(exc, OSError):
