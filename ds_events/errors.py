@@ -29,6 +29,7 @@ __all__ = [
     "LogDatabaseError",
     "ErrorCode",
     "catalogue",
+    "CODES",
 ]
 
 
@@ -135,3 +136,28 @@ def catalogue(*entries: ErrorCode) -> dict[str, ErrorCode]:
             raise ValueError(f"error code {entry.code!r} is catalogued twice")
         found[entry.code] = entry
     return found
+
+
+# The codes the core raises (the home, config, paths, the log and its stores, migration).
+CODES = catalogue(
+    ErrorCode("unknown_quest", 404, "No quest of that id in this home: see `ds quest list`."),
+    ErrorCode("invalid_quest_id", 400, "A quest id is 1-64 characters of a-z, 0-9, '_' and '-', starting with a letter or digit."),
+    ErrorCode("reserved_quest_id", 400, "The id names one of the home's own logs (global memory, the baseline registry): choose another."),
+    ErrorCode("quest_exists", 409, "A quest with that id exists already: choose another id."),
+    ErrorCode("missing_title", 400, "A quest needs a non-empty title."),
+    ErrorCode("invalid_title", 400, "A quest title is one line of at most 200 characters."),
+    ErrorCode("unknown_projection", 404, "No projection of that name: the message lists the known ones."),
+    ErrorCode("bad_config", 400, "config.yaml is not valid (YAML, a section, a key or a value): the message names the key; fix or delete it."),
+    ErrorCode("invalid_path", 400, "A path from the caller is not usable (empty, a directory where a file is needed)."),
+    ErrorCode("path_outside_root", 400, "A path from the caller leads outside where it belongs (the quest, a worktree): give one inside."),
+    ErrorCode("path_too_long", 400, "A component of the path is longer than the file system allows."),
+    ErrorCode("event_too_large", 400, "An event is larger than log.max_event_bytes: nothing was written; keep large data in a file."),
+    ErrorCode("file_store_only", 400, "The command works on the file store only (the JSONL log), not on PostgreSQL."),
+    ErrorCode("same_store", 400, "ds store migrate: the log is in the target store already."),
+    ErrorCode("history_differs", 409, "ds store migrate: the target holds a different history for this log; nothing was copied."),
+    ErrorCode("disk_full", 507, "The disk is full: nothing was appended; free some space."),
+    ErrorCode("log_unavailable", 503, "The store holding the log cannot be used now (its database is down or refusing); `reason` says why. Retry later."),
+    ErrorCode("log_connection_lost", 503, "reason of log_unavailable: the connection broke mid-operation; a retry with the same ids is stored once."),
+    ErrorCode("log_timeout", 503, "reason of log_unavailable: no connection came within log.connection_wait_seconds; nothing was written."),
+    ErrorCode("log_database_error", 503, "reason of log_unavailable: the database refused the operation (a missing table or privilege)."),
+)
