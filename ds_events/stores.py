@@ -95,17 +95,18 @@ def open_log(
     recover: bool = True,
     key: bytes | None = None,
     max_event_bytes: int = MAX_EVENT_BYTES,
+    witness: str | os.PathLike[str] | None = None,
 ) -> EventStore:
     """The log ``name`` (a quest id, :data:`GLOBAL_LOG` or :data:`REGISTRY_LOG`) in the
     store ``url``: the file at ``path``, or ``name``'s rows in the database.
 
-    ``policy``, ``recover`` and ``key`` are the file's (a database's durability is its
+    ``policy``, ``recover``, ``key`` and ``witness`` (the home's copy of its head) are the file's (a database's durability is its
     own: ``synchronous_commit``); ``read_only`` opens a handle that never writes.
     """
     if is_file_store(url):
         return EventLog(
             path, quest_id=name, actor=actor, policy=policy, read_only=read_only, recover=recover, key=key,
-            max_event_bytes=max_event_bytes,
+            max_event_bytes=max_event_bytes, witness=witness,
         )  # fmt: skip
     from .log.postgres import PostgresStore  # psycopg is loaded only by a home that uses it
 

@@ -71,6 +71,7 @@ class EventLog(Appends, Reads, Opening, CatchUp):
     ``read_only``: read, never write (a torn tail is left in place and reported as
     :attr:`torn`). ``key``: the home's log key, which signs the head anchor (and
     without which a signed anchor cannot be trusted, nor is it overwritten).
+    ``witness``: where the home keeps this log's head witness (see :mod:`.anchor`).
     """
 
     def __init__(
@@ -84,6 +85,7 @@ class EventLog(Appends, Reads, Opening, CatchUp):
         max_event_bytes: int = MAX_EVENT_BYTES,
         read_only: bool = False,
         key: bytes | None = None,
+        witness: str | os.PathLike[str] | None = None,
     ) -> None:
         if policy not in ("always", "group", "never"):
             raise ValueError(f"unknown durability policy {policy!r}: use always, group or never")
@@ -108,7 +110,7 @@ class EventLog(Appends, Reads, Opening, CatchUp):
             os.makedirs(parent, exist_ok=True)
         created = not read_only and not os.path.exists(self.path)
         self._set_tail(0, 0, "")
-        self._anchor = HeadAnchor(self.path, key)
+        self._anchor = HeadAnchor(self.path, key, witness=None if witness is None else os.fspath(witness))
         self._file = DurableFile(
             self.path, intact=lambda: self._tail, anchor=None if read_only else self._anchor, read_only=read_only
         )
@@ -129,8 +131,10 @@ class EventLog(Appends, Reads, Opening, CatchUp):
             if created:
                 fsync_dir(parent)
             with self._lock:
+                if created:
+                    self._anchor.drop_witness()  # an earlier log of this name's: says nothing of this one
                 anchored = self._trusted_anchor()
-                torn = self._load_tail(recover=recover and not read_only, anchored=anchored)
+                torn = self._load_tail(recover=recover and not read_only, anchored=anchored[-1] if anchored else None)
                 self._load_index()
                 if not read_only:
                     self._check_head(anchored)  # before anything is cut: a refusal keeps all

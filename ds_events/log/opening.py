@@ -70,7 +70,7 @@ class Opening:
             self._file.refuse(
                 LogError(
                     f"{self.path}: the log ends in a torn tail at byte {torn.offset} after seq {tail.last_seq}, "
-                    f"but its head anchor names seq {anchored.seq}: it shrank below a head it had, which a crashed "
+                    f"but its {anchored.source} names seq {anchored.seq}: it shrank below a head it had, which a crashed "
                     "write cannot do. Nothing was recovered or appended: check it with `ds verify`, then `ds repair`"
                 )
             )
@@ -98,42 +98,42 @@ class Opening:
         self.torn = torn
         self._torn_size = torn.offset + len(torn.data)
 
-    def _trusted_anchor(self) -> Anchor | None:
-        """The head anchor if it can be trusted (its MAC checks with our key, or no key
-        is in play); a garbled or forged one makes this handle refuse to append."""
-        try:
-            anchor = self._anchor.read()
-        except ValueError as exc:
-            if not self.read_only:
-                self._file.refuse(LogError(f"{self.path}: {exc}: check the log with `ds verify`, then `ds repair`"))
-            return None
-        if anchor is None or self._anchor.key is None or anchor.verified_by(self._anchor.key):
-            return anchor
-        if anchor.mac and not self.read_only:
+    def _trusted_anchor(self) -> list[Anchor]:
+        """The heads the anchor and the witness name that can be trusted (their MACs
+        check with our key, or no key is in play), highest seq last. A garbled,
+        forged or rolled-back anchor makes this handle refuse to append."""
+        found = self._anchor.check()
+        if found.refusal and not self.read_only:
             self._file.refuse(
                 LogError(
-                    f"{self.path}: the head anchor's MAC does not match this home's key (the anchor was edited, or "
-                    "the log comes from another home): nothing will be appended; check it with `ds verify`"
+                    f"{self.path}: {found.refusal}: nothing will be appended; check it with `ds verify` "
+                    "(the anchor was edited or rolled back, or the log comes from another home)"
                 )
             )
-        return None
+        return sorted(found.claims(), key=lambda a: a.seq)
 
-    def _check_head(self, anchored: Anchor | None) -> None:
-        """Under the lock: refuse to append to a log that lost or changed the head its
-        anchor names (a truncated or rewritten end); appending would bury the evidence."""
-        if anchored is None or self._file.refusal is not None:
+    def _check_head(self, anchored: list[Anchor]) -> None:
+        """Under the lock: refuse to append to a log that lost or changed a head its
+        anchor or witness names (a truncated, rolled-back or rewritten end);
+        appending would bury the evidence."""
+        if self._file.refusal is not None:
             return
-        problem = ""
-        if anchored.seq > self._last_seq:
-            problem = f"it ends at seq {self._last_seq} but its head anchor names seq {anchored.seq}: lines were removed"
-        else:
-            line = self._line_at(anchored.seq)
-            if line is None or line_hash(line) != anchored.hash:
-                problem = f"its line for seq {anchored.seq} is not the one its head anchor names: the log was rewritten"
-        if problem:
-            self._file.refuse(
-                LogError(f"{self.path}: {problem}. Nothing will be appended: check it with `ds verify`, then `ds repair`")
-            )
+        for anchor in anchored:
+            problem = ""
+            if anchor.seq > self._last_seq:
+                problem = (
+                    f"it ends at seq {self._last_seq} but its {anchor.source} names seq {anchor.seq}: "
+                    "lines were removed (it was cut or rolled back)"
+                )
+            else:
+                line = self._line_at(anchor.seq)
+                if line is None or line_hash(line) != anchor.hash:
+                    problem = f"its line for seq {anchor.seq} is not the one its {anchor.source} names: the log was rewritten"
+            if problem:
+                self._file.refuse(
+                    LogError(f"{self.path}: {problem}. Nothing will be appended: check it with `ds verify`, then `ds repair`")
+                )
+                return
 
     def _line_at(self, seq: int) -> bytes | None:
         """The stored line of ``seq`` among the complete lines this handle knows (no
