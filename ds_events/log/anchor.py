@@ -430,22 +430,18 @@ def _check_records(head: Anchor | None, history: list[Anchor], key: bytes | None
     if not head.mac:
         out.problems.append(f"{name} is not signed with this home's key: it cannot vouch for the log")
         return out  # (an appender may replace it: it claims nothing)
-    if head.version == 1:
-        if head.verified_by(key):
-            out.head = head
-        else:
-            out.problems.append(f"{name}: its MAC does not match this home's key (the anchor was edited, or signed elsewhere)")
-            out.refusal = out.problems[-1]
+    if head.version == 1 and head.verified_by(key):
+        out.head = head  # format 1: signed on its own (see the module's docstring)
         return out
-    if head.kind == "head" and head.n > len(history):
+    is_head = head.version >= 2 and head.kind == "head"
+    if is_head and head.n > len(history):
         out.problems.append(
             f"{name}: its head (seq {head.seq}) follows {head.n} past heads but the file holds {len(history)}: "
             "past-head records were cut from it (the anchor was rolled back)"
         )
         out.refusal = out.problems[-1]
         return out
-    bound = history[head.n - 1].mac if head.kind == "head" and head.n else ""
-    if head.kind == "head" and head.verified_by(key, bound):
+    if is_head and head.verified_by(key, history[head.n - 1].mac if head.n else ""):
         out.head = head
         return out
     copied = _copied_past(head, history, key)
@@ -471,9 +467,7 @@ def _past_checks(record: Anchor, n: int, prev: str, key: bytes) -> bool:
 def _copied_past(head: Anchor, history: list[Anchor], key: bytes) -> Anchor | None:
     """The past head whose record (perhaps relabelled) holds the head slot: a past head
     of any position, including one cut from the history since (the position after its
-    last record). Only run when the head does not check."""
-    if head.version == 1:
-        return None  # format 1 signs heads and past heads alike: nothing tells them apart
+    last record), whatever its labels say. Only run when the head does not check."""
     for n in range(1, len(history) + 2):
         prev = history[n - 2].mac if n >= 2 else ""
         if hmac.compare_digest(head.mac, anchor_mac(key, "past", n, head.seq, head.hash, prev)):
