@@ -33,9 +33,9 @@ and every record would still check. So the records are bound together (format 2)
 Every earlier head record is overwritten in place, so the quest's files hold no record
 an earlier state could be rebuilt from. What they cannot show is a *copy taken earlier*
 and put back (the ``.head`` file, or the whole quest directory). That is what the
-**witness** is for: ``$DS_HOME/.ds/heads/<log name>.head``, a signed copy of the head
-(kind ``witness``, same seq and hash) that the writers keep beside the key, outside the
-quest, on every update. A log that ends before the seq its witness names, or holds
+**witness** is for: ``$DS_HOME/.ds/heads/<log name>.head``, a copy of the head record
+(with ``prev``, the MAC it follows, so that it checks on its own) that the writers keep
+beside the key, outside the quest, on every update. A log that ends before the seq its witness names, or holds
 another line there, is reported (and refused by appenders) like one that disagrees with
 its head anchor. A log created afresh (its file did not exist) starts a new witness.
 
@@ -54,7 +54,6 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import hashlib
 import hmac
 import os
 from collections.abc import Iterator
@@ -71,6 +70,7 @@ KEY_PATH = os.path.join(".ds", "log.key")  # under the home
 WITNESS_DIR = os.path.join(".ds", "heads")  # under the home: each log's head witness, <name>.head
 HISTORY_EVERY = 1024  # a head is also kept for good each time it passes a multiple of this
 _RECORD = 192  # bytes of one fixed-size record (a JSON line padded with spaces)
+_WITNESS_RECORD = 320  # the witness's one record: a head and the MAC it follows
 
 
 class _Record(msgspec.Struct, omit_defaults=True):
@@ -78,8 +78,9 @@ class _Record(msgspec.Struct, omit_defaults=True):
     hash: str
     mac: str = ""
     v: int = 1  # 1: signed on its own; 2: chained (see the module's docstring)
-    kind: str = "head"  # head | past | witness
-    n: int = 0  # head, witness: the past heads it follows; past: its position (1 …)
+    kind: str = "head"  # head | past
+    n: int = 0  # head: the past heads it follows; past: its position (1 …)
+    prev: str = ""  # the witness's copy of the head: the MAC the head follows
 
 
 @dataclass(frozen=True)
@@ -94,6 +95,7 @@ class Anchor:
     kind: str = "head"
     n: int = 0
     source: str = "head anchor"
+    prev: str = ""  # (a witness: the MAC its head follows)
 
     def verified_by(self, key: bytes, prev: str = "") -> bool:
         """Whether the MAC checks with ``key``; ``prev`` is the MAC this record follows
@@ -126,14 +128,17 @@ class AnchorCheck:
 
 def head_mac(key: bytes, seq: int, line_hash: str) -> str:
     """The format-1 MAC of a head: HMAC-SHA256 over the seq and the line hash."""
-    return hmac.new(key, b"ds-events log head\0%d\0%s" % (seq, line_hash.encode()), hashlib.sha256).hexdigest()
+    return hmac.digest(key, b"ds-events log head\0%d\0%s" % (seq, line_hash.encode()), "sha256").hex()
 
 
 def anchor_mac(key: bytes, kind: str, n: int, seq: int, line_hash: str, prev: str) -> str:
     """The format-2 MAC of a record: over its kind, ``n``, seq and line hash, and the
     MAC of the record it follows (``prev``)."""
-    message = b"ds-events log anchor 2\0%s\0%d\0%d\0%s\0%s" % (kind.encode(), n, seq, line_hash.encode(), prev.encode())
-    return hmac.new(key, message, hashlib.sha256).hexdigest()
+    return hmac.digest(key, _mac_message(kind, n, seq, line_hash, prev), "sha256").hex()
+
+
+def _mac_message(kind: str, n: int, seq: int, line_hash: str, prev: str) -> bytes:
+    return b"ds-events log anchor 2\0%s\0%d\0%d\0%s\0%s" % (kind.encode(), n, seq, line_hash.encode(), prev.encode())
 
 
 def load_key(home: str | os.PathLike[str]) -> bytes:
@@ -194,6 +199,7 @@ class HeadAnchor:
         self._written = 0  # the highest seq this handle wrote (skip older heads cheaply)
         self._log_ino: tuple[int, int] | None = None  # (log fd, its inode)
         self._chain: tuple[int, str] | None = None  # (past heads in the file, MAC of the last) as last seen
+        self._mac_base: hmac.HMAC | None = None
 
     @property
     def name(self) -> str:
@@ -211,38 +217,49 @@ class HeadAnchor:
     def read_all(self) -> tuple[Anchor | None, list[Anchor]]:
         """The current head and the recorded past heads, oldest first, as stored
         (unchecked). Raises ValueError if a record is garbled."""
-        data = _read_locked(self.path)
-        if data is None:
-            return None, []
-        head = _parse(data[:_RECORD])
-        history = [_parse(data[i : i + _RECORD]) for i in range(_RECORD, len(data) - _RECORD + 1, _RECORD)]
-        return head, [h for h in history if h is not None]
+        data, _witness = self._read()
+        return _parse_file(data)
 
     def read_witness(self) -> Anchor | None:
         """The witness's record, or None. Raises ValueError if garbled."""
-        data = _read_locked(self.witness) if self.witness else None
-        found = _parse(data[:_RECORD], source=self.witness_name) if data else None
-        return found
+        _data, witness = self._read()
+        return _parse(witness, source=self.witness_name)
 
-    def check(self) -> AnchorCheck:
+    def _read(self) -> tuple[bytes, bytes]:
+        """The anchor file's bytes and the witness's, read under the anchor file's lock
+        (which writers hold while they write either)."""
+        try:
+            fd = os.open(self.path, os.O_RDONLY)
+        except FileNotFoundError:
+            return b"", _read_file(self.witness)
+        try:
+            with _flocked(fd, fcntl.LOCK_SH):
+                return os.pread(fd, os.fstat(fd).st_size, 0), _read_file(self.witness)
+        finally:
+            os.close(fd)
+
+    def check(self, *, past: bool = True) -> AnchorCheck:
         """Read the anchor file and the witness and check them with this handle's key
         (every record is taken as it is when there is no key). A garbled record is a
-        problem (and a refusal), like one that does not check."""
+        problem (and a refusal), like one that does not check. ``past=False`` leaves
+        the chain of past heads unchecked (an appender opening the log needs only the
+        head, which binds the last of them, and the witness; ``ds verify`` checks all)."""
+        data, witness_data = self._read()
         try:
-            head, history = self.read_all()
+            head, history = _parse_file(data)
         except ValueError as exc:
             out = AnchorCheck(problems=[f"{self.name}: {exc}"], refusal=f"{self.name}: {exc}")
         else:
-            out = _check_records(head, history, self.key, self.name)
+            out = _check_records(head, history, self.key, self.name, past=past)
         try:
-            witness = self.read_witness()
+            witness = _parse(witness_data, source=self.witness_name)
         except ValueError as exc:
             witness = None
             out.problems.append(str(exc))
             out.refusal = out.refusal or str(exc)
         if witness is not None:
             out.signed = out.signed or bool(witness.mac)
-            if self.key is None or (witness.kind == "witness" and witness.verified_by(self.key)):
+            if self.key is None or (witness.kind == "head" and witness.verified_by(self.key, witness.prev)):
                 out.witness = witness
             else:
                 problem = f"the {self.witness_name} does not check with this home's key (edited, or signed elsewhere)"
@@ -259,9 +276,9 @@ class HeadAnchor:
         append that got here stands.
 
         This runs after every sync, so it costs, under the anchor's ``flock``, one
-        ``stat`` of the log, a ``pread`` of the head (the head only moves forward) and
-        one ``pwrite`` each for the head and the witness; a past head, when one is due,
-        one more ``pwrite``.
+        ``stat`` of the log, a ``pread`` of the head (the head only moves forward), one
+        MAC and one ``pwrite`` each for the head and the witness; a past head, when one
+        is due, one more MAC, ``pwrite`` and ``fdatasync``.
         """
         if seq <= self._written:
             return
@@ -274,22 +291,28 @@ class HeadAnchor:
             with _flocked(self._fd, fcntl.LOCK_EX):  # against ds repair's reset and other writers
                 if os.stat(self.log_path).st_ino != self._log_ino[1]:
                     return
-                current = _parse_or_none(os.pread(self._fd, _RECORD, 0))
-                if current is not None and current.seq >= seq:
+                current, version = _peek(os.pread(self._fd, _RECORD, 0))
+                if current >= seq:
                     self._written = seq  # another process recorded a later head: ours is history
                     return
-                if current is not None and current.version == 1 and self.key is not None and not self._upgrade():
+                if version == 1 and self.key is not None and not self._upgrade():
                     self._written = 1 << 62  # a record that does not check is not re-signed: verify reports it
                     return
                 count, last_mac = self._chain_end()
-                if _era(current.seq if current is not None else 0, self.history_every) < _era(seq, self.history_every):
+                if _era(current, self.history_every) < _era(seq, self.history_every):
                     count += 1
                     past = self._record("past", count, seq, line_hash, last_mac)
                     os.pwrite(self._fd, _encode(past), count * _RECORD)
+                    # On disk before a head binds it: after a power cut the file may lose
+                    # its newest head, never a past head that head follows (which would
+                    # read as a cut history). Rare: ten times in a young log, then one per
+                    # HISTORY_EVERY seqs.
+                    os.fdatasync(self._fd)
                     last_mac = past.mac
                     self._chain = (count, last_mac)
-                os.pwrite(self._fd, _encode(self._record("head", count, seq, line_hash, last_mac)), 0)
-                self._write_witness(self._record("witness", count, seq, line_hash, ""))
+                head = self._record("head", count, seq, line_hash, last_mac)
+                os.pwrite(self._fd, _encode(head), 0)
+                self._write_witness(head)
             self._written = seq
         except OSError:
             return
@@ -317,9 +340,10 @@ class HeadAnchor:
         try:
             with _flocked(fd, fcntl.LOCK_EX):
                 os.ftruncate(fd, 0)
-                os.pwrite(fd, _encode(self._record("head", 0, seq, line_hash, "")), 0)
+                head = self._record("head", 0, seq, line_hash, "")
+                os.pwrite(fd, _encode(head), 0)
                 os.fsync(fd)
-                self._write_witness(self._record("witness", 0, seq, line_hash, ""), sync=True)
+                self._write_witness(head, sync=True)
         finally:
             os.close(fd)
         self._written = seq
@@ -344,9 +368,16 @@ class HeadAnchor:
             self._written = current.seq  # ahead of us (another process): wait until we pass it
         return seq > self._written
 
-    def _record(self, kind: str, n: int, seq: int, line_hash: str, prev: str) -> Anchor:
-        mac = anchor_mac(self.key, kind, n, seq, line_hash, prev) if self.key is not None else ""
-        return Anchor(seq, line_hash, mac, 2, kind, n)
+    def _record(self, kind: str, n: int, seq: int, line_hash: str, prev: str) -> _Record:
+        """A format-2 record signed with this handle's key (``prev`` kept on it for the
+        witness; :func:`_encode` leaves it out of the anchor file)."""
+        if self.key is None:
+            return _Record(seq, line_hash, "", 2, kind, n, prev)
+        if self._mac_base is None:  # the keyed state, computed once and copied per MAC
+            self._mac_base = hmac.new(self.key, digestmod="sha256")
+        mac = self._mac_base.copy()
+        mac.update(_mac_message(kind, n, seq, line_hash, prev))
+        return _Record(seq, line_hash, mac.hexdigest(), 2, kind, n, prev)
 
     def _chain_end(self) -> tuple[int, str]:
         """Under the lock: how many past heads the file holds and the last one's MAC
@@ -365,7 +396,7 @@ class HeadAnchor:
         head, history = _read_fd(self._fd)
         if head is not None and head.version == 1 and not head.verified_by(self.key):
             return False
-        chain: list[Anchor] = []
+        chain: list[_Record] = []
         stored_prev = prev = ""  # the MAC the stored record follows; the one its re-signed copy does
         for n, record in enumerate(history, start=1):
             if not _past_checks(record, n, stored_prev, self.key):
@@ -374,34 +405,37 @@ class HeadAnchor:
             stored_prev, prev = record.mac, chain[-1].mac
         if chain:
             os.pwrite(self._fd, b"".join(_encode(r) for r in chain), _RECORD)
+            os.fdatasync(self._fd)  # before a head binds it (see write)
         self._chain = (len(chain), prev)
         return True
 
-    def _write_witness(self, record: Anchor, *, sync: bool = False) -> None:
-        """Copy the head into the witness; a witness that cannot be written (its
-        directory is not ours to write) is given up for this handle, not retried."""
+    def _write_witness(self, head: _Record, *, sync: bool = False) -> None:
+        """Under the anchor file's lock: copy the head, with the MAC it follows, into the
+        witness (readers read it under that lock too); a witness that cannot be written
+        (its directory is not ours to write) is given up for this handle, not retried."""
         if self.witness is None or self._wfd == -1:
             return
         try:
             if self._wfd is None:
                 os.makedirs(os.path.dirname(self.witness), mode=0o700, exist_ok=True)
                 self._wfd = os.open(self.witness, os.O_RDWR | os.O_CREAT, 0o600)
-            with _flocked(self._wfd, fcntl.LOCK_EX):
-                os.pwrite(self._wfd, _encode(record), 0)
-                if sync:
-                    os.fsync(self._wfd)
+            os.pwrite(self._wfd, _encode(head, witness=True), 0)
+            if sync:
+                os.fsync(self._wfd)
         except OSError:
             if self._wfd is not None and self._wfd >= 0:
                 os.close(self._wfd)
             self._wfd = -1
 
 
-def _check_records(head: Anchor | None, history: list[Anchor], key: bytes | None, name: str) -> AnchorCheck:
-    """Check a head and its past heads with ``key`` (see the module's docstring)."""
+def _check_records(
+    head: Anchor | None, history: list[Anchor], key: bytes | None, name: str, *, past: bool = True
+) -> AnchorCheck:
+    """Check a head and (if ``past``) its past heads with ``key`` (see the module's docstring)."""
     out = AnchorCheck(missing=head is None and not history)
     out.signed = any(r.mac for r in (head, *history) if r is not None)
     prev = ""
-    for n, record in enumerate(history, start=1):
+    for n, record in enumerate(history if past else [], start=1):
         what = f"{name} (past head {record.seq})"
         if key is None:
             out.past.append(record)
@@ -488,13 +522,43 @@ def _era(seq: int, every: int) -> int:
     return seq.bit_length() if seq < every else every.bit_length() + seq // every
 
 
-def _encode(record: Anchor) -> bytes:
-    if record.version == 1:
-        stored = _Record(seq=record.seq, hash=record.hash, mac=record.mac)
-    else:
-        stored = _Record(seq=record.seq, hash=record.hash, mac=record.mac, v=2, kind=record.kind, n=record.n)
-    data = msgspec.json.encode(stored)
-    return data + b" " * (_RECORD - 1 - len(data)) + b"\n"
+def _encode(record: _Record, *, witness: bool = False) -> bytes:
+    """One padded record; ``prev`` is stored only in the witness's copy of the head."""
+    if record.prev and not witness:
+        record = _Record(record.seq, record.hash, record.mac, record.v, record.kind, record.n)
+    data = _ENCODER.encode(record)
+    return data + b" " * ((_WITNESS_RECORD if witness else _RECORD) - 1 - len(data)) + b"\n"
+
+
+_ENCODER = msgspec.json.Encoder()
+
+
+def _peek(data: bytes) -> tuple[int, int]:
+    """The seq and format of a stored head, cheaply (every write reads it); (0, 2) if
+    there is none or it is garbled (a fresh record replaces it)."""
+    if data.startswith(b'{"seq":'):
+        end = data.find(b",", 7)
+        if end > 7 and data[7:end].isdigit():
+            return int(data[7:end]), 2 if b',"v":2' in data else 1
+    return 0, 2
+
+
+def _parse_file(data: bytes) -> tuple[Anchor | None, list[Anchor]]:
+    if not data:
+        return None, []
+    head = _parse(data[:_RECORD])
+    history = [_parse(data[i : i + _RECORD]) for i in range(_RECORD, len(data) - _RECORD + 1, _RECORD)]
+    return head, [h for h in history if h is not None]
+
+
+def _read_file(path: str | None) -> bytes:
+    if path is None:
+        return b""
+    try:
+        with open(path, "rb") as f:
+            return f.read()
+    except FileNotFoundError:
+        return b""
 
 
 def _parse(data: bytes, *, source: str = "head anchor") -> Anchor | None:
@@ -504,7 +568,7 @@ def _parse(data: bytes, *, source: str = "head anchor") -> Anchor | None:
         record = msgspec.json.decode(data.strip(), type=_Record)
     except msgspec.DecodeError:
         raise ValueError(f"the {source} is not a valid record") from None
-    return Anchor(record.seq, record.hash, record.mac, record.v, record.kind, record.n, source)
+    return Anchor(record.seq, record.hash, record.mac, record.v, record.kind, record.n, source, record.prev)
 
 
 def _read_fd(fd: int) -> tuple[Anchor | None, list[Anchor]]:
@@ -520,18 +584,6 @@ def _parse_or_none(data: bytes) -> Anchor | None:
         return _parse(data)
     except ValueError:
         return None  # garbled: a fresh record replaces it
-
-
-def _read_locked(path: str) -> bytes | None:
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except FileNotFoundError:
-        return None
-    try:
-        with _flocked(fd, fcntl.LOCK_SH):
-            return os.pread(fd, os.fstat(fd).st_size, 0)
-    finally:
-        os.close(fd)
 
 
 @contextlib.contextmanager

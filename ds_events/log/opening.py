@@ -102,7 +102,7 @@ class Opening:
         """The heads the anchor and the witness name that can be trusted (their MACs
         check with our key, or no key is in play), highest seq last. A garbled,
         forged or rolled-back anchor makes this handle refuse to append."""
-        found = self._anchor.check()
+        found = self._anchor.check(past=False)
         if found.refusal and not self.read_only:
             self._file.refuse(
                 LogError(

@@ -20,7 +20,7 @@ import pytest
 from ds_events.errors import LogError
 from ds_events.events import ConversationMessage, decode_line, encode
 from ds_events.log import INDEX_EVERY, EventLog, line_hash
-from ds_events.log.anchor import HeadAnchor, anchor_mac, head_mac, load_key
+from ds_events.log.anchor import HeadAnchor, anchor_mac, load_key
 from ds_events.verify import repair_log, verify_log
 
 KEY = b"k" * 32
