@@ -35,9 +35,10 @@ an earlier state could be rebuilt from. What they cannot show is a *copy taken e
 and put back (the ``.head`` file, or the whole quest directory). That is what the
 **witness** is for: ``$DS_HOME/.ds/heads/<log name>.head``, a copy of the head record
 (with ``prev``, the MAC it follows, so that it checks on its own) that the writers keep
-beside the key, outside the quest, on every update. A log that ends before the seq its witness names, or holds
-another line there, is reported (and refused by appenders) like one that disagrees with
-its head anchor. A log created afresh (its file did not exist) starts a new witness.
+beside the key, outside the quest, on every update. A log that ends before the seq its
+witness names, or holds another line there, is reported (and refused by appenders) like
+one that disagrees with its head anchor. A log created afresh (its file did not exist)
+starts a new witness. The records are in :mod:`.headrecord`.
 
 **Upgrade from format 1** (records without ``"v"``, each signed on its own over seq and
 hash: :func:`head_mac`). Such files keep verifying: their records are read and checked
@@ -57,9 +58,23 @@ import fcntl
 import hmac
 import os
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 
-import msgspec
+from .headrecord import (
+    RECORD,
+    Anchor,
+    AnchorCheck,
+    Record,
+    anchor_mac,
+    check_records,
+    encode,
+    head_mac,
+    mac_message,
+    parse,
+    parse_file,
+    parse_or_none,
+    past_checks,
+    peek,
+)
 
 __all__ = [
     "Anchor", "AnchorCheck", "HeadAnchor", "load_key", "read_key", "head_mac", "anchor_mac",
@@ -69,76 +84,7 @@ __all__ = [
 KEY_PATH = os.path.join(".ds", "log.key")  # under the home
 WITNESS_DIR = os.path.join(".ds", "heads")  # under the home: each log's head witness, <name>.head
 HISTORY_EVERY = 1024  # a head is also kept for good each time it passes a multiple of this
-_RECORD = 192  # bytes of one fixed-size record (a JSON line padded with spaces)
-_WITNESS_RECORD = 320  # the witness's one record: a head and the MAC it follows
-
-
-class _Record(msgspec.Struct, omit_defaults=True):
-    seq: int
-    hash: str
-    mac: str = ""
-    v: int = 1  # 1: signed on its own; 2: chained (see the module's docstring)
-    kind: str = "head"  # head | past
-    n: int = 0  # head: the past heads it follows; past: its position (1 …)
-    prev: str = ""  # the witness's copy of the head: the MAC the head follows
-
-
-@dataclass(frozen=True)
-class Anchor:
-    """One record: a head's seq and line hash, its MAC ("" if none), and (format 2) its
-    kind and ``n``. ``source`` says where it was read (for messages; not signed)."""
-
-    seq: int
-    hash: str
-    mac: str = ""
-    version: int = 1
-    kind: str = "head"
-    n: int = 0
-    source: str = "head anchor"
-    prev: str = ""  # (a witness: the MAC its head follows)
-
-    def verified_by(self, key: bytes, prev: str = "") -> bool:
-        """Whether the MAC checks with ``key``; ``prev`` is the MAC this record follows
-        (format 2: the previous past head's, or the ``n``-th past head's for a head)."""
-        return bool(self.mac) and hmac.compare_digest(self.mac, _mac_of(key, self, prev))
-
-
-@dataclass
-class AnchorCheck:
-    """What the anchor file and the witness say once checked against a key.
-
-    ``head``, ``past`` and ``witness`` are the records that check (or every record, with
-    no key in play); ``problems`` says what is wrong with the others. ``rolled_back`` is
-    the past head whose copy holds the head slot (a rollback to its seq), if one does.
-    """
-
-    head: Anchor | None = None
-    past: list[Anchor] = field(default_factory=list)
-    witness: Anchor | None = None
-    problems: list[str] = field(default_factory=list)
-    rolled_back: Anchor | None = None
-    missing: bool = False  # there is no head anchor (no file, or no record in it)
-    refusal: str = ""  # why an appender must not append ("" if it may)
-    signed: bool = False  # some record carries a MAC (to see a key gone missing)
-
-    def claims(self) -> list[Anchor]:
-        """The heads that check (head anchor and witness) which the log must hold."""
-        return [a for a in (self.head, self.witness) if a is not None]
-
-
-def head_mac(key: bytes, seq: int, line_hash: str) -> str:
-    """The format-1 MAC of a head: HMAC-SHA256 over the seq and the line hash."""
-    return hmac.digest(key, b"ds-events log head\0%d\0%s" % (seq, line_hash.encode()), "sha256").hex()
-
-
-def anchor_mac(key: bytes, kind: str, n: int, seq: int, line_hash: str, prev: str) -> str:
-    """The format-2 MAC of a record: over its kind, ``n``, seq and line hash, and the
-    MAC of the record it follows (``prev``)."""
-    return hmac.digest(key, _mac_message(kind, n, seq, line_hash, prev), "sha256").hex()
-
-
-def _mac_message(kind: str, n: int, seq: int, line_hash: str, prev: str) -> bytes:
-    return b"ds-events log anchor 2\0%s\0%d\0%d\0%s\0%s" % (kind.encode(), n, seq, line_hash.encode(), prev.encode())
+_RECORD = RECORD  # (the name tests that also run against older versions read)
 
 
 def load_key(home: str | os.PathLike[str]) -> bytes:
@@ -218,12 +164,12 @@ class HeadAnchor:
         """The current head and the recorded past heads, oldest first, as stored
         (unchecked). Raises ValueError if a record is garbled."""
         data, _witness = self._read()
-        return _parse_file(data)
+        return parse_file(data)
 
     def read_witness(self) -> Anchor | None:
         """The witness's record, or None. Raises ValueError if garbled."""
         _data, witness = self._read()
-        return _parse(witness, source=self.witness_name)
+        return parse(witness, source=self.witness_name)
 
     def _read(self) -> tuple[bytes, bytes]:
         """The anchor file's bytes and the witness's, read under the anchor file's lock
@@ -246,13 +192,13 @@ class HeadAnchor:
         head, which binds the last of them, and the witness; ``ds verify`` checks all)."""
         data, witness_data = self._read()
         try:
-            head, history = _parse_file(data)
+            head, history = parse_file(data)
         except ValueError as exc:
             out = AnchorCheck(problems=[f"{self.name}: {exc}"], refusal=f"{self.name}: {exc}")
         else:
-            out = _check_records(head, history, self.key, self.name, past=past)
+            out = check_records(head, history, self.key, self.name, past=past)
         try:
-            witness = _parse(witness_data, source=self.witness_name)
+            witness = parse(witness_data, source=self.witness_name)
         except ValueError as exc:
             witness = None
             out.problems.append(str(exc))
@@ -291,7 +237,7 @@ class HeadAnchor:
             with _flocked(self._fd, fcntl.LOCK_EX):  # against ds repair's reset and other writers
                 if os.stat(self.log_path).st_ino != self._log_ino[1]:
                     return
-                current, version = _peek(os.pread(self._fd, _RECORD, 0))
+                current, version = peek(os.pread(self._fd, RECORD, 0))
                 if current >= seq:
                     self._written = seq  # another process recorded a later head: ours is history
                     return
@@ -302,7 +248,7 @@ class HeadAnchor:
                 if _era(current, self.history_every) < _era(seq, self.history_every):
                     count += 1
                     past = self._record("past", count, seq, line_hash, last_mac)
-                    os.pwrite(self._fd, _encode(past), count * _RECORD)
+                    os.pwrite(self._fd, encode(past), count * RECORD)
                     # On disk before a head binds it: after a power cut the file may lose
                     # its newest head, never a past head that head follows (which would
                     # read as a cut history). Rare: ten times in a young log, then one per
@@ -311,7 +257,7 @@ class HeadAnchor:
                     last_mac = past.mac
                     self._chain = (count, last_mac)
                 head = self._record("head", count, seq, line_hash, last_mac)
-                os.pwrite(self._fd, _encode(head), 0)
+                os.pwrite(self._fd, encode(head), 0)
                 self._write_witness(head)
             self._written = seq
         except OSError:
@@ -341,7 +287,7 @@ class HeadAnchor:
             with _flocked(fd, fcntl.LOCK_EX):
                 os.ftruncate(fd, 0)
                 head = self._record("head", 0, seq, line_hash, "")
-                os.pwrite(fd, _encode(head), 0)
+                os.pwrite(fd, encode(head), 0)
                 os.fsync(fd)
                 self._write_witness(head, sync=True)
         finally:
@@ -360,7 +306,7 @@ class HeadAnchor:
     def _open(self, seq: int) -> bool:
         """Open the anchor file on first use; False if this handle must not write it."""
         self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
-        current = _parse_or_none(os.pread(self._fd, _RECORD, 0))
+        current = parse_or_none(os.pread(self._fd, RECORD, 0))
         if current is not None:
             if current.mac and self.key is None:
                 self._written = 1 << 62  # never replace a signed anchor with an unsigned one
@@ -368,24 +314,24 @@ class HeadAnchor:
             self._written = current.seq  # ahead of us (another process): wait until we pass it
         return seq > self._written
 
-    def _record(self, kind: str, n: int, seq: int, line_hash: str, prev: str) -> _Record:
+    def _record(self, kind: str, n: int, seq: int, line_hash: str, prev: str) -> Record:
         """A format-2 record signed with this handle's key (``prev`` kept on it for the
-        witness; :func:`_encode` leaves it out of the anchor file)."""
+        witness; :func:`encode` leaves it out of the anchor file)."""
         if self.key is None:
-            return _Record(seq, line_hash, "", 2, kind, n, prev)
+            return Record(seq, line_hash, "", 2, kind, n, prev)
         if self._mac_base is None:  # the keyed state, computed once and copied per MAC
             self._mac_base = hmac.new(self.key, digestmod="sha256")
         mac = self._mac_base.copy()
-        mac.update(_mac_message(kind, n, seq, line_hash, prev))
-        return _Record(seq, line_hash, mac.hexdigest(), 2, kind, n, prev)
+        mac.update(mac_message(kind, n, seq, line_hash, prev))
+        return Record(seq, line_hash, mac.hexdigest(), 2, kind, n, prev)
 
     def _chain_end(self) -> tuple[int, str]:
         """Under the lock: how many past heads the file holds and the last one's MAC
         (read again only when another writer appended one since we last looked)."""
         assert self._fd is not None
-        count = max(0, os.fstat(self._fd).st_size // _RECORD - 1)
+        count = max(0, os.fstat(self._fd).st_size // RECORD - 1)
         if self._chain is None or self._chain[0] != count:
-            last = _parse_or_none(os.pread(self._fd, _RECORD, count * _RECORD)) if count else None
+            last = parse_or_none(os.pread(self._fd, RECORD, count * RECORD)) if count else None
             self._chain = (count, last.mac if last is not None else "")
         return self._chain
 
@@ -396,20 +342,20 @@ class HeadAnchor:
         head, history = _read_fd(self._fd)
         if head is not None and head.version == 1 and not head.verified_by(self.key):
             return False
-        chain: list[_Record] = []
+        chain: list[Record] = []
         stored_prev = prev = ""  # the MAC the stored record follows; the one its re-signed copy does
         for n, record in enumerate(history, start=1):
-            if not _past_checks(record, n, stored_prev, self.key):
+            if not past_checks(record, n, stored_prev, self.key):
                 return False
             chain.append(self._record("past", n, record.seq, record.hash, prev))
             stored_prev, prev = record.mac, chain[-1].mac
         if chain:
-            os.pwrite(self._fd, b"".join(_encode(r) for r in chain), _RECORD)
+            os.pwrite(self._fd, b"".join(encode(r) for r in chain), RECORD)
             os.fdatasync(self._fd)  # before a head binds it (see write)
         self._chain = (len(chain), prev)
         return True
 
-    def _write_witness(self, head: _Record, *, sync: bool = False) -> None:
+    def _write_witness(self, head: Record, *, sync: bool = False) -> None:
         """Under the anchor file's lock: copy the head, with the MAC it follows, into the
         witness (readers read it under that lock too); a witness that cannot be written
         (its directory is not ours to write) is given up for this handle, not retried."""
@@ -419,7 +365,7 @@ class HeadAnchor:
             if self._wfd is None:
                 os.makedirs(os.path.dirname(self.witness), mode=0o700, exist_ok=True)
                 self._wfd = os.open(self.witness, os.O_RDWR | os.O_CREAT, 0o600)
-            os.pwrite(self._wfd, _encode(head, witness=True), 0)
+            os.pwrite(self._wfd, encode(head, witness=True), 0)
             if sync:
                 os.fsync(self._wfd)
         except OSError:
@@ -428,127 +374,11 @@ class HeadAnchor:
             self._wfd = -1
 
 
-def _check_records(
-    head: Anchor | None, history: list[Anchor], key: bytes | None, name: str, *, past: bool = True
-) -> AnchorCheck:
-    """Check a head and (if ``past``) its past heads with ``key`` (see the module's docstring)."""
-    out = AnchorCheck(missing=head is None and not history)
-    out.signed = any(r.mac for r in (head, *history) if r is not None)
-    prev = ""
-    for n, record in enumerate(history if past else [], start=1):
-        what = f"{name} (past head {record.seq})"
-        if key is None:
-            out.past.append(record)
-        elif not record.mac:
-            out.problems.append(f"{what} is not signed with this home's key: it cannot vouch for the log")
-        elif _past_checks(record, n, prev, key):
-            out.past.append(record)
-        elif record.version >= 2 and (record.kind != "past" or record.n != n):
-            out.problems.append(
-                f"{what} is not record {n} of the file's chain of past heads: records were moved, removed or slipped in"
-            )
-        else:
-            out.problems.append(
-                f"{what}: its MAC does not match this home's key (the anchor was edited, or signed elsewhere)"
-                + (" or the record before it" if record.version >= 2 else "")
-            )
-        prev = record.mac
-    if head is None:
-        if history:
-            out.problems.append(f"{name} holds past heads but no head record")
-            out.refusal = out.problems[-1]
-        return out
-    if key is None:
-        out.head = head
-        return out
-    if not head.mac:
-        out.problems.append(f"{name} is not signed with this home's key: it cannot vouch for the log")
-        return out  # (an appender may replace it: it claims nothing)
-    if head.version == 1 and head.verified_by(key):
-        out.head = head  # format 1: signed on its own (see the module's docstring)
-        return out
-    is_head = head.version >= 2 and head.kind == "head"
-    if is_head and head.n > len(history):
-        out.problems.append(
-            f"{name}: its head (seq {head.seq}) follows {head.n} past heads but the file holds {len(history)}: "
-            "past-head records were cut from it (the anchor was rolled back)"
-        )
-        out.refusal = out.problems[-1]
-        return out
-    if is_head and head.verified_by(key, history[head.n - 1].mac if head.n else ""):
-        out.head = head
-        return out
-    copied = _copied_past(head, history, key)
-    if copied is not None:
-        out.rolled_back = copied
-        out.refusal = (
-            f"the head slot of its {name} holds a copy of its past head of seq {copied.seq}, not a head record: "
-            "the log and its anchor were rolled back to an earlier head"
-        )
-    else:
-        out.problems.append(f"{name}: its MAC does not match this home's key (the anchor was edited, or signed elsewhere)")
-        out.refusal = out.problems[-1]
-    return out
-
-
-def _past_checks(record: Anchor, n: int, prev: str, key: bytes) -> bool:
-    """Whether ``record``, the ``n``-th past head after a record whose MAC is ``prev``, checks."""
-    if record.version == 1:
-        return record.verified_by(key)
-    return record.kind == "past" and record.n == n and record.verified_by(key, prev)
-
-
-def _copied_past(head: Anchor, history: list[Anchor], key: bytes) -> Anchor | None:
-    """The past head whose record (perhaps relabelled) holds the head slot: a past head
-    of any position, including one cut from the history since (the position after its
-    last record), whatever its labels say. Only run when the head does not check."""
-    for n in range(1, len(history) + 2):
-        prev = history[n - 2].mac if n >= 2 else ""
-        if hmac.compare_digest(head.mac, anchor_mac(key, "past", n, head.seq, head.hash, prev)):
-            return Anchor(head.seq, head.hash, head.mac, 2, "past", n)
-    return None
-
-
-def _mac_of(key: bytes, record: Anchor, prev: str) -> str:
-    if record.version == 1:
-        return head_mac(key, record.seq, record.hash)
-    return anchor_mac(key, record.kind, record.n, record.seq, record.hash, prev)
-
-
 def _era(seq: int, every: int) -> int:
     """Which stretch of the log ``seq`` is in: the head is kept for good each time it
     enters a new one. Stretches double up to ``every`` seqs (1, 2-3, 4-7 ...), then
     are ``every`` long: a young log gets past heads soon, a long one one per ``every``."""
     return seq.bit_length() if seq < every else every.bit_length() + seq // every
-
-
-def _encode(record: _Record, *, witness: bool = False) -> bytes:
-    """One padded record; ``prev`` is stored only in the witness's copy of the head."""
-    if record.prev and not witness:
-        record = _Record(record.seq, record.hash, record.mac, record.v, record.kind, record.n)
-    data = _ENCODER.encode(record)
-    return data + b" " * ((_WITNESS_RECORD if witness else _RECORD) - 1 - len(data)) + b"\n"
-
-
-_ENCODER = msgspec.json.Encoder()
-
-
-def _peek(data: bytes) -> tuple[int, int]:
-    """The seq and format of a stored head, cheaply (every write reads it); (0, 2) if
-    there is none or it is garbled (a fresh record replaces it)."""
-    if data.startswith(b'{"seq":'):
-        end = data.find(b",", 7)
-        if end > 7 and data[7:end].isdigit():
-            return int(data[7:end]), 2 if b',"v":2' in data else 1
-    return 0, 2
-
-
-def _parse_file(data: bytes) -> tuple[Anchor | None, list[Anchor]]:
-    if not data:
-        return None, []
-    head = _parse(data[:_RECORD])
-    history = [_parse(data[i : i + _RECORD]) for i in range(_RECORD, len(data) - _RECORD + 1, _RECORD)]
-    return head, [h for h in history if h is not None]
 
 
 def _read_file(path: str | None) -> bytes:
@@ -561,29 +391,12 @@ def _read_file(path: str | None) -> bytes:
         return b""
 
 
-def _parse(data: bytes, *, source: str = "head anchor") -> Anchor | None:
-    if not data.strip():
-        return None
-    try:
-        record = msgspec.json.decode(data.strip(), type=_Record)
-    except msgspec.DecodeError:
-        raise ValueError(f"the {source} is not a valid record") from None
-    return Anchor(record.seq, record.hash, record.mac, record.v, record.kind, record.n, source, record.prev)
-
-
 def _read_fd(fd: int) -> tuple[Anchor | None, list[Anchor]]:
     """Every record of the open anchor file (garbled ones left out), under its lock."""
     data = os.pread(fd, os.fstat(fd).st_size, 0)
-    head = _parse_or_none(data[:_RECORD])
-    history = [_parse_or_none(data[i : i + _RECORD]) for i in range(_RECORD, len(data) - _RECORD + 1, _RECORD)]
+    head = parse_or_none(data[:RECORD])
+    history = [parse_or_none(data[i : i + RECORD]) for i in range(RECORD, len(data) - RECORD + 1, RECORD)]
     return head, [h for h in history if h is not None]
-
-
-def _parse_or_none(data: bytes) -> Anchor | None:
-    try:
-        return _parse(data)
-    except ValueError:
-        return None  # garbled: a fresh record replaces it
 
 
 @contextlib.contextmanager
