@@ -129,17 +129,25 @@ class HeadAnchor:
     ``key`` signs what this handle writes and checks what it reads. A handle without a
     key never overwrites an anchor that carries a MAC: it leaves it behind rather than
     weaken it. ``witness``: the path of the log's head witness in the home (None: none
-    is kept, as for a log opened outside a home).
+    is kept, as for a log opened outside a home). ``sync``: sync a new past head before
+    a head binds it (False for a log under policy ``never``, which syncs nothing).
     """
 
     def __init__(
-        self, log_path: str, key: bytes | None = None, *, witness: str | None = None, history_every: int = HISTORY_EVERY
+        self,
+        log_path: str,
+        key: bytes | None = None,
+        *,
+        witness: str | None = None,
+        history_every: int = HISTORY_EVERY,
+        sync: bool = True,
     ) -> None:
         self.log_path = log_path
         self.path = log_path + ".head"
         self.key = key
         self.witness = witness
         self.history_every = history_every
+        self.sync = sync  # whether a past head is synced before a head binds it (not under policy never)
         self._fd: int | None = None
         self._wfd: int | None = None  # the witness, opened on first write (-1: it cannot be written)
         self._written = 0  # the highest seq this handle wrote (skip older heads cheaply)
@@ -252,8 +260,9 @@ class HeadAnchor:
                     # On disk before a head binds it: after a power cut the file may lose
                     # its newest head, never a past head that head follows (which would
                     # read as a cut history). Rare: ten times in a young log, then one per
-                    # HISTORY_EVERY seqs.
-                    os.fdatasync(self._fd)
+                    # HISTORY_EVERY seqs; never under policy never, which promises nothing.
+                    if self.sync:
+                        os.fsync(self._fd)
                     last_mac = past.mac
                     self._chain = (count, last_mac)
                 head = self._record("head", count, seq, line_hash, last_mac)
@@ -351,7 +360,8 @@ class HeadAnchor:
             stored_prev, prev = record.mac, chain[-1].mac
         if chain:
             os.pwrite(self._fd, b"".join(encode(r) for r in chain), RECORD)
-            os.fdatasync(self._fd)  # before a head binds it (see write)
+            if self.sync:
+                os.fsync(self._fd)  # before a head binds it (see write)
         self._chain = (len(chain), prev)
         return True
 

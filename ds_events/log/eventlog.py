@@ -110,7 +110,9 @@ class EventLog(Appends, Reads, Opening, CatchUp):
             os.makedirs(parent, exist_ok=True)
         created = not read_only and not os.path.exists(self.path)
         self._set_tail(0, 0, "")
-        self._anchor = HeadAnchor(self.path, key, witness=None if witness is None else os.fspath(witness))
+        self._anchor = HeadAnchor(
+            self.path, key, witness=None if witness is None else os.fspath(witness), sync=policy != "never"
+        )
         self._file = DurableFile(
             self.path, intact=lambda: self._tail, anchor=None if read_only else self._anchor, read_only=read_only
         )
