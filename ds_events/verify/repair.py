@@ -246,7 +246,8 @@ def _vouch(
 def _anchor_trouble(anchors: Anchors, kept: list[tuple[int, Event, bytes]]) -> list[str]:
     """What the anchors say that the log (every line of which stays) does not bear out:
     a head beyond its end or another line at an anchored seq, a record that does not
-    check, a rolled-back head slot. Claims a repair noted as older than itself aside."""
+    check, a rolled-back head slot. Git trailers aside: commits are the repository's
+    history, which a repair does not rewrite (``ds verify`` notes those it predates)."""
     at = {event.seq: line_hash(line) for _n, event, line in kept}
     last = max(at, default=0)
     out: list[str] = []
