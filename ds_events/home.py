@@ -32,7 +32,7 @@ from projections.papers import State as PapersState
 from .config import Config, ConfigFile, LogConfig, parse_store_setting
 from .events import Event, QuestCreated
 from .log import MAX_EVENT_BYTES
-from .log.anchor import load_key, read_key
+from .log.anchor import WITNESS_DIR, load_key, read_key
 from .errors import Conflict, Invalid, NotFound
 from .paths import write_atomic
 from .store import EventStore, StoreTransaction
@@ -175,6 +175,7 @@ class Home:
             key=self.log_key(create=not read_only),
             max_event_bytes=MAX_EVENT_BYTES if config is None else config.log.max_event_bytes,
             connection_wait=self.connection_wait(),
+            witness=self.log_witness(name),
         )
 
     def connection_wait(self) -> float:
@@ -264,6 +265,11 @@ class Home:
     def log_key(self, *, create: bool = True) -> bytes | None:
         """The key that signs this home's log head anchors (created on first use)."""
         return load_key(self.root) if create else read_key(self.root)
+
+    def log_witness(self, name: str) -> Path:
+        """Where this home keeps the witness of the log ``name``'s head: beside the key,
+        outside the quest, so a quest restored from an old copy cannot rewind it."""
+        return self.root / WITNESS_DIR / f"{name}.head"
 
 
 class Quest:

@@ -97,19 +97,20 @@ def open_log(
     key: bytes | None = None,
     max_event_bytes: int = MAX_EVENT_BYTES,
     connection_wait: float = CONNECTION_WAIT,
+    witness: str | os.PathLike[str] | None = None,
 ) -> EventStore:
     """The log ``name`` (a quest id, :data:`GLOBAL_LOG` or :data:`REGISTRY_LOG`) in the
     store ``url``: the file at ``path``, or ``name``'s rows in the database.
 
-    ``policy``, ``recover`` and ``key`` are the file's (a database's durability is its
-    own: ``synchronous_commit``); ``connection_wait`` is the database's (the most
-    seconds an operation waits for a connection); ``read_only`` opens a handle that
-    never writes.
+    ``policy``, ``recover``, ``key`` and ``witness`` (the home's copy of its head) are
+    the file's (a database's durability is its own: ``synchronous_commit``);
+    ``connection_wait`` is the database's (the most seconds an operation waits for a
+    connection); ``read_only`` opens a handle that never writes.
     """
     if is_file_store(url):
         return EventLog(
             path, quest_id=name, actor=actor, policy=policy, read_only=read_only, recover=recover, key=key,
-            max_event_bytes=max_event_bytes,
+            max_event_bytes=max_event_bytes, witness=witness,
         )  # fmt: skip
     return PostgresStore(
         url,

@@ -106,9 +106,11 @@ async def test_a_lone_surrogate_anywhere_is_invalid_text_and_changes_nothing_but
 
 
 def _is_log_file(change: str) -> bool:
-    """A change ("~ path") that any appended event makes: the quest's event log and the
-    files that index it."""
+    """A change ("~ path") that any appended event makes: the quest's event log, the
+    files that index it, and the home's witness of its head."""
     path = change[2:]
+    if path == ".ds/heads/q1.head":
+        return True
     return path.startswith("quests/q1/.ds/") and ("events" in Path(path).name or "index" in Path(path).name)
 
 

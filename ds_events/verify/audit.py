@@ -40,15 +40,22 @@ def read_lines(path: str) -> Iterator[tuple[int, int, bytes, bool]]:
             offset += len(raw)
 
 
-def verify_log(path: str, *, key: bytes | None = None, repo: str | os.PathLike[str] | None = None) -> VerifyReport:
+def verify_log(
+    path: str,
+    *,
+    key: bytes | None = None,
+    repo: str | os.PathLike[str] | None = None,
+    witness: str | os.PathLike[str] | None = None,
+) -> VerifyReport:
     """Audit the log at ``path`` without changing it.
 
-    ``key`` (the home's log key) lets the head anchor's MAC be checked; ``repo`` (the
+    ``key`` (the home's log key) lets the head anchor's MACs be checked; ``witness``
+    (where the home keeps the log's head witness) adds it as an anchor; ``repo`` (the
     quest repository) adds the ``DS-Log-Head`` trailers of its commits as anchors.
     """
     report = VerifyReport(path=path)
     # Anchors first: the log only grows meanwhile, so it still holds what they name.
-    anchors = collect_anchors(path, key=key, repo=repo)
+    anchors = collect_anchors(path, key=key, repo=repo, witness=witness)
     last_raw, starts = _audit(report, read_lines(path), anchors)
     if anchors.head_missing and key is not None and b',"more":' in last_raw:
         # The log was written by a version that keeps a head anchor: where is it?
@@ -90,7 +97,17 @@ def verify_home_log(home: Any, name: str, *, repo: str | os.PathLike[str] | None
     root = home.log_root(name)
     url = home.store_url(strict=False)
     if is_file_store(url):
-        return verify_log(str(root / ".ds" / "events.jsonl"), key=home.log_key(create=False), repo=repo)
+        key = home.log_key(create=False)
+        path = str(root / ".ds" / "events.jsonl")
+        report = verify_log(path, key=key, repo=repo, witness=home.log_witness(name))
+        if key is None and collect_anchors(path, witness=home.log_witness(name)).signed:
+            report.problems.append(
+                Problem(
+                    0, 0, "the head anchor is signed, but this home has no log key (.ds/log.key): its MACs cannot be "
+                    "checked (the key was removed, or the quest comes from another home)",
+                )
+            )
+        return report
     log = home.open_log(name, actor="verify", read_only=True)
     try:
         return verify_store(log, local=local_dir(log, root), repo=repo, name=f"{display_store(url)} log {name!r}")
@@ -156,6 +173,16 @@ def _audit(
         )
     for problem in anchors.problems:
         report.problems.append(Problem(0, 0, problem))
+    for name, seq in anchors.rollbacks:
+        report.problems.append(
+            Problem(
+                last_line,
+                last_offset,
+                f"rollback: the log ends at seq {report.last_seq} and the head slot of the {name} holds a copy of its "
+                f"past head of seq {seq}, not a head record: the log and its anchor were cut back to an earlier head",
+                anchor=name,
+            )
+        )
     for claim in anchors.claims:
         _check_claim(report, claim, at_seq, repairs, (last_line, last_offset))
     return last_raw, starts
@@ -202,7 +229,8 @@ def _check_claim(
     if found is None:
         problem = Problem(
             *last,
-            f"the log ends at seq {report.last_seq} but the {claim.name} names seq {claim.seq}: lines were removed from its end",
+            f"the log ends at seq {report.last_seq} but the {claim.name} names seq {claim.seq}: lines were removed "
+            "from its end (it was cut, or rolled back to an earlier state)",
             anchor=claim.name,
         )
     else:
