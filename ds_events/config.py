@@ -23,7 +23,7 @@ import os
 import re
 import threading
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, dataclass_transform
 
 import msgspec
 from msgspec import Meta
@@ -59,6 +59,8 @@ DEFAULT_ARXIV_API_URL = "https://export.arxiv.org/api/query"
 _Seconds = Annotated[float, Meta(ge=0, le=3600)]
 
 
+# Subclasses inherit these settings (say so to the type checker: see ds_events.events.base).
+@dataclass_transform(frozen_default=True, kw_only_default=True, field_specifiers=(msgspec.field,))
 class _Section(msgspec.Struct, kw_only=True, frozen=True, forbid_unknown_fields=True):
     """Base of every section: immutable (one decoded value is shared), unknown keys refused."""
 

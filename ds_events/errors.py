@@ -147,7 +147,7 @@ CODES = catalogue(
     ErrorCode("missing_title", 400, "A quest needs a non-empty title."),
     ErrorCode("invalid_title", 400, "A quest title is one line of at most 200 characters."),
     ErrorCode("unknown_projection", 404, "No projection of that name: the message lists the known ones."),
-    ErrorCode("bad_config", 400, "config.yaml is not valid (YAML, a section, a key or a value): the message names the key; fix or delete it."),
+    ErrorCode("bad_config", 400, "config.yaml is not valid (YAML, a section, a key, a value): the message names it; fix or delete it."),
     ErrorCode("invalid_path", 400, "A path from the caller is not usable (empty, a directory where a file is needed)."),
     ErrorCode("path_outside_root", 400, "A path from the caller leads outside where it belongs (the quest, a worktree): give one inside."),
     ErrorCode("path_too_long", 400, "A component of the path is longer than the file system allows."),
@@ -156,8 +156,11 @@ CODES = catalogue(
     ErrorCode("same_store", 400, "ds store migrate: the log is in the target store already."),
     ErrorCode("history_differs", 409, "ds store migrate: the target holds a different history for this log; nothing was copied."),
     ErrorCode("disk_full", 507, "The disk is full: nothing was appended; free some space."),
-    ErrorCode("log_unavailable", 503, "The store holding the log cannot be used now (its database is down or refusing); `reason` says why. Retry later."),
-    ErrorCode("log_connection_lost", 503, "reason of log_unavailable: the connection broke mid-operation; a retry with the same ids is stored once."),
+    ErrorCode("log_unavailable", 503, "The log's store cannot be used now (its database is down); `reason` says why. Retry later."),
+    ErrorCode(
+        "log_connection_lost", 503,
+        "reason of log_unavailable: the connection broke mid-operation; a retry with the same ids lands once.",
+    ),
     ErrorCode("log_timeout", 503, "reason of log_unavailable: no connection came within log.connection_wait_seconds; nothing was written."),
     ErrorCode("log_database_error", 503, "reason of log_unavailable: the database refused the operation (a missing table or privilege)."),
 )

@@ -26,7 +26,6 @@ from typing import Any
 
 from .errors import Conflict, Invalid, NotFound
 from .fdio import fsync_dir, write_all
-
 from .log import EventLog, line_hash
 from .log.anchor import HeadAnchor
 from .log.format import line_seq

@@ -22,11 +22,13 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from typing import NamedTuple, Protocol, runtime_checkable
+from typing import NamedTuple, Protocol, TypeVar, overload, runtime_checkable
 
-from .events import Event
+from .events import Event, LogRecovered
 
 __all__ = ["EventStore", "StoreTransaction", "Head", "AuditedStore", "Problem", "VerifyReport"]
+
+E = TypeVar("E", bound=Event)
 
 
 class Head(NamedTuple):
@@ -95,6 +97,11 @@ class EventStore(Protocol):
     """
 
     quest_id: str
+    # Stamped on every appended event that names no run itself (a turn's MCP servers).
+    run_id: str | None
+    # The ``log.recovered`` event opening this handle recorded (a torn tail cut off), or
+    # None; the file store's alone (a database never has a torn tail).
+    recovered: LogRecovered | None
 
     @property
     def last_seq(self) -> int:
@@ -106,10 +113,19 @@ class EventStore(Protocol):
         """Whether this handle refuses appends until it is reopened (after a failed write)."""
         ...
 
+    @overload
+    def append(self, event: E) -> E: ...
+    @overload
+    def append(self, event: Sequence[Event]) -> list[Event]: ...
     def append(self, event: Event | Sequence[Event]) -> Event | list[Event]:
-        """Append one event (returns it as stored) or a batch atomically (returns a list)."""
+        """Append one event (returns it as stored, its own type) or a batch atomically
+        (returns a list)."""
         ...
 
+    @overload
+    async def append_async(self, event: E) -> E: ...
+    @overload
+    async def append_async(self, event: Sequence[Event]) -> list[Event]: ...
     async def append_async(self, event: Event | Sequence[Event]) -> Event | list[Event]:
         """Like :meth:`append`, without blocking the event loop."""
         ...

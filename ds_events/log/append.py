@@ -29,7 +29,11 @@ from .sync import DurableFile, as_log_error
 if TYPE_CHECKING:
     from .eventlog import EventLog
 
-__all__ = ["Appends", "Transaction", "CommitTarget", "or_raise"]
+__all__ = ["Appends", "Transaction", "CommitTarget", "Stored", "or_raise"]
+
+# What one batch of an append became: its events as stored, or the refusal of the whole
+# batch (an event over log.max_event_bytes), which the caller raises.
+Stored = list[Event] | ServiceError
 
 _NEVER_ANCHOR_EVERY = 64  # policy never: writes between head anchor updates (and one on close)
 
@@ -62,7 +66,7 @@ class Appends:
 
         def _wake_followers(self) -> None: ...
 
-    def _commit(self, batches: list[list[Event]]) -> list[list[Event]]:
+    def _commit(self, batches: list[list[Event]]) -> list[Stored]:
         """Write ``batches`` as one write, then sync per policy; each batch as stored."""
         results, sync_to = self._write(batches)
         if sync_to:
@@ -71,7 +75,7 @@ class Appends:
             self._wake_followers()
         return results
 
-    def _write(self, batches: Iterable[list[Event]]) -> tuple[list[list[Event]], int]:
+    def _write(self, batches: Iterable[list[Event]]) -> tuple[list[Stored], int]:
         """Under the lock: catch up and write ``batches`` with one write, not synced.
 
         Returns the batches as stored and the offset the log must be synced through
@@ -87,7 +91,7 @@ class Appends:
                 self._file.usable()
             return self._commit_locked(list(batches), sync=False)
 
-    def _try_write(self, batches: list[list[Event]]) -> tuple[list[list[Event]], int] | None:
+    def _try_write(self, batches: list[list[Event]]) -> tuple[list[Stored], int] | None:
         """Write ``batches`` (unsynced) if that needs no waiting and no catch-up, else None."""
         self._file.usable()
         if not self._lock.try_acquire():
@@ -105,7 +109,7 @@ class Appends:
 
     def _commit_locked(
         self, batches: list[list[Event]], *, sync: bool = True, may_scan: bool = True
-    ) -> tuple[list[list[Event]], int]:
+    ) -> tuple[list[Stored], int]:
         """Under the lock and caught up: assign seqs, chain, write once, sync per policy.
 
         Returns the batches as stored and the offset the log must be synced through
@@ -244,13 +248,13 @@ class CommitTarget:
 
     def __init__(self, log: EventLog) -> None:
         self._log = log
-        self.path = log.path
-        self.policy = log.policy
+        self.path: str = log.path
+        self.policy: str = log.policy
 
-    def write(self, batches: list[list[Event]]) -> tuple[list[list[Event]], int]:
+    def write(self, batches: list[list[Event]]) -> tuple[list[Stored], int]:
         return self._log._write(batches)
 
-    def try_write(self, batches: list[list[Event]]) -> tuple[list[list[Event]], int] | None:
+    def try_write(self, batches: list[list[Event]]) -> tuple[list[Stored], int] | None:
         return self._log._try_write(batches)
 
     def sync_through(self, end: int) -> None:

@@ -29,9 +29,9 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, TypeVar, overload
 
-from ..errors import DiskFull, ServiceError
+from ..errors import DiskFull
 from ..events import Event, LogRecovered
 from ..fdio import fsync_dir
 from ..store import Head
@@ -50,6 +50,8 @@ if TYPE_CHECKING:
     import asyncio  # at run time only the async methods need it, and they run on a loop
 
 __all__ = ["EventLog", "Transaction", "Policy", "MAX_EVENT_BYTES"]
+
+E = TypeVar("E", bound=Event)
 
 Policy = Literal["always", "group", "never"]
 MAX_EVENT_BYTES = 8 << 20  # the largest stored line an append accepts (config log.max_event_bytes)
@@ -175,6 +177,10 @@ class EventLog(Appends, Reads, Opening, CatchUp):
         with self._lock.threads:  # both from the same moment
             return Head(self._last_seq, self._last_hash)
 
+    @overload
+    def append(self, event: E) -> E: ...
+    @overload
+    def append(self, event: Sequence[Event]) -> list[Event]: ...
     def append(self, event: Event | Sequence[Event]) -> Event | list[Event]:
         """Append one event (returns it as stored) or a batch atomically (returns a list).
 
@@ -182,17 +188,20 @@ class EventLog(Appends, Reads, Opening, CatchUp):
         stored one is returned, so a retried append is idempotent.
         """
         single = isinstance(event, Event)
-        events = [event] if single else list(event)  # type: ignore[list-item, arg-type]
+        events: list[Event] = [event] if isinstance(event, Event) else list(event)
         if not events:
             return []
+        stored: list[Event]
         if self.policy == "group" and not self._lock.held_by_me():
             stored = self._threads.append(events)
         else:  # (inside this thread's own transaction a group could never form)
-            stored = self._commit([events])[0]
-            if isinstance(stored, ServiceError):  # refused (too large): nothing written
-                raise stored
+            stored = or_raise(self._commit([events])[0])  # refused (too large): nothing written
         return stored[0] if single else stored
 
+    @overload
+    async def append_async(self, event: E) -> E: ...
+    @overload
+    async def append_async(self, event: Sequence[Event]) -> list[Event]: ...
     async def append_async(self, event: Event | Sequence[Event]) -> Event | list[Event]:
         """Like :meth:`append` without blocking the loop.
 
@@ -200,7 +209,7 @@ class EventLog(Appends, Reads, Opening, CatchUp):
         covers every group written while the previous sync was in flight.
         """
         single = isinstance(event, Event)
-        events = [event] if single else list(event)  # type: ignore[list-item, arg-type]
+        events: list[Event] = [event] if isinstance(event, Event) else list(event)
         if not events:
             return []
         if self.policy == "always":

@@ -10,7 +10,6 @@ of :class:`~ds_events.log.eventlog.EventLog`.
 
 from __future__ import annotations
 
-
 from ..errors import LogError
 from ..events import LogRecovered
 from .anchor import Anchor, HeadAnchor

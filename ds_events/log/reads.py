@@ -120,7 +120,7 @@ class Reads:
                 if not progressed:
                     try:
                         await asyncio.wait_for(wake.wait(), poll_interval)
-                    except asyncio.TimeoutError:
+                    except TimeoutError:
                         pass
                     wake.clear()
         finally:

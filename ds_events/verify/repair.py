@@ -119,7 +119,7 @@ def repair_log(
         kept.sort(key=lambda item: (item[1].seq, item[0]))  # seq order; file order breaks ties
         kept = _vouch(kept, anchors.claims, report, offsets, bad)
         staying = {n for n, _e, _l in kept}
-        report.reordered = sum(1 for before, (n, _e, _l) in zip([n for n in in_file if n in staying], kept) if before != n)
+        report.reordered = sum(1 for before, (n, _e, _l) in zip([n for n in in_file if n in staying], kept, strict=False) if before != n)
         lines_out: list[bytes] = []
         prev = ""
         for new_seq, (_n, event, line) in enumerate(kept, start=1):

@@ -20,12 +20,12 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 import msgspec
 
 from ...errors import LogError, ServiceError
-from ...events import Event, decode_line, new_event_ids
+from ...events import Event, LogRecovered, decode_line, new_event_ids
 from ...store import Head, VerifyReport
 from .. import MAX_EVENT_BYTES
 from ..format import encode_batches
@@ -40,6 +40,8 @@ if TYPE_CHECKING:
     from psycopg_pool import ConnectionPool
 
 __all__ = ["PostgresStore", "PgTransaction"]
+
+E = TypeVar("E", bound=Event)
 
 T = TypeVar("T")
 
@@ -87,7 +89,7 @@ class PostgresStore:
         self.max_event_bytes = max_event_bytes
         self.connection_wait = connection_wait
         self.location = f"quest {quest_id} of the PostgreSQL store"  # what errors and reports call it
-        self.recovered = None  # (the file log's recovery record and torn tail: a database
+        self.recovered: LogRecovered | None = None  # (the file log's recovery record and torn tail: a database
         self.torn = None  # commits whole transactions or none, so neither ever happens)
         self._own_pool = pool is None
         import psycopg
@@ -117,6 +119,10 @@ class PostgresStore:
         """The last seq and its chain hash (``(0, "")`` when empty)."""
         return self._run(lambda conn: read_head(conn, self.quest_id))
 
+    @overload
+    def append(self, event: E) -> E: ...
+    @overload
+    def append(self, event: Sequence[Event]) -> list[Event]: ...
     def append(self, event: Event | Sequence[Event]) -> Event | list[Event]:
         """Append one event (returns it as stored) or a batch atomically (returns a list).
 
@@ -124,7 +130,7 @@ class PostgresStore:
         one is returned, so a retried append is idempotent.
         """
         single = isinstance(event, Event)
-        events = [event] if single else list(event)  # type: ignore[list-item, arg-type]
+        events: list[Event] = [event] if isinstance(event, Event) else list(event)
         if not events:
             return []
         self._usable()
@@ -136,6 +142,10 @@ class PostgresStore:
             stored = self._run(lambda conn: self._commit(conn, ready, locked=False))
         return stored[0] if single else stored
 
+    @overload
+    async def append_async(self, event: E) -> E: ...
+    @overload
+    async def append_async(self, event: Sequence[Event]) -> list[Event]: ...
     async def append_async(self, event: Event | Sequence[Event]) -> Event | list[Event]:
         """Like :meth:`append`, on a worker thread so the event loop keeps running."""
         import asyncio  # loaded already: we run on its loop
@@ -340,7 +350,7 @@ class PostgresStore:
             found = conn.execute(KNOWN_SQL, (qid, ids)) if ids else None
             row = head.fetchone()
             seq, prev = (0, "") if row is None else row
-            known: dict[str, int] = dict(found.fetchall()) if found is not None else {}  # type: ignore[arg-type]
+            known: dict[str, int] = dict(found.fetchall()) if found is not None else {}
             encoded = encode_batches(
                 [events],
                 seq=seq,
@@ -350,7 +360,7 @@ class PostgresStore:
                 actor=self.actor,
                 run_id=self.run_id,
                 known=known.get,
-                stored=lambda s: read_event(conn, qid, s),  # type: ignore[arg-type, return-value]
+                stored=lambda s: _stored(read_event(conn, qid, s), s),
                 max_bytes=self.max_event_bytes,
             )
             result = encoded.results[0]
@@ -358,7 +368,7 @@ class PostgresStore:
                 raise result
             if encoded.lines:
                 insert_lines(conn, qid, encoded.lines)
-        return result  # type: ignore[return-value]
+        return result
 
     def _select(
         self, where: str, bound: int, types: Iterable[str] | None, order: str, limit: int | None
@@ -442,3 +452,11 @@ def _with_ids(events: list[Event]) -> list[Event]:
         return events
     fresh = iter(new_event_ids(missing))
     return [e if e.id else msgspec.structs.replace(e, id=next(fresh)) for e in events]
+
+
+def _stored(event: Event | None, seq: int) -> Event:
+    """The stored event a known id points at (its row was read under the lock, so it is
+    there unless the table was edited meanwhile)."""
+    if event is None:
+        raise LogError(f"the row of seq {seq} went away while appending: run `ds verify`")
+    return event
