@@ -29,9 +29,9 @@ from ds_events.events import ConversationMessage
 from ds_events.events.interaction import DeliveryAttempted, InteractionSent, MailboxDelivered
 from ds_events.home import Home, Quest
 from ds_events.replay import replay_quest
-from ds_events.services.interactions import connectors as connectors
-from ds_events.services.interactions import mailbox as service
+from ds_events.services import interactions as service
 from ds_events.services import quest as quest_service
+from ds_events.services.interactions import connectors
 from tests.helpers import domain_events, ds_env, stdio_server, tool_error
 from tests.interactions.test_mailbox_race import PRODUCER
 
@@ -215,7 +215,7 @@ async def test_replay_rebuilds_the_interaction_files_byte_for_byte(home: Home, q
         })  # fmt: skip
         service.reply(quest, service.Reply(interaction_id=request["interaction_id"], text="approve"))
         await call(client, "interact", {"kind": "milestone", "message": "Closing."})
-    files = sorted((quest.root / "interactions").rglob("*.json")) + [quest.root / "interactions" / "open_requests.md"]
+    files = [*sorted((quest.root / "interactions").rglob("*.json")), quest.root / "interactions" / "open_requests.md"]
     before = {p: p.read_bytes() for p in files}
     for p in files:
         p.unlink()

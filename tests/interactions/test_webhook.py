@@ -11,9 +11,9 @@ from aiohttp.test_utils import TestServer
 
 from ds_events.events.interaction import DeliveryAttempted
 from ds_events.home import Home, Quest
-from ds_events.services.interactions import connectors as connectors
-from ds_events.services.interactions import mailbox as service
-from ds_events.services.interactions.mailbox import Interact
+from ds_events.services import interactions as service
+from ds_events.services.interactions import connectors
+from ds_events.services.interactions.commands import Interact
 from handlers.connectors import webhook
 
 from .clients import artifact_client, call

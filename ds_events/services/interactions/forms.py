@@ -12,8 +12,8 @@ checked and normalised before anything is written.
 - ``expects_reply``: overrides the reply mode's default (see :func:`reply_mode_for`).
 - ``min_interval_seconds``: see :func:`too_soon`.
 
-Every refusal is an :class:`~ds_events.errors.Invalid` with its own code (listed in
-:data:`ERROR_CODES`); nothing is written.
+Every refusal is an :class:`~ds_events.errors.Invalid` with its own code (catalogued in
+``ds_events.services.interactions.errors``); nothing is written.
 """
 
 from __future__ import annotations
@@ -27,26 +27,19 @@ import msgspec
 from ds_events.artifacts.validate import confine_path
 from ds_events.errors import Invalid
 from ds_events.events.base import ts_seconds
-from ds_events.events.interaction import DeliveryOptions
+from ds_events.events.interaction import DeliveryOptions, ReplyMode
+
+from .commands import IMPORTANCE, MAX_ACTIONS, MAX_ATTACHMENTS, MAX_PREVIEW, PREVIEW_CHARS, RESPONSE_PHASES, Interact
 
 __all__ = [
     "check_forms",
     "reply_mode_for",
     "too_soon",
     "check_interaction_id",
-    "IMPORTANCE",
-    "RESPONSE_PHASES",
-    "ERROR_CODES",
-    "PREVIEW_CHARS",
+    "MAX_HINT_BYTES",
+    "MAX_MIN_INTERVAL",
 ]
 
-# The values DeepScientist's callers send (its daemon and connector prompts use these).
-IMPORTANCE = ("low", "info", "normal", "warning", "high", "critical")
-RESPONSE_PHASES = ("ack", "update", "final", "control", "push")
-PREVIEW_CHARS = 220  # a derived preview's length, as DeepScientist cuts it
-MAX_PREVIEW = 500
-MAX_ATTACHMENTS = 20
-MAX_ACTIONS = 10
 MAX_HINT_BYTES = 8192
 MAX_MIN_INTERVAL = 86_400.0
 _ATTACHMENT_KEYS = {
@@ -56,22 +49,8 @@ _ATTACHMENT_KEYS = {
 _NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,63}$")
 _ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$")
 
-ERROR_CODES = (
-    "invalid_summary_preview",
-    "invalid_importance",
-    "invalid_response_phase",
-    "invalid_attachments",
-    "attachment_not_found",
-    "invalid_surface_actions",
-    "invalid_connector_hints",
-    "invalid_expects_reply",
-    "invalid_min_interval",
-    "invalid_interaction_id",
-    "invalid_allow_free_text",
-)
 
-
-def check_forms(root: Path, cmd: Any) -> DeliveryOptions:
+def check_forms(root: Path, cmd: Interact) -> DeliveryOptions:
     """``cmd``'s delivery arguments checked and normalised (``root``: the quest), as
     ``interaction.sent`` keeps them."""
     if cmd.importance not in IMPORTANCE:
@@ -98,7 +77,9 @@ def check_forms(root: Path, cmd: Any) -> DeliveryOptions:
     )
 
 
-def reply_mode_for(kind: str, reply_mode: str | None, expects_reply: bool | None, default: str) -> tuple[str, bool]:
+def reply_mode_for(
+    kind: str, reply_mode: ReplyMode | None, expects_reply: bool | None, default: ReplyMode
+) -> tuple[ReplyMode, bool]:
     """The effective reply mode and whether the interaction expects a reply.
 
     Without ``reply_mode``, ``expects_reply`` overrides the kind's default mode:
