@@ -14,129 +14,47 @@ from typing import TYPE_CHECKING
 from ds_events.services import lazy_exports
 
 if TYPE_CHECKING:
-    from .checks import (
-        decision_type_of as decision_type_of,
-    )
-    from .commands import (
-        CONNECTORS as CONNECTORS,
-    )
-    from .commands import (
-        IMPORTANCE as IMPORTANCE,
-    )
-    from .commands import (
-        KINDS as KINDS,
-    )
-    from .commands import (
-        MAX_MESSAGE_CHARS as MAX_MESSAGE_CHARS,
-    )
-    from .commands import (
-        MAX_RECENT as MAX_RECENT,
-    )
-    from .commands import (
-        MAX_WAIT_SECONDS as MAX_WAIT_SECONDS,
-    )
-    from .commands import (
-        PREVIEW_CHARS as PREVIEW_CHARS,
-    )
-    from .commands import (
-        REPLY_MODES as REPLY_MODES,
-    )
-    from .commands import (
-        RESPONSE_PHASES as RESPONSE_PHASES,
-    )
-    from .commands import (
-        ROUTING_POLICIES as ROUTING_POLICIES,
-    )
-    from .commands import (
-        Deliver as Deliver,
-    )
-    from .commands import (
-        DeliveryBatch as DeliveryBatch,
-    )
-    from .commands import (
-        GetInteraction as GetInteraction,
-    )
-    from .commands import (
-        InboundMessage as InboundMessage,
-    )
-    from .commands import (
-        Interact as Interact,
-    )
-    from .commands import (
-        InteractionDetail as InteractionDetail,
-    )
-    from .commands import (
-        InteractionSummary as InteractionSummary,
-    )
-    from .commands import (
-        InteractResult as InteractResult,
-    )
-    from .commands import (
-        Reply as Reply,
-    )
-    from .commands import (
-        WebhookBody as WebhookBody,
-    )
-    from .connectors import (
-        WebhookJob as WebhookJob,
-    )
-    from .connectors import (
-        attempt_outcome as attempt_outcome,
-    )
-    from .connectors import (
-        bind as bind,
-    )
-    from .connectors import (
-        local_delivery_events as local_delivery_events,
-    )
-    from .connectors import (
-        record_attempt as record_attempt,
-    )
-    from .connectors import (
-        set_routing_policy as set_routing_policy,
-    )
-    from .connectors import (
-        unbind as unbind,
-    )
-    from .connectors import (
-        unfinished_interactions as unfinished_interactions,
-    )
-    from .connectors import (
-        webhook_jobs as webhook_jobs,
-    )
-    from .connectors import (
-        webhook_payload as webhook_payload,
-    )
-    from .forms import (
-        check_forms as check_forms,
-    )
-    from .forms import (
-        check_interaction_id as check_interaction_id,
-    )
-    from .forms import (
-        reply_mode_for as reply_mode_for,
-    )
-    from .forms import (
-        too_soon as too_soon,
-    )
-    from .mailbox import (
-        consume_mailbox as consume_mailbox,
-    )
-    from .mailbox import (
-        get_interaction as get_interaction,
-    )
-    from .mailbox import (
-        interact as interact,
-    )
-    from .mailbox import (
-        interact_async as interact_async,
-    )
-    from .mailbox import (
-        reply as reply,
-    )
-    from .mailbox import (
-        wait_for_reply as wait_for_reply,
-    )
+    from .checks import decision_type_of as decision_type_of
+    from .commands import CONNECTORS as CONNECTORS
+    from .commands import IMPORTANCE as IMPORTANCE
+    from .commands import KINDS as KINDS
+    from .commands import MAX_MESSAGE_CHARS as MAX_MESSAGE_CHARS
+    from .commands import MAX_RECENT as MAX_RECENT
+    from .commands import MAX_WAIT_SECONDS as MAX_WAIT_SECONDS
+    from .commands import PREVIEW_CHARS as PREVIEW_CHARS
+    from .commands import REPLY_MODES as REPLY_MODES
+    from .commands import RESPONSE_PHASES as RESPONSE_PHASES
+    from .commands import ROUTING_POLICIES as ROUTING_POLICIES
+    from .commands import Deliver as Deliver
+    from .commands import DeliveryBatch as DeliveryBatch
+    from .commands import GetInteraction as GetInteraction
+    from .commands import InboundMessage as InboundMessage
+    from .commands import Interact as Interact
+    from .commands import InteractionDetail as InteractionDetail
+    from .commands import InteractionSummary as InteractionSummary
+    from .commands import InteractResult as InteractResult
+    from .commands import Reply as Reply
+    from .commands import WebhookBody as WebhookBody
+    from .connectors import WebhookJob as WebhookJob
+    from .connectors import attempt_outcome as attempt_outcome
+    from .connectors import bind as bind
+    from .connectors import local_delivery_events as local_delivery_events
+    from .connectors import record_attempt as record_attempt
+    from .connectors import set_routing_policy as set_routing_policy
+    from .connectors import unbind as unbind
+    from .connectors import unfinished_interactions as unfinished_interactions
+    from .connectors import webhook_jobs as webhook_jobs
+    from .connectors import webhook_payload as webhook_payload
+    from .forms import check_forms as check_forms
+    from .forms import check_interaction_id as check_interaction_id
+    from .forms import reply_mode_for as reply_mode_for
+    from .forms import too_soon as too_soon
+    from .mailbox import consume_mailbox as consume_mailbox
+    from .mailbox import get_interaction as get_interaction
+    from .mailbox import interact as interact
+    from .mailbox import interact_async as interact_async
+    from .mailbox import reply as reply
+    from .mailbox import wait_for_reply as wait_for_reply
 
 __all__, __getattr__ = lazy_exports(__name__, {
     "commands": (
