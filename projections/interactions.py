@@ -110,6 +110,10 @@ class DeliveryStatus(msgspec.Struct, kw_only=True):
     error: str = ""
 
 
+# What an interaction's record file, ``get_interaction`` and the HTTP routes show, in a
+# flat shape they pin (the golden replay, the MCP output schema): so it copies the sent
+# event's fields instead of holding the event, as an inbound item does. Its class has no
+# docstring on purpose: one would become a description in that output schema.
 class InteractionRecord(msgspec.Struct, kw_only=True):
     interaction_id: str
     seq: int
@@ -131,6 +135,8 @@ class InteractionRecord(msgspec.Struct, kw_only=True):
     superseded_by: str | None = None
 
 
+# A ``delivery.binding_added`` as ``interactions/bindings.json`` shows it (flat, pinned
+# like the records), and whether it is still bound.
 class Binding(msgspec.Struct, kw_only=True):
     binding_id: str
     connector: str

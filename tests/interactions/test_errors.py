@@ -18,15 +18,11 @@ from ds_events.services.commands import decode_command
 from ds_events.services.interactions import connectors
 from ds_events.services.interactions.commands import Interact, Reply
 from ds_events.services.interactions.errors import CODES
-from tests.conftest import REPO
-from tests.error_catalogue import catalogue_problems
 from tests.helpers import domain_events, tool_error
 
 from .clients import artifact_client
 
 OPTIONS = [{"id": "a", "label": "A"}, {"id": "b", "label": "B"}]
-# Where the domain raises its codes: its service package and the edge it owns.
-SOURCES = [*sorted((REPO / "ds_events/services/interactions").glob("*.py")), REPO / "handlers/connectors/webhook.py"]
 ARGUMENT_CODES = {"invalid_argument", "missing_argument", "unknown_argument"}  # decoding, at every edge
 Act = Callable[[Quest, mcp.Client, dict[str, str]], Awaitable[dict[str, Any]]]
 
@@ -184,25 +180,6 @@ async def test_bad_input_gets_a_structured_error_with_a_stable_code_and_writes_n
 
 def test_every_error_code_of_interactions_and_delivery_has_a_case() -> None:
     assert {code for code, _, _ in CASES} == set(CODES) | ARGUMENT_CODES
-
-
-def test_the_catalogue_holds_every_code_raised_with_the_status_of_its_class() -> None:
-    assert catalogue_problems(CODES, SOURCES) == []
-
-
-def test_the_catalogue_check_catches_a_code_raised_uncatalogued_unraised_or_with_another_status(tmp_path: Path) -> None:
-    planted = tmp_path / "planted.py"
-    planted.write_text(
-        "from ds_events.errors import Conflict, Invalid\n"
-        "def f():\n"
-        "    raise Invalid('x', code='brand_new_code')\n"
-        "def g():\n"
-        "    raise Conflict('x', code='invalid_kind')\n"
-    )
-    problems = catalogue_problems(CODES, [planted])
-    assert any("'brand_new_code' is raised but not catalogued" in p for p in problems)
-    assert any("'invalid_kind' is raised as Conflict (409), catalogued as 400" in p for p in problems)
-    assert "'unknown_binding' is catalogued but raised nowhere" in problems
 
 
 def test_the_cli_reports_a_bad_reply_or_binding_as_one_line_and_exits_non_zero(

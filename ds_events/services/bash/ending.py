@@ -22,7 +22,7 @@ from ds_events.home import Quest
 from projections.bash_sessions import Session
 
 from .commands import DEFAULT_WAIT_SECONDS, MAX_REASON_CHARS, MAX_WAIT_SECONDS, AwaitSession, KillSession
-from .sessions import group_is_ours, kill_grace_seconds, monitor_alive, reconcile, session_of
+from .sessions import actor_of, group_is_ours, kill_grace_seconds, monitor_alive, reconcile, session_of
 
 __all__ = ["await_session", "check_wait_timeout", "kill", "kill_async", "kill_quest_sessions"]
 
@@ -149,7 +149,7 @@ def _plan_kill(quest: Quest, cmd: KillSession) -> tuple[Session, BashKillRequest
         reason=reason or "user_stop",
         force=bool(force),
         grace_seconds=0.0 if force else kill_grace_seconds(quest),
-        requested_by=quest.log.actor,
+        requested_by=actor_of(quest),
     )
     return session, event
 

@@ -41,6 +41,7 @@ __all__ = [
     "session_of",
     "monitor_alive",
     "group_is_ours",
+    "actor_of",
 ]
 
 
@@ -186,6 +187,14 @@ def group_is_ours(session: Session) -> bool:
     if procs.is_alive(session.pid):
         return False
     return procs.group_alive(session.pgid)
+
+
+def actor_of(quest: Quest) -> str:
+    """Who appends through ``quest``: the actor its store stamps on every event, which a
+    start (``started_by``) and a kill (``requested_by``) also record. Both stores keep it
+    as ``actor``; the store protocol does not name it (yet), hence the lookup."""
+    actor = getattr(quest.log, "actor", "")
+    return actor if isinstance(actor, str) else ""
 
 
 # -- private helpers -----------------------------------------------------------------

@@ -21,7 +21,7 @@ from ds_events.home import Quest
 from projections.bash_sessions import Session
 
 from .commands import MAX_COMMAND_CHARS, StartSession
-from .sessions import kill_grace_seconds, progress_interval_seconds, session_of
+from .sessions import actor_of, kill_grace_seconds, progress_interval_seconds, session_of
 
 __all__ = ["prepare_start", "start", "start_async"]
 
@@ -53,7 +53,7 @@ def prepare_start(quest: Quest, cmd: StartSession) -> StartSpec:
         timeout_seconds=timeout,
         grace_seconds=kill_grace_seconds(quest, config),
         progress_interval=progress_interval_seconds(quest, config),
-        started_by=quest.log.actor,
+        started_by=actor_of(quest),
         quest_root=quest.root.resolve(),
         env_keys=sorted(extra),
         exit_retry_seconds=config.bash_exec.exit_retry_seconds,

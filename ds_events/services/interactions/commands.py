@@ -358,7 +358,7 @@ class WebhookBody(Result):
 
 # Sends an interaction to its remote targets (webhooks); the adapter that owns the
 # network supplies it (``handlers.connectors.webhook.deliver``).
-Deliver = Callable[[Quest, str], Awaitable[Any]]
+Deliver = Callable[[Quest, str], Awaitable[object]]
 
 
 def one_of(value: object, allowed: tuple[T, ...]) -> T | None:

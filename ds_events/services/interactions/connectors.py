@@ -47,6 +47,9 @@ __all__ = [
     "record_attempt",
     "local_delivery_events",
     "webhook_payload",
+    # the vocabulary bind and set_routing_policy take (the contract's, in commands)
+    "CONNECTORS",
+    "ROUTING_POLICIES",
 ]
 
 _BINDING_ID_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")

@@ -19,6 +19,7 @@ Every refusal is an :class:`~ds_events.errors.Invalid` with its own code (catalo
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -66,14 +67,16 @@ def check_forms(root: Path, cmd: Interact) -> DeliveryOptions:
                           code="invalid_min_interval")  # fmt: skip
         if cmd.kind != "progress":
             raise Invalid("min_interval_seconds only applies to kind progress", code="invalid_min_interval")
+    # Checked in this order (the first refusal is the one answered).
+    preview = _preview(cmd.summary_preview, cmd.message)
+    attachments = _bounded(cmd.attachments, "attachments", MAX_ATTACHMENTS, code="invalid_attachments")
+    attached = [_attachment(root, i, a) for i, a in enumerate(attachments)]
+    actions = _bounded(cmd.surface_actions, "surface_actions", MAX_ACTIONS, code="invalid_surface_actions")
+    offered = [_action(i, a) for i, a in enumerate(actions)]
+    hints = _hints(cmd.connector_hints, "connector_hints", code="invalid_connector_hints")
     return DeliveryOptions(
-        summary_preview=_preview(cmd.summary_preview, cmd.message),
-        importance=cmd.importance,
-        response_phase=cmd.response_phase,
-        attachments=[_attachment(root, i, a) for i, a in enumerate(_bounded(cmd.attachments, "attachments", MAX_ATTACHMENTS))],
-        surface_actions=[_action(i, a) for i, a in enumerate(_bounded(cmd.surface_actions, "surface_actions", MAX_ACTIONS))],
-        connector_hints=_hints(cmd.connector_hints, "connector_hints", "invalid_connector_hints"),
-        allow_free_text=cmd.allow_free_text,
+        summary_preview=preview, importance=cmd.importance, response_phase=cmd.response_phase, attachments=attached,
+        surface_actions=offered, connector_hints=hints, allow_free_text=cmd.allow_free_text,
     )
 
 
@@ -136,15 +139,14 @@ def _preview(given: str | None, message: str) -> str:
     return given.strip()
 
 
-def _bounded(items: list[Any] | None, field: str, limit: int) -> list[Any]:
+def _bounded(items: Sequence[object] | None, field: str, limit: int, *, code: str) -> Sequence[object]:
     items = items or []
     if len(items) > limit:
-        code = "invalid_attachments" if field == "attachments" else "invalid_surface_actions"
         raise Invalid(f"{field} takes at most {limit} items", code=code)
     return items
 
 
-def _attachment(root: Path, i: int, item: Any) -> dict[str, Any]:
+def _attachment(root: Path, i: int, item: object) -> dict[str, Any]:
     where = f"attachments[{i}]"
     if not isinstance(item, dict):
         raise Invalid(f"{where} must be an object with a path or a url", code="invalid_attachments")
@@ -167,7 +169,7 @@ def _attachment(root: Path, i: int, item: Any) -> dict[str, Any]:
     if "extracted_text_path" in item:
         clean["extracted_text_path"] = _quest_file(root, item["extracted_text_path"], f"{where}.extracted_text_path")
     if "connector_delivery" in item:
-        clean["connector_delivery"] = _hints(item["connector_delivery"], f"{where}.connector_delivery", "invalid_attachments")
+        clean["connector_delivery"] = _hints(item["connector_delivery"], f"{where}.connector_delivery", code="invalid_attachments")
     if "size_bytes" in item and (isinstance(item["size_bytes"], bool) or not isinstance(item["size_bytes"], int)):
         raise Invalid(f"{where}.size_bytes must be an integer", code="invalid_attachments")
     return clean
@@ -187,9 +189,9 @@ def _quest_file(root: Path, value: str, field: str) -> str:
         raise Invalid(f"{exc.message}", code="invalid_attachments", field=field) from None
 
 
-def _action(i: int, item: Any) -> dict[str, Any]:
-    name = item.get("type") or item.get("command") if isinstance(item, dict) else None
-    if not isinstance(name, str) or not _NAME_RE.match(name.lower()):
+def _action(i: int, item: object) -> dict[str, Any]:
+    name = (item.get("type") or item.get("command")) if isinstance(item, dict) else None
+    if not isinstance(item, dict) or not isinstance(name, str) or not _NAME_RE.match(name.lower()):
         raise Invalid(f"surface_actions[{i}] must be an object naming its action in type (or command), "
                       "e.g. {\"type\": \"send_notification\", \"text\": \"...\"}", code="invalid_surface_actions")  # fmt: skip
     if len(msgspec.json.encode(item)) > MAX_HINT_BYTES:
@@ -197,7 +199,7 @@ def _action(i: int, item: Any) -> dict[str, Any]:
     return dict(item)
 
 
-def _hints(value: Any, field: str, code: str) -> dict[str, Any]:
+def _hints(value: object, field: str, *, code: str) -> dict[str, Any]:
     """``{connector name: {settings}}`` with the names lower-cased."""
     if value is None:
         return {}

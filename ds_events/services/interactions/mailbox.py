@@ -39,9 +39,9 @@ The commands and answers are :mod:`.commands`'; the checks :mod:`.checks`' and
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import hashlib
 import time
+from collections.abc import AsyncGenerator
 
 from ds_events.errors import Conflict, NotFound
 from ds_events.events import Event, new_event_id
@@ -264,12 +264,17 @@ async def wait_for_reply(quest: Quest, interaction_id: str, timeout: float) -> s
         return found
 
     async def follow() -> str | None:
-        # aclosing: returning from the loop closes the follower now (a database store's
-        # listening connection with it), not whenever the generator is collected.
-        async with contextlib.aclosing(quest.log.follow(quest.views.last_seq)) as events:
+        events = quest.log.follow(quest.views.last_seq)
+        try:
             async for event in events:
                 if isinstance(event, InteractionReplied) and event.interaction_id == interaction_id:
                     return answered()
+        finally:
+            # Returning closes the follower now (a database store's listening connection
+            # with it), not whenever it is collected. The stores' follow is an async
+            # generator; the protocol promises only an iterator.
+            if isinstance(events, AsyncGenerator):
+                await events.aclose()
         return None  # pragma: no cover - follow never ends on its own
 
     try:
