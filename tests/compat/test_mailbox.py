@@ -32,6 +32,7 @@ from ds_events.replay import replay_quest
 from ds_events.services import interactions as service
 from ds_events.services import quest as quest_service
 from ds_events.services.interactions import connectors
+from projections import interactions as view
 from tests.helpers import domain_events, ds_env, stdio_server, tool_error
 from tests.interactions.test_mailbox_race import PRODUCER
 
@@ -114,7 +115,7 @@ async def test_include_recent_inbound_messages_false_leaves_the_queue_for_a_late
         })  # fmt: skip
         assert skipped["status"] == "ok" and skipped["recent_inbound_messages"] == []
         assert of_type(quest, MailboxDelivered) == []
-        assert [i.id for i in service.view.pending_items(quest.state("interactions"))] == [queued.id]
+        assert [i.id for i in view.pending_items(quest.state("interactions"))] == [queued.id]
         read = await call(client, "interact", {"kind": "progress", "message": "Switching datasets."})
     assert [m["message_id"] for m in read["recent_inbound_messages"]] == [queued.id]
     assert [e.message_ids for e in of_type(quest, MailboxDelivered)] == [[queued.id]]
