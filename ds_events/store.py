@@ -19,7 +19,7 @@ auditor (``ds_events.verify`` imports the stores, never the other way).
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
+from collections.abc import AsyncGenerator, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import NamedTuple, Protocol, TypeVar, overload, runtime_checkable
@@ -97,6 +97,8 @@ class EventStore(Protocol):
     """
 
     quest_id: str
+    # Who appends through this handle: stamped on every event it appends.
+    actor: str
     # Stamped on every appended event that names no run itself (a turn's MCP servers).
     run_id: str | None
     # The ``log.recovered`` event opening this handle recorded (a torn tail cut off), or
@@ -156,8 +158,9 @@ class EventStore(Protocol):
         """``(seq, stored line)`` for every event after ``after_seq``, as stored."""
         ...
 
-    def follow(self, after_seq: int = 0, *, poll_interval: float = 0.05) -> AsyncIterator[Event]:
-        """Every event after ``after_seq`` as it is appended, by any process, forever."""
+    def follow(self, after_seq: int = 0, *, poll_interval: float = 0.05) -> AsyncGenerator[Event, None]:
+        """Every event after ``after_seq`` as it is appended, by any process, forever.
+        Close it (``aclose``) when done: a database store's follower holds a connection."""
         ...
 
     def head(self) -> Head:

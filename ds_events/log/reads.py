@@ -10,7 +10,7 @@ A follower keeps a byte cursor and is woken by this process's appends
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterable, Iterator
+from collections.abc import AsyncGenerator, Iterable, Iterator
 from typing import TYPE_CHECKING
 
 from ..errors import LogError
@@ -90,7 +90,7 @@ class Reads:
                 yield seq, line
             seq += 1
 
-    async def follow(self, after_seq: int = 0, *, poll_interval: float = 0.05) -> AsyncIterator[Event]:
+    async def follow(self, after_seq: int = 0, *, poll_interval: float = 0.05) -> AsyncGenerator[Event, None]:
         """Yield every event after ``after_seq`` as it is appended, by any process, forever.
 
         Keeps a byte cursor, so each wake reads only the new bytes. Appends in this

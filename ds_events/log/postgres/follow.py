@@ -8,7 +8,7 @@ held for as long as the follower lives).
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -26,7 +26,7 @@ __all__ = ["follow_rows"]
 _LISTEN_ATTEMPTS = 20  # a follower whose connection died tries this often, 0.5 s apart, to listen again
 
 
-async def follow_rows(dsn: str, quest_id: str, after_seq: int, *, poll_interval: float, location: str) -> AsyncIterator[Event]:
+async def follow_rows(dsn: str, quest_id: str, after_seq: int, *, poll_interval: float, location: str) -> AsyncGenerator[Event, None]:
     """Every event of ``quest_id`` after ``after_seq`` as it is appended, forever.
 
     If its connection dies (a server restart), it connects and listens again and reads

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
+from collections.abc import AsyncGenerator, Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 import msgspec
@@ -202,7 +202,7 @@ class PostgresStore:
         for seq, line, *_columns in self._pages(after_seq):
             yield seq, line
 
-    def follow(self, after_seq: int = 0, *, poll_interval: float = 0.05) -> AsyncIterator[Event]:
+    def follow(self, after_seq: int = 0, *, poll_interval: float = 0.05) -> AsyncGenerator[Event, None]:
         """Every event after ``after_seq`` as it is appended, by any process, forever.
 
         Listens for the appenders' notifications and reads by seq on each one for this

@@ -191,10 +191,8 @@ def group_is_ours(session: Session) -> bool:
 
 def actor_of(quest: Quest) -> str:
     """Who appends through ``quest``: the actor its store stamps on every event, which a
-    start (``started_by``) and a kill (``requested_by``) also record. Both stores keep it
-    as ``actor``; the store protocol does not name it (yet), hence the lookup."""
-    actor = getattr(quest.log, "actor", "")
-    return actor if isinstance(actor, str) else ""
+    start (``started_by``) and a kill (``requested_by``) also record."""
+    return quest.log.actor
 
 
 # -- private helpers -----------------------------------------------------------------

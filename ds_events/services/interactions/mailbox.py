@@ -41,7 +41,6 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import time
-from collections.abc import AsyncGenerator
 
 from ds_events.errors import Conflict, NotFound
 from ds_events.events import Event, new_event_id
@@ -271,10 +270,8 @@ async def wait_for_reply(quest: Quest, interaction_id: str, timeout: float) -> s
                     return answered()
         finally:
             # Returning closes the follower now (a database store's listening connection
-            # with it), not whenever it is collected. The stores' follow is an async
-            # generator; the protocol promises only an iterator.
-            if isinstance(events, AsyncGenerator):
-                await events.aclose()
+            # with it), not whenever it is collected.
+            await events.aclose()
         return None  # pragma: no cover - follow never ends on its own
 
     try:
