@@ -13,7 +13,7 @@ Git side effects happen once in the service; replay rebuilds the views from thes
 
 from __future__ import annotations
 
-from typing import Any, Literal, TypedDict
+from typing import Any, Literal, NotRequired, TypedDict
 
 from .base import Event
 
@@ -27,18 +27,18 @@ SubmissionMode = Literal["line", "candidate"]
 FoundationKind = Literal["current_head", "baseline", "idea", "run", "branch"]
 
 
-class Foundation(TypedDict, total=False):
+class Foundation(TypedDict):
     """What an idea branch starts from, resolved (``IdeaSubmitted.foundation_ref``): the
     kind of foundation and the ref the caller named, the branch it stands for and a
     label for people; the id behind it under its own name for an idea, a run or a
-    baseline. The keys are stored in this order."""
+    baseline (stored before ``label``)."""
 
     kind: FoundationKind
     ref: str
     branch: str
-    idea_id: str
-    run_id: str
-    baseline_id: str
+    idea_id: NotRequired[str]
+    run_id: NotRequired[str]
+    baseline_id: NotRequired[str]
     label: str
 
 
