@@ -10,7 +10,6 @@ import pytest
 
 from ds_events.home import Home, Quest
 from ds_events.services.interactions.mailbox import Reply, reply
-
 from tests.compat.research_support import LogWatch, artifact_client, ok, refused, stdio_artifact
 
 _ASK = {

@@ -13,7 +13,6 @@ import pygit2
 import pytest
 
 from ds_events.home import Home, Quest
-
 from tests.compat.research_support import LogWatch, artifact_client, confirm_baseline, ok, refused, stdio_artifact
 
 

@@ -53,8 +53,8 @@ def get_research_map_status(quest: Quest, cmd: GetResearchMapStatus) -> Research
     refs = runtime_refs(quest)
     nodes = {n["id"]: n for n in canvas["nodes"]}
     parents = {e["target"]: e["source"] for e in canvas["edges"]}
-    current_ref = refs["current_workspace_branch"] or "main"
-    head_ref = refs["research_head_branch"] or current_ref
+    current_ref = refs.current_workspace_branch or "main"
+    head_ref = refs.research_head_branch or current_ref
     current, head_node = nodes.get(current_ref), nodes.get(head_ref)
     recommended = _activation_ref(head_node) if head_ref != current_ref else None
     state = _quest_state(quest, "summary")
@@ -71,7 +71,8 @@ def get_research_map_status(quest: Quest, cmd: GetResearchMapStatus) -> Research
             "activation_rule": "To go back to an older node, activate_branch(branch=recommended_activation_ref.ref).",
             "dedupe_rule": "If the current node and the head did not change, continue the work instead of reading the map again.",
         },
-        "active_ids": {k: refs[k] for k in ("active_idea_id", "latest_main_run_id", "active_analysis_campaign_id")},
+        "active_ids": {"active_idea_id": refs.active_idea_id, "latest_main_run_id": refs.latest_main_run_id,
+                       "active_analysis_campaign_id": refs.active_analysis_campaign_id},
         "git": {
             "head_commit": current["head"] if current else None,
             "current_ref": current_ref,
@@ -87,7 +88,7 @@ def get_research_map_status(quest: Quest, cmd: GetResearchMapStatus) -> Research
                             "recommended": recommended},
         "recommended_activation_ref": recommended,
         "quest_state": state,
-        "runtime_refs": refs,
+        "runtime_refs": {k: v for k, v in msgspec.structs.asdict(refs).items() if k != "ok"},
         "global_status": status,
         "canvas_summary": {"node_count": len(canvas["nodes"]), "edge_count": len(canvas["edges"]),
                            "default_ref": current_ref, "views": canvas["views"], "seq": canvas["seq"]},
@@ -113,20 +114,20 @@ def _quest_state(quest: Quest, detail: str) -> dict[str, Any]:
         "runtime_status": "running" if turns.running else status.status,
         "active_anchor": status.anchor,
         "baseline_gate": baseline_gate(artifacts),
-        "active_baseline_id": refs["active_baseline_id"],
+        "active_baseline_id": refs.active_baseline_id,
         "active_baseline_variant_id": attached.get("variant_id"),
         "active_run_id": turns.running,
         "active_idea_id": research.active_idea_id,
         "active_analysis_campaign_id": research.active_campaign_id,
-        "next_pending_slice_id": refs["next_pending_slice_id"],
-        "current_workspace_branch": refs["current_workspace_branch"],
-        "current_workspace_root": refs["current_workspace_root"],
+        "next_pending_slice_id": refs.next_pending_slice_id,
+        "current_workspace_branch": refs.current_workspace_branch,
+        "current_workspace_root": refs.current_workspace_root,
         "research_head_branch": research.research_head_branch,
-        "research_head_worktree_root": refs["research_head_worktree_root"],
-        "workspace_mode": branch_kind_of(refs["current_workspace_branch"]),
-        "waiting_interaction_id": refs["default_reply_interaction_id"],
+        "research_head_worktree_root": refs.research_head_worktree_root,
+        "workspace_mode": branch_kind_of(refs.current_workspace_branch),
+        "waiting_interaction_id": refs.default_reply_interaction_id,
         "pending_user_message_count": len(interactions.pending),
-        "latest_main_run_id": refs["latest_main_run_id"],
+        "latest_main_run_id": refs.latest_main_run_id,
         "last_flow_type": research.last_flow_type or None,
         "seq": status.last_seq,
     }

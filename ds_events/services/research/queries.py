@@ -82,7 +82,7 @@ def list_research_branches(quest: Quest, cmd: ListResearchBranches) -> ResearchB
 def resolve_runtime_refs(quest: Quest, cmd: ResolveRuntimeRefs) -> RuntimeRefsResult:
     """The ids and branches the agent would otherwise guess: active idea, head, workspace,
     campaign and its next slice, latest main result, the request awaiting a reply."""
-    return RuntimeRefsResult(ok=True, **runtime_refs(quest))
+    return runtime_refs(quest)
 
 
 def read_quest_documents(quest: Quest, cmd: ReadQuestDocuments) -> QuestDocumentsResult:

@@ -11,36 +11,13 @@ from typing import Any, TypedDict
 
 from ds_events.errors import Invalid
 from ds_events.home import Quest
+from ds_events.services.research.commands import RuntimeRefsResult
 from ds_events.services.research.lineage import workspace_branch
 from projections.artifacts import MainRun, record_path
 from projections.artifacts import State as ArtifactsState
 from projections.research import State as ResearchState
 
-__all__ = ["RuntimeRefs", "RunSummary", "runtime_refs", "run_summary", "latest_run", "workspace_root", "parse_detail"]
-
-
-class RuntimeRefs(TypedDict):
-    """``resolve_runtime_refs``'s answer (its fields, without ``ok``)."""
-
-    quest_id: str
-    active_idea_id: str | None
-    research_head_branch: str | None
-    research_head_worktree_root: str | None
-    current_workspace_branch: str | None
-    current_workspace_root: str | None
-    analysis_parent_branch: str | None
-    analysis_parent_worktree_root: str | None
-    current_canonical_branch: str | None
-    active_analysis_campaign_id: str | None
-    active_campaign_title: str | None
-    next_pending_slice_id: str | None
-    latest_main_run_id: str | None
-    latest_main_run_branch: str | None
-    latest_main_result_json: str | None
-    active_baseline_id: str | None
-    selected_outline_ref: str | None
-    default_reply_interaction_id: str | None
-    seq: int
+__all__ = ["RunSummary", "runtime_refs", "run_summary", "latest_run", "workspace_root", "parse_detail"]
 
 
 class RunSummary(TypedDict):
@@ -60,9 +37,9 @@ class RunSummary(TypedDict):
     seq: int
 
 
-def runtime_refs(quest: Quest) -> RuntimeRefs:
+def runtime_refs(quest: Quest) -> RuntimeRefsResult:
     """Active idea, head, workspace, campaign and its next slice, latest main result, the
-    request awaiting a reply."""
+    request awaiting a reply: ``resolve_runtime_refs``'s answer."""
     research, artifacts, interactions = quest.state("research"), quest.state("artifacts"), quest.state("interactions")
     current = workspace_branch(research, artifacts)
     campaign = artifacts.campaigns.get(research.active_campaign_id) if research.active_campaign_id else None
@@ -72,27 +49,28 @@ def runtime_refs(quest: Quest) -> RuntimeRefs:
     pending = [s.slice_id for s in campaign.slices if s.status == "pending"] if campaign else []
     waiting = interactions.open_requests[-1] if interactions.open_requests else None
     attached = (artifacts.attached or {}).get("baseline_id")
-    return {
-        "quest_id": quest.id,
-        "active_idea_id": research.active_idea_id,
-        "research_head_branch": research.research_head_branch,
-        "research_head_worktree_root": workspace_root(quest, research, artifacts, research.research_head_branch),
-        "current_workspace_branch": current,
-        "current_workspace_root": workspace_root(quest, research, artifacts, current),
-        "analysis_parent_branch": analysis_parent,
-        "analysis_parent_worktree_root": workspace_root(quest, research, artifacts, analysis_parent),
-        "current_canonical_branch": canonical,
-        "active_analysis_campaign_id": research.active_campaign_id,
-        "active_campaign_title": campaign.title if campaign else None,
-        "next_pending_slice_id": pending[0] if pending else None,
-        "latest_main_run_id": latest.run if latest else None,
-        "latest_main_run_branch": latest.branch if latest else None,
-        "latest_main_result_json": str(quest.root / record_path("run", latest.run)) if latest else None,
-        "active_baseline_id": attached or artifacts.confirmed_baseline,
-        "selected_outline_ref": None,
-        "default_reply_interaction_id": waiting,
-        "seq": max(research.last_seq, artifacts.last_seq),
-    }
+    return RuntimeRefsResult(
+        ok=True,
+        quest_id=quest.id,
+        active_idea_id=research.active_idea_id,
+        research_head_branch=research.research_head_branch,
+        research_head_worktree_root=workspace_root(quest, research, artifacts, research.research_head_branch),
+        current_workspace_branch=current,
+        current_workspace_root=workspace_root(quest, research, artifacts, current),
+        analysis_parent_branch=analysis_parent,
+        analysis_parent_worktree_root=workspace_root(quest, research, artifacts, analysis_parent),
+        current_canonical_branch=canonical,
+        active_analysis_campaign_id=research.active_campaign_id,
+        active_campaign_title=campaign.title if campaign else None,
+        next_pending_slice_id=pending[0] if pending else None,
+        latest_main_run_id=latest.run if latest else None,
+        latest_main_run_branch=latest.branch if latest else None,
+        latest_main_result_json=str(quest.root / record_path("run", latest.run)) if latest else None,
+        active_baseline_id=attached or artifacts.confirmed_baseline,
+        selected_outline_ref=None,
+        default_reply_interaction_id=waiting,
+        seq=max(research.last_seq, artifacts.last_seq),
+    )
 
 
 def run_summary(run: MainRun) -> RunSummary:
