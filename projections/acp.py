@@ -77,7 +77,12 @@ _MAPPED: tuple[type[Event], ...] = (
 )  # fmt: skip
 
 
+_MAPPED_SET = frozenset(_MAPPED)
+
+
 def _update(event: Event) -> dict[str, Any]:
+    if type(event) not in _MAPPED_SET:  # one set lookup for the types without a mapping
+        return _info_update(event)
     match event:
         case ConversationMessage():
             return _message(event)

@@ -123,6 +123,8 @@ def initial() -> State:
 
 def apply(state: State, event: Event) -> State:
     state.last_seq = event.seq
+    if type(event) not in _FOLDED:  # most events (tool calls, shell output, memory) touch no node
+        return state
     match event:
         case QuestCreated():
             _branch(state, "main", event)
@@ -170,6 +172,12 @@ def apply(state: State, event: Event) -> State:
 
 
 # -- private helpers ----------------------------------------------------------------------
+
+# The types apply matches: one set lookup lets every other event pass.
+_FOLDED: frozenset[type[Event]] = frozenset({
+    QuestCreated, QuestAnchorChanged, BranchPrepared, ArtifactRecorded, BaselinePublished, BaselineAttached,
+    BaselineConfirmed, MainExperimentRecorded, AnalysisCampaignCreated, AnalysisSliceRecorded, GitCheckpointed,
+})  # fmt: skip
 
 
 def _branch(state: State, name: str, event: Event) -> BranchNode:

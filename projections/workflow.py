@@ -71,6 +71,8 @@ def initial() -> State:
 
 def apply(state: State, event: Event) -> State:
     state.last_seq = event.seq
+    if type(event) not in _ENTRY_TYPES:  # bookkeeping: no entry, and no file written
+        return state
     entry = entry_for(event)
     if entry is not None:
         _add_entry(state, entry)
@@ -82,7 +84,11 @@ def apply(state: State, event: Event) -> State:
 def entry_for(event: Event) -> Entry | None:
     """The workflow entry an event makes, or None for bookkeeping events."""
     seq, ts = event.seq, event.ts
-    match event:
+    match event:  # most frequent first: every MCP call leaves a tool.call_finished
+        case ToolCallStarted():
+            return _tool_call(event, status="in_progress", error="")
+        case ToolCallFinished():
+            return _tool_call(event, status=event.status or "in_progress", error=event.error_code)
         case QuestCreated():
             return Entry(seq=seq, ts=ts, entry_kind="quest", title=f"Quest created: {event.title}", summary=_short(event.brief))
         case QuestAnchorChanged():
@@ -121,10 +127,6 @@ def entry_for(event: Event) -> Entry | None:
                          summary=_short(event.message.splitlines()[0] if event.message else ""), ref=event.sha)  # fmt: skip
         case BranchPrepared():
             return Entry(seq=seq, ts=ts, entry_kind="branch", title=f"Branch {event.branch} ({event.branch_kind})", ref=event.branch)
-        case ToolCallStarted():
-            return _tool_call(event, status="in_progress", error="")
-        case ToolCallFinished():
-            return _tool_call(event, status=event.status or "in_progress", error=event.error_code)
         case BashSessionStarted():
             return Entry(seq=seq, ts=ts, entry_kind="bash", title=f"bash: {_short(event.command)}", ref=event.session_id,
                          status="running")  # fmt: skip
@@ -172,6 +174,15 @@ def record_title(payload: dict[str, Any], fallback: str) -> str:
 
 
 # -- private helpers ----------------------------------------------------------------------
+
+# The types entry_for matches (files_written's are among them): one set lookup lets
+# every other event pass.
+_ENTRY_TYPES: frozenset[type[Event]] = frozenset({
+    QuestCreated, QuestAnchorChanged, QuestControl, QuestCompleted, ConversationMessage, ArtifactRecorded,
+    MainExperimentRecorded, AnalysisCampaignCreated, AnalysisSliceRecorded, BaselinePublished, BaselineAttached,
+    BaselineConfirmed, GitCheckpointed, BranchPrepared, ToolCallStarted, ToolCallFinished, BashSessionStarted,
+    BashSessionExited, BashSessionLost, CardWritten, InteractionSent, InteractionReplied,
+})  # fmt: skip
 
 
 def _tool_call(event: ToolCallStarted | ToolCallFinished, *, status: str, error: str) -> Entry:
