@@ -29,7 +29,7 @@ from _util import verdict
 
 from ds_events.bash.spawn import spawn_monitor
 from ds_events.home import Home
-from ds_events.services.bash import sessions as service
+from ds_events.services import bash as service
 from ds_events.services.bash.commands import GetSession, StartSession
 
 COMMAND = "sleep 0.2"

@@ -61,9 +61,9 @@ def main() -> None:
     args = parser.parse_args()
     cluster = None
     if args.dsn is None:
-        from tests.pg import _Cluster, fresh_database
+        from tests.pg import Cluster, fresh_database
 
-        cluster = _Cluster()
+        cluster = Cluster()
         cluster.start()
         args.dsn = fresh_database(cluster.dsn("postgres"))
     try:

@@ -1,6 +1,6 @@
 """The monitor of one bash session: ``python -m ds_events.bash_monitor``.
 
-Started by :mod:`ds_events.services.bash.sessions` in its own OS session. It reads the spec
+Started by :mod:`ds_events.services.bash.starting` in its own OS session. It reads the spec
 (one JSON line) on stdin, starts the command under a PTY (pipes where no PTY is
 available) as leader of a new session and process group, answers with the pids on
 stdout, and waits for "go" — sent once ``bash.session_started`` is in the log. Then it:
@@ -31,8 +31,9 @@ and names them in ``monitor.log``.
 
 Start-up cost matters here (every session pays it before its command runs), so until
 "go" this module imports only what starting the command needs: ``os``, ``signal``,
-``sys``, ``time``, ``json`` and :mod:`ds_events.bash.procs` (``pty`` and ``ctypes`` when
-used); the quest, the log and the line log come after. Check with
+``sys``, ``time``, ``json``, :mod:`ds_events.bash.procs` and :mod:`ds_events.bash.child`
+(which starts the command; ``pty`` and ``ctypes`` when used); the quest, the log and the
+line log come after. Check with
 ``python3 -X importtime -m ds_events.bash_monitor < /dev/null``.
 """
 
@@ -45,11 +46,15 @@ import sys
 import time
 
 from ds_events.bash import procs
+from ds_events.bash.child import Child, reap_group
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing before "go"
 if TYPE_CHECKING:
     import selectors
     from typing import Any
+
+    from ds_events.bash.spawn import Handshake, MonitorSpec
+    from ds_events.services.bash.sessions import ExitFacts
 
 __all__ = ["main", "PROGRESS_MARK"]
 
@@ -70,96 +75,38 @@ def main() -> int:
     # would end the monitor, so catch it (and TERM) from the first instant.
     for sig, flag in ((signal.SIGCHLD, "chld"), (signal.SIGUSR1, "kill"), (signal.SIGTERM, "term")):
         signal.signal(sig, lambda *_a, f=flag: _FLAGS.add(f))
-    spec = json.loads(sys.stdin.buffer.readline() or b"null")
+    spec: MonitorSpec | None = json.loads(sys.stdin.buffer.readline() or b"null")
     if not isinstance(spec, dict):
         return 2
     try:
-        child = _Child.start(spec)
-    except Exception as exc:  # noqa: BLE001 - report any failure to the service
+        child = Child.start(spec)
+    except Exception as exc:  # any failure: the service reports it
         _answer({"ok": False, "error": f"{type(exc).__name__}: {exc}"})
         return 1
-    _answer({
-        "ok": True,
-        "pid": child.pid,
-        "pgid": child.pid,
-        "monitor_pid": os.getpid(),
-        "start_time": procs.start_time(child.pid),
-        "monitor_start_time": procs.start_time(os.getpid()),
-        "boot_id": procs.boot_id(),
-        "pty": child.pty,
-    })
+    me = os.getpid()
+    _answer({"ok": True, "pid": child.pid, "pgid": child.pid, "monitor_pid": me, "start_time": procs.start_time(child.pid),
+             "monitor_start_time": procs.start_time(me), "boot_id": procs.boot_id(), "pty": child.pty})  # fmt: skip
     if not _wait_for_go():
         # The service did not record the start (it failed or died): undo it.
         procs.signal_group(child.pid, signal.SIGKILL)
-        _reap_group(child.pid)
+        reap_group(child.pid)
         return 1
     _detach_stdio()
     return _Monitor(spec, child).run()
 
 
-class _Child:
-    """The command, leader of its own session and process group, and its output fd."""
-
-    def __init__(self, pid: int, fd: int, pty: bool) -> None:
-        self.pid, self.fd, self.pty = pid, fd, pty
-        self.started = time.monotonic()  # the timeout and the duration count from here
-
-    @classmethod
-    def start(cls, spec: dict[str, Any]) -> _Child:
-        _become_subreaper()
-        shell = _find_shell()
-        argv = [shell, "-c", spec["command"]]
-        try:
-            import pty
-
-            pid, fd = pty.fork()
-        except OSError:
-            return cls._start_with_pipes(argv, spec)
-        if pid == 0:  # the child: exec the command, never return
-            try:
-                for sig in (signal.SIGPIPE, signal.SIGXFSZ):  # Python ignores these; a shell must not
-                    signal.signal(sig, signal.SIG_DFL)
-                null = os.open(os.devnull, os.O_RDONLY)
-                os.dup2(null, 0)  # nothing types into the session: reads see end of file
-                os.chdir(spec["workdir"])
-                os.execve(shell, argv, spec["env"])
-            except BaseException as exc:  # noqa: BLE001
-                os.write(2, f"bash_exec: cannot start the command: {exc}\n".encode())
-            finally:
-                os._exit(127)
-        _tune_terminal(fd)
-        _wait_for_own_group(pid)
-        return cls(pid, fd, True)
-
-    @classmethod
-    def _start_with_pipes(cls, argv: list[str], spec: dict[str, Any]) -> _Child:
-        import subprocess
-
-        proc = subprocess.Popen(
-            argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-            cwd=spec["workdir"], env=spec["env"], start_new_session=True,
-        )
-        assert proc.stdout is not None
-        fd = os.dup(proc.stdout.fileno())
-        proc.stdout.close()
-        return cls(proc.pid, fd, False)
-
-
 class _Monitor:
-    def __init__(self, spec: dict[str, Any], child: _Child) -> None:
+    def __init__(self, spec: MonitorSpec, child: Child) -> None:
         # Imported only now, after "go": the quest, the log and the line log are not
         # needed to start the command, and importing them costs more than the start.
         from ds_events.bash import linelog
         from ds_events.errors import LogError
         from ds_events.home import Quest
-        from ds_events.services.bash import sessions as bash_exec
 
-        self.service = bash_exec
         # What a failed append raises (DiskFull is a LogError) or writing the views' files.
         self.record_errors: tuple[type[BaseException], ...] = (LogError, OSError)
         self.progress_failing = False
         self.exit_retry = float(spec.get("exit_retry_seconds", 60.0))
-        self.spec = spec
         self.sid: str = spec["session_id"]
         self.child = child
         self.quest = Quest.at(spec["quest_root"], actor="bash_monitor")
@@ -274,8 +221,10 @@ class _Monitor:
             return
         seq, data = self.progress
         self.progress, self.progress_sent_at = None, now
+        from ds_events.services.bash.sessions import record_progress  # loaded by then: a lookup
+
         try:
-            self.service.record_progress(self.quest, self.sid, seq, data)
+            record_progress(self.quest, self.sid, seq, data)
         except self.record_errors as exc:
             # Best effort: the command runs on. Keep the report (unless a newer one
             # comes) and try again after the interval, at least a second from now.
@@ -350,6 +299,8 @@ class _Monitor:
         self.kill_at = at if self.kill_at is None else min(self.kill_at, at)
 
     def _finish(self) -> int:
+        from ds_events.services.bash.sessions import ExitFacts
+
         self._scan_progress(self.writer.flush_partial())
         self._send_progress(time.monotonic(), final=True)
         self.writer.close()
@@ -357,18 +308,20 @@ class _Monitor:
         exit_code = os.waitstatus_to_exitcode(status)
         signal_name = procs.signal_name(-exit_code) if exit_code < 0 else None
         self._record_exit(
-            exit_code=None if signal_name else exit_code,
-            signal_name=signal_name,
-            timed_out=self.timed_out,
-            stop_reason=self.stop_reason,
-            lines=self.writer.seq,
-            nbytes=self.writer.bytes,
-            duration_seconds=time.monotonic() - self.started,
+            ExitFacts(
+                exit_code=None if signal_name else exit_code,
+                signal_name=signal_name,
+                timed_out=self.timed_out,
+                stop_reason=self.stop_reason,
+                lines=self.writer.seq,
+                nbytes=self.writer.bytes,
+                duration_seconds=time.monotonic() - self.started,
+            )
         )
         self.quest.close()
         return 0
 
-    def _record_exit(self, **facts: Any) -> bool:
+    def _record_exit(self, facts: ExitFacts) -> bool:
         """Record the exit, retrying with a doubling backoff for ``exit_retry`` seconds.
 
         Retrying is safe: :func:`record_exit` decides under the log's lock and does
@@ -376,16 +329,18 @@ class _Monitor:
         "running" in the log only until this monitor is gone; then any reconciliation
         (a list, a read, a server's start) marks it lost.
         """
+        from ds_events.services.bash.sessions import record_exit
+
         give_up_at = time.monotonic() + self.exit_retry
         delay, attempts = _EXIT_RETRY_FIRST, 0
         while True:
             attempts += 1
             try:
-                self.service.record_exit(self.quest, self.sid, **facts)
+                record_exit(self.quest, self.sid, facts)
             except self.record_errors as exc:
                 if time.monotonic() + delay > give_up_at:
                     _note(f"exit not recorded after {attempts} tries over {self.exit_retry:g} s ({_describe(exc)}): "
-                          f"{json.dumps(facts)}; giving up, the session will be marked lost")
+                          f"{json.dumps(facts._asdict())}; giving up, the session will be marked lost")
                     return False
                 if attempts == 1:
                     _note(f"exit not recorded ({_describe(exc)}); retrying for up to {self.exit_retry:g} s")
@@ -413,7 +368,7 @@ def _describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"
 
 
-def _answer(payload: dict[str, Any]) -> None:
+def _answer(payload: Handshake) -> None:
     sys.stdout.write(json.dumps(payload) + "\n")
     sys.stdout.flush()
 
@@ -430,68 +385,6 @@ def _detach_stdio() -> None:
     os.dup2(null, 0)
     os.dup2(null, 1)
     os.close(null)
-
-
-def _find_shell() -> str:
-    """bash from PATH (what ``shutil.which`` would find, without importing shutil)."""
-    for folder in os.environ.get("PATH", os.defpath).split(os.pathsep):
-        candidate = os.path.join(folder or ".", "bash")
-        if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
-            return candidate
-    return "/bin/sh"
-
-
-def _reap_group(pgid: int) -> None:
-    """Wait for and reap every child of ours in group ``pgid`` (the group was killed).
-
-    ``waitpid(-pgid)`` waits for children in that group only, so a descendant that left
-    the group (and may run on) does not hold us up; members orphaned by the kill are
-    reparented to us before their parent turns zombie, so the loop sees them too.
-    """
-    while True:
-        try:
-            os.waitpid(-pgid, 0)
-        except ChildProcessError:
-            return
-
-
-def _wait_for_own_group(pid: int) -> None:
-    """Return once the forked child leads its own group (it calls setsid after fork):
-    before that, a kill of the group we report would find nothing to signal."""
-    deadline = time.monotonic() + 5.0
-    while time.monotonic() < deadline:
-        try:
-            if os.getpgid(pid) == pid:
-                return
-        except ProcessLookupError:
-            return  # it already ended; the exit is recorded as usual
-        time.sleep(0.001)
-
-
-def _become_subreaper() -> None:
-    try:
-        import ctypes
-
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
-    except (OSError, AttributeError):  # not Linux: orphans go to init instead
-        pass
-
-
-def _tune_terminal(fd: int) -> None:
-    """No echo, "\\n" kept as is, and a wide window so tools do not wrap their output."""
-    try:
-        import fcntl
-        import struct
-        import termios
-
-        attrs = termios.tcgetattr(fd)
-        attrs[1] &= ~termios.ONLCR
-        attrs[3] &= ~termios.ECHO
-        termios.tcsetattr(fd, termios.TCSANOW, attrs)
-        fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", 50, 200, 0, 0))
-    except (ImportError, OSError):
-        pass
 
 
 if __name__ == "__main__":

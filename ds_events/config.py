@@ -23,13 +23,14 @@ import os
 import re
 import threading
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, dataclass_transform
 
 import msgspec
 from msgspec import Meta
 
 from .errors import Invalid
 from .log.eventlog import MAX_EVENT_BYTES
+from .log.postgres import CONNECTION_WAIT
 
 __all__ = [
     "Config",
@@ -58,6 +59,8 @@ DEFAULT_ARXIV_API_URL = "https://export.arxiv.org/api/query"
 _Seconds = Annotated[float, Meta(ge=0, le=3600)]
 
 
+# Subclasses inherit these settings (say so to the type checker: see ds_events.events.base).
+@dataclass_transform(frozen_default=True, kw_only_default=True, field_specifiers=(msgspec.field,))
 class _Section(msgspec.Struct, kw_only=True, frozen=True, forbid_unknown_fields=True):
     """Base of every section: immutable (one decoded value is shared), unknown keys refused."""
 
@@ -70,6 +73,11 @@ class GitConfig(_Section):
 class LogConfig(_Section):
     # The longest line an append accepts; a larger event is refused with event_too_large.
     max_event_bytes: Annotated[int, Meta(ge=1)] = MAX_EVENT_BYTES
+    # A database store (store: postgresql://...): the most seconds an append or a read
+    # waits for a connection (the server down, restarting or unreachable, every pooled
+    # connection busy) before it fails with log_timeout or log_connection_lost (the
+    # daemon answers 503 log_unavailable). The file store never waits for a server.
+    connection_wait_seconds: Annotated[float, Meta(gt=0, le=3600)] = CONNECTION_WAIT
 
 
 class MemoryConfig(_Section):

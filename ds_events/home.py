@@ -23,17 +23,17 @@ from projections.bash_sessions import State as BashSessionsState
 from projections.interactions import State as InteractionsState
 from projections.memory import MemoryState
 from projections.node_traces import State as NodeTracesState
-from projections.turns import State as TurnsState
+from projections.papers import State as PapersState
 from projections.research import State as ResearchState
 from projections.status import StatusState
+from projections.turns import State as TurnsState
 from projections.workflow import State as WorkflowState
-from projections.papers import State as PapersState
 
-from .config import Config, ConfigFile, parse_store_setting
+from .config import Config, ConfigFile, LogConfig, parse_store_setting
+from .errors import Conflict, Invalid, NotFound
 from .events import Event, QuestCreated
 from .log import MAX_EVENT_BYTES
-from .log.anchor import load_key, read_key
-from .errors import Conflict, Invalid, NotFound
+from .log.anchor import WITNESS_DIR, load_key, read_key
 from .paths import write_atomic
 from .store import EventStore, StoreTransaction
 from .stores import GLOBAL_LOG, REGISTRY_LOG, RESERVED_LOG_NAMES, is_file_store, log_exists, open_log, resolve_store, stored_log_names
@@ -49,7 +49,6 @@ __all__ = [
     "validate_quest_id",
     "QUEST_ID_RE",
     "DEFAULT_CONFIG",
-    "GIT_SIGNATURE",
 ]
 
 E = TypeVar("E", bound=Event)
@@ -64,16 +63,6 @@ DEFAULT_CONFIG: dict[str, Any] = {
     "bash_exec": {"kill_grace_seconds": 5, "progress_interval_seconds": 5},
 }
 _GITIGNORE = ".ds/\n__pycache__/\n.venv/\nvenv/\n*.pyc\n"
-
-
-def __getattr__(name: str) -> Any:
-    # GIT_SIGNATURE lives with the git helpers, which load pygit2 (a tenth of a second);
-    # most users of this module (every MCP server, read-only commands) never need git.
-    if name == "GIT_SIGNATURE":
-        from .artifacts.git import GIT_SIGNATURE
-
-        return GIT_SIGNATURE
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def default_home() -> Path:
@@ -174,19 +163,32 @@ class Home:
             recover=recover,
             key=self.log_key(create=not read_only),
             max_event_bytes=MAX_EVENT_BYTES if config is None else config.log.max_event_bytes,
+            connection_wait=self.connection_wait(),
+            witness=self.log_witness(name),
         )
+
+    def connection_wait(self) -> float:
+        """``log.connection_wait_seconds``: how long an operation on a database store
+        waits for a connection. A bad config.yaml gives the default here, so a reader
+        is not stopped by it (a writer has been refused by its own parse already)."""
+        try:
+            return self.config().log.connection_wait_seconds
+        except Invalid:
+            return LogConfig().connection_wait_seconds
 
     def has_log(self, name: str, *, root: Path | None = None) -> bool:
         """Whether the log ``name`` holds any event in this home's store."""
         root = root if root is not None else self.log_root(name)
-        return log_exists(self.store_url(strict=False), path=root / ".ds" / "events.jsonl", name=name)
+        return log_exists(
+            self.store_url(strict=False), path=root / ".ds" / "events.jsonl", name=name, wait=self.connection_wait()
+        )
 
     def quest_ids(self) -> list[str]:
         """Every quest of this home's store: the quest directories with a log file, or
         the quests the database holds (whether or not this machine has opened them)."""
         url = self.store_url(strict=False)
         if not is_file_store(url):
-            return [n for n in stored_log_names(url) if n not in RESERVED_LOG_NAMES and QUEST_ID_RE.match(n)]
+            return [n for n in stored_log_names(url, wait=self.connection_wait()) if n not in RESERVED_LOG_NAMES and QUEST_ID_RE.match(n)]
         if not self.quests_dir.is_dir():
             return []
         return sorted(
@@ -253,6 +255,11 @@ class Home:
         """The key that signs this home's log head anchors (created on first use)."""
         return load_key(self.root) if create else read_key(self.root)
 
+    def log_witness(self, name: str) -> Path:
+        """Where this home keeps the witness of the log ``name``'s head: beside the key,
+        outside the quest, so a quest restored from an old copy cannot rewind it."""
+        return self.root / WITNESS_DIR / f"{name}.head"
+
 
 class Quest:
     """An open quest: its log, its live views and its materialised files."""
@@ -287,7 +294,7 @@ class Quest:
         self.log = self._open_log()
         try:
             self.views = Views(self.log, self.root).load()
-            if fresh or getattr(self.log, "recovered", None) is not None:
+            if fresh or self.log.recovered is not None:
                 self.views.materialise(full=fresh)
         except BaseException:
             self.log.close()
@@ -295,7 +302,7 @@ class Quest:
 
     def _open_log(self) -> EventStore:
         log = self.home.open_log(self.id, actor=self._actor, read_only=self._read_only, root=self.root)
-        log.run_id = self._run_id  # type: ignore[attr-defined]  # every store stamps it
+        log.run_id = self._run_id
         return log
 
     def _writable_log(self) -> EventStore:

@@ -26,7 +26,6 @@ from typing import Any
 
 from .errors import Conflict, Invalid, NotFound
 from .fdio import fsync_dir, write_all
-
 from .log import EventLog, line_hash
 from .log.anchor import HeadAnchor
 from .log.format import line_seq
@@ -66,7 +65,7 @@ def migrate_log(home: Any, name: str, *, source: str, target: str, root: Path | 
         if src.last_seq == 0:
             raise NotFound(f"no log {name!r} in {display_store(source)}: nothing to migrate", code="unknown_quest")
         if is_file_store(target):
-            copied = _into_file(src, path, key=home.log_key(), name=name)
+            copied = _into_file(src, path, key=home.log_key(), name=name, witness=home.log_witness(name))
         else:
             copied = _into_database(src, target, name=name)
         head = src.head()
@@ -81,7 +80,7 @@ def migrate_log(home: Any, name: str, *, source: str, target: str, root: Path | 
 # -- the targets --------------------------------------------------------------------------
 
 
-def _into_file(src: Any, path: Path, *, key: bytes, name: str) -> int:
+def _into_file(src: Any, path: Path, *, key: bytes, name: str, witness: Path) -> int:
     """Copy ``src``'s lines into the file at ``path`` (made, or extended under its lock)."""
     if not path.exists():
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -97,13 +96,13 @@ def _into_file(src: Any, path: Path, *, key: bytes, name: str) -> int:
             # Another migration may have made the file meanwhile: link, never overwrite.
             os.link(tmp, path)
         except FileExistsError:
-            return _into_file(src, path, key=key, name=name)
+            return _into_file(src, path, key=key, name=name, witness=witness)
         finally:
             os.unlink(tmp)
         fsync_dir(str(path.parent))
-        _anchor(path, key, last, name)
+        _anchor(path, key, last, name, witness)
         return copied
-    with EventLog(path, quest_id=name, actor="migrate", policy="always", key=key) as log, log.transaction():
+    with EventLog(path, quest_id=name, actor="migrate", policy="always", key=key, witness=witness) as log, log.transaction():
         # Under the file's append lock: nobody appends to it while we compare and copy.
         missing = _missing(log.iter_lines(), src.iter_lines(), where=f"{path}")
         if missing:
@@ -115,7 +114,7 @@ def _into_file(src: Any, path: Path, *, key: bytes, name: str) -> int:
             finally:
                 os.close(fd)
     if missing:
-        _anchor(path, key, missing[-1], name)
+        _anchor(path, key, missing[-1], name, witness)
     return len(missing)
 
 
@@ -161,9 +160,10 @@ def _missing(have: Iterator[tuple[int, bytes]], want: Iterator[tuple[int, bytes]
     return []
 
 
-def _anchor(path: Path, key: bytes, last: bytes, name: str) -> None:
-    """Sign the file's new head and build its index (as a fresh open would)."""
-    HeadAnchor(str(path), key).reset(line_seq(last), line_hash(last))
-    EventLog(path, quest_id=name, key=key).close()
+def _anchor(path: Path, key: bytes, last: bytes, name: str, witness: Path) -> None:
+    """Sign the file's new head (and the home's witness of it) and build its index (as
+    a fresh open would)."""
+    HeadAnchor(str(path), key, witness=str(witness)).reset(line_seq(last), line_hash(last))
+    EventLog(path, quest_id=name, key=key, witness=witness).close()
 
 

@@ -9,17 +9,26 @@ must pass; a store supplies only a factory.
 
 The protocol is ``runtime_checkable``, so ``isinstance(store, EventStore)`` checks that
 every member exists; ``tests/core/test_store_file.py`` also compares signatures.
+
+What an audit of a log finds (:class:`VerifyReport`, a list of :class:`Problem`) is
+part of the contract too: :mod:`ds_events.verify` fills one from a log's lines and
+anchors, and a store that can see more than its lines (:class:`AuditedStore`: the
+PostgreSQL store's rows) builds its own from these types, so no store imports the
+auditor (``ds_events.verify`` imports the stores, never the other way).
 """
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
-from typing import NamedTuple, Protocol, runtime_checkable
+from dataclasses import dataclass, field
+from typing import NamedTuple, Protocol, TypeVar, overload, runtime_checkable
 
-from .events import Event
+from .events import Event, LogRecovered
 
-__all__ = ["EventStore", "StoreTransaction", "Head"]
+__all__ = ["EventStore", "StoreTransaction", "Head", "AuditedStore", "Problem", "VerifyReport"]
+
+E = TypeVar("E", bound=Event)
 
 
 class Head(NamedTuple):
@@ -27,6 +36,39 @@ class Head(NamedTuple):
 
     seq: int
     hash: str
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One thing an audit found wrong, where it is and, if an anchor caught it, which."""
+
+    line: int  # 1-based line number in the file, or row in seq order (0: not about one line)
+    offset: int  # byte offset of the line's start (-1: a store's row, no file)
+    reason: str
+    anchor: str = ""  # the anchor that caught it, if an anchor did
+
+    def __str__(self) -> str:
+        if self.offset < 0:
+            where = f"row {self.line}" if self.line else "the store"
+        else:
+            where = f"line {self.line} (byte {self.offset})" if self.line else f"byte {self.offset}"
+        return f"{where}: {self.reason}" + (f" [caught by the {self.anchor}]" if self.anchor else "")
+
+
+@dataclass
+class VerifyReport:
+    """What an audit of one log found (``ds verify``): ``ok`` when nothing."""
+
+    path: str
+    lines: int = 0
+    last_seq: int = 0
+    problems: list[Problem] = field(default_factory=list)
+    anchors: list[str] = field(default_factory=list)  # the anchors that were checked
+    notes: list[str] = field(default_factory=list)  # what could not be checked, and why
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
 
 
 @runtime_checkable
@@ -55,6 +97,11 @@ class EventStore(Protocol):
     """
 
     quest_id: str
+    # Stamped on every appended event that names no run itself (a turn's MCP servers).
+    run_id: str | None
+    # The ``log.recovered`` event opening this handle recorded (a torn tail cut off), or
+    # None; the file store's alone (a database never has a torn tail).
+    recovered: LogRecovered | None
 
     @property
     def last_seq(self) -> int:
@@ -66,10 +113,19 @@ class EventStore(Protocol):
         """Whether this handle refuses appends until it is reopened (after a failed write)."""
         ...
 
+    @overload
+    def append(self, event: E) -> E: ...
+    @overload
+    def append(self, event: Sequence[Event]) -> list[Event]: ...
     def append(self, event: Event | Sequence[Event]) -> Event | list[Event]:
-        """Append one event (returns it as stored) or a batch atomically (returns a list)."""
+        """Append one event (returns it as stored, its own type) or a batch atomically
+        (returns a list)."""
         ...
 
+    @overload
+    async def append_async(self, event: E) -> E: ...
+    @overload
+    async def append_async(self, event: Sequence[Event]) -> list[Event]: ...
     async def append_async(self, event: Event | Sequence[Event]) -> Event | list[Event]:
         """Like :meth:`append`, without blocking the event loop."""
         ...
@@ -110,4 +166,14 @@ class EventStore(Protocol):
 
     def close(self) -> None:
         """Sync what this handle wrote and release it; later appends raise LogError."""
+        ...
+
+
+@runtime_checkable
+class AuditedStore(Protocol):
+    """A store that can check more than its lines show (the PostgreSQL store: a row whose
+    seq, id, type or hash column is not what its line says), without changing anything."""
+
+    def verify(self) -> VerifyReport:
+        """Every problem found, at the row (or line) in seq order where it is."""
         ...

@@ -29,6 +29,7 @@ from typing import Any
 from .config import check_store_url
 from .errors import Invalid, LogError
 from .log import MAX_EVENT_BYTES, EventLog, Policy
+from .log.postgres import CONNECTION_WAIT, PostgresStore, as_log_error, open_pool
 from .store import EventStore
 
 __all__ = [
@@ -95,38 +96,48 @@ def open_log(
     recover: bool = True,
     key: bytes | None = None,
     max_event_bytes: int = MAX_EVENT_BYTES,
+    connection_wait: float = CONNECTION_WAIT,
+    witness: str | os.PathLike[str] | None = None,
 ) -> EventStore:
     """The log ``name`` (a quest id, :data:`GLOBAL_LOG` or :data:`REGISTRY_LOG`) in the
     store ``url``: the file at ``path``, or ``name``'s rows in the database.
 
-    ``policy``, ``recover`` and ``key`` are the file's (a database's durability is its
-    own: ``synchronous_commit``); ``read_only`` opens a handle that never writes.
+    ``policy``, ``recover``, ``key`` and ``witness`` (the home's copy of its head) are
+    the file's (a database's durability is its own: ``synchronous_commit``);
+    ``connection_wait`` is the database's (the most seconds an operation waits for a
+    connection); ``read_only`` opens a handle that never writes.
     """
     if is_file_store(url):
         return EventLog(
             path, quest_id=name, actor=actor, policy=policy, read_only=read_only, recover=recover, key=key,
-            max_event_bytes=max_event_bytes,
+            max_event_bytes=max_event_bytes, witness=witness,
         )  # fmt: skip
-    from .log.postgres import PostgresStore  # psycopg is loaded only by a home that uses it
-
     return PostgresStore(
-        url, quest_id=name, actor=actor, pool=pool(url), read_only=read_only, max_event_bytes=max_event_bytes
+        url,
+        quest_id=name,
+        actor=actor,
+        pool=pool(url, wait=connection_wait),
+        read_only=read_only,
+        max_event_bytes=max_event_bytes,
+        connection_wait=connection_wait,
     )
 
 
-def log_exists(url: str, *, path: str | os.PathLike[str], name: str) -> bool:
-    """Whether the log ``name`` holds anything yet (a quest exists once its first event does)."""
+def log_exists(url: str, *, path: str | os.PathLike[str], name: str, wait: float = CONNECTION_WAIT) -> bool:
+    """Whether the log ``name`` holds anything yet (a quest exists once its first event
+    does); ``wait``: as for :func:`connection`."""
     if is_file_store(url):
         return os.path.isfile(path)
-    with connection(url) as conn:
+    with connection(url, wait=wait) as conn:
         return conn.execute("SELECT 1 FROM ds_events WHERE quest_id = %s LIMIT 1", (name,)).fetchone() is not None
 
 
-def stored_log_names(url: str) -> list[str]:
-    """Every log name the database holds events for, sorted (quests and reserved names)."""
+def stored_log_names(url: str, *, wait: float = CONNECTION_WAIT) -> list[str]:
+    """Every log name the database holds events for, sorted (quests and reserved
+    names); ``wait``: as for :func:`connection`."""
     if is_file_store(url):
         raise ValueError("a file store has no catalogue: list the quest directories")
-    with connection(url) as conn:
+    with connection(url, wait=wait) as conn:
         # A loose index scan: one probe of the primary key per log, not a pass over every row.
         rows = conn.execute(
             "WITH RECURSIVE names(q) AS ("
@@ -145,22 +156,22 @@ def local_dir(log: Any, root: str | os.PathLike[str]) -> Path:
     return Path(log.path).parent if isinstance(log, EventLog) else Path(root) / ".ds"
 
 
-def pool(url: str) -> Any:
+def pool(url: str, *, wait: float = CONNECTION_WAIT) -> Any:
     """This process's connection pool for the database ``url``, shared by every log
     opened on it (a daemon with a hundred quests holds a few connections, not a
-    hundred); its connections commit synchronously. Closed when the process exits."""
+    hundred); its connections commit synchronously. Closed when the process exits.
+    ``wait`` bounds the first connection (and is the pool's default wait: each store
+    passes its own); a server that cannot be reached is :class:`LogUnavailable`."""
     key = (os.getpid(), url)  # a forked child opens its own: connections are not shared across a fork
     with _POOLS_LOCK:
         found = _POOLS.get(key)
         if found is None:
-            import psycopg
-
-            from .log.postgres import open_pool
+            import psycopg  # psycopg is loaded only by a home that uses a database
 
             try:
-                found = open_pool(url, max_size=_POOL_SIZE, name="ds")  # a down server is said at once
+                found = open_pool(url, max_size=_POOL_SIZE, name="ds", wait=wait)  # a down server is said at once
             except psycopg.Error as exc:
-                raise _unreachable(url, exc) from exc
+                raise _unreachable(url, exc, wait) from exc
             if not _POOLS:
                 atexit.register(_close_pools)
             _POOLS[key] = found
@@ -176,15 +187,21 @@ def close_pool(url: str) -> None:
 
 
 @contextlib.contextmanager
-def connection(url: str) -> Iterator[Any]:
-    """A connection of :func:`pool` for a query outside a log (listing the logs)."""
+def connection(url: str, *, wait: float = CONNECTION_WAIT) -> Iterator[Any]:
+    """A connection of :func:`pool` for a query outside a log (listing the logs, ``ds
+    store migrate``), waited for ``wait`` seconds at most; every database error in the
+    block is a :class:`LogError` (``log_timeout``, ``log_connection_lost``, ...)."""
     import psycopg
 
+    where = display_store(url)
     try:
-        with pool(url).connection() as conn:
-            yield conn
-    except psycopg.Error as exc:
-        raise LogError(f"{display_store(url)}: {type(exc).__name__}: {exc}") from exc
+        with pool(url, wait=wait).connection(timeout=wait) as conn:
+            try:
+                yield conn
+            except psycopg.Error as exc:
+                raise as_log_error(exc, where, lost=conn.broken) from exc
+    except psycopg.Error as exc:  # no connection came (a pool timeout), or giving it back failed
+        raise as_log_error(exc, where, wait=wait) from exc
 
 
 def require_file_store(url: str, what: str) -> None:
@@ -206,11 +223,12 @@ _POOLS_LOCK = threading.Lock()
 _POOL_SIZE = 8  # connections per database per process at most (follow opens its own)
 
 
-def _unreachable(url: str, exc: BaseException) -> LogError:
-    return LogError(
-        f"cannot use the store {display_store(url)} ({type(exc).__name__}: {exc}): check that the server runs and "
-        "the URL in config.yaml's store (or DS_STORE) is right"
-    )
+def _unreachable(url: str, exc: BaseException, wait: float) -> BaseException:
+    error = as_log_error(exc, f"cannot use the store {display_store(url)}", wait=wait)
+    if not isinstance(error, LogError):
+        return error
+    # The same class (and so the same code), with what to check when it persists.
+    return type(error)(f"{error}; check that the server runs and the URL in config.yaml's store (or DS_STORE) is right")
 
 
 def _close_pools() -> None:

@@ -34,9 +34,9 @@ from projections.base import Projection
 from .errors import Invalid
 from .events import Event, decode_line
 from .log import line_hash
+from .paths import confined, read_confined, write_atomic
 from .store import EventStore
 from .stores import local_dir
-from .paths import confined, read_confined, write_atomic
 
 __all__ = ["Views", "write_atomic"]  # write_atomic: re-exported from ds_events.paths
 

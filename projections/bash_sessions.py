@@ -33,6 +33,10 @@ STATUSES = ("running", "completed", "failed", "terminated", "lost")
 SESSIONS_FILE = ".ds/bash_exec/sessions.json"
 
 
+# The flat record every answer about a session holds (sessions.json, the bash_exec tool's
+# output schema, the HTTP routes), pinned by the golden replay and the tool snapshot: so
+# it copies the facts of the session's events rather than holding them. No docstring on
+# purpose: one would become a description in that output schema.
 class Session(msgspec.Struct, kw_only=True, frozen=True):
     id: str
     command: str

@@ -13,7 +13,7 @@ Materialises ``interactions/records/<interaction_id>.json`` (one per interaction
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, Literal
 
 import msgspec
 from msgspec.structs import replace
@@ -21,9 +21,9 @@ from msgspec.structs import replace
 from ds_events.events import ConversationMessage, Event, QuestCreated
 from ds_events.events.interaction import (
     ConnectorBound,
-    DeliveryOptions,
     ConnectorUnbound,
     DeliveryAttempted,
+    DeliveryOptions,
     InteractionReplied,
     InteractionSent,
     InteractionSuperseded,
@@ -54,19 +54,51 @@ DEFAULT_ROUTING_POLICY = "fanout_all"
 
 
 class InboundItem(msgspec.Struct, kw_only=True):
-    """A queued message or reply from the user (``id`` is its event id)."""
+    """A queued message or reply from the user: the event that brought it (a user-role
+    ``conversation.message`` or an ``interaction.replied``), kept whole rather than
+    copied field by field, and the ``mailbox.delivered`` batch that took it, once one
+    did. The properties read the event (``id`` is its event id)."""
 
-    id: str
-    seq: int
-    ts: str
-    kind: str  # "message" | "reply"
-    text: str
-    source: str = ""
-    interaction_id: str | None = None
-    option_id: str | None = None
-    data: dict[str, Any] | None = None
+    event: ConversationMessage | InteractionReplied
     delivered_batch: str | None = None
     delivered_seq: int = 0
+
+    @property
+    def id(self) -> str:
+        return self.event.id
+
+    @property
+    def seq(self) -> int:
+        return self.event.seq
+
+    @property
+    def ts(self) -> str:
+        return self.event.ts
+
+    @property
+    def kind(self) -> Literal["message", "reply"]:
+        return "reply" if isinstance(self.event, InteractionReplied) else "message"
+
+    @property
+    def text(self) -> str:
+        return self.event.text if isinstance(self.event, InteractionReplied) else self.event.content
+
+    @property
+    def source(self) -> str:
+        return self.event.source
+
+    @property
+    def interaction_id(self) -> str | None:
+        """The interaction a reply answers (None for a message)."""
+        return self.event.interaction_id if isinstance(self.event, InteractionReplied) else None
+
+    @property
+    def option_id(self) -> str | None:
+        return self.event.option_id if isinstance(self.event, InteractionReplied) else None
+
+    @property
+    def data(self) -> dict[str, Any] | None:
+        return self.event.data if isinstance(self.event, InteractionReplied) else None
 
 
 class DeliveryStatus(msgspec.Struct, kw_only=True):
@@ -78,6 +110,10 @@ class DeliveryStatus(msgspec.Struct, kw_only=True):
     error: str = ""
 
 
+# What an interaction's record file, ``get_interaction`` and the HTTP routes show, in a
+# flat shape they pin (the golden replay, the MCP output schema): so it copies the sent
+# event's fields instead of holding the event, as an inbound item does. Its class has no
+# docstring on purpose: one would become a description in that output schema.
 class InteractionRecord(msgspec.Struct, kw_only=True):
     interaction_id: str
     seq: int
@@ -99,6 +135,8 @@ class InteractionRecord(msgspec.Struct, kw_only=True):
     superseded_by: str | None = None
 
 
+# A ``delivery.binding_added`` as ``interactions/bindings.json`` shows it (flat, pinned
+# like the records), and whether it is still bound.
 class Binding(msgspec.Struct, kw_only=True):
     binding_id: str
     connector: str
@@ -136,16 +174,12 @@ def apply(state: State, event: Event) -> State:
     # out earlier shares them (the rule in projections.base).
     state.last_seq = event.seq
     match event:
-        case ConversationMessage(role="user", content=content, source=source):
-            _enqueue(state, InboundItem(id=event.id, seq=event.seq, ts=event.ts, kind="message", text=content, source=source))
+        case ConversationMessage(role="user"):
+            _enqueue(state, InboundItem(event=event))
         case InteractionSent():
             _apply_sent(state, event)
-        case InteractionReplied(interaction_id=iid, text=text, option_id=option_id, data=data, source=source):
-            item = InboundItem(
-                id=event.id, seq=event.seq, ts=event.ts, kind="reply", text=text, source=source,
-                interaction_id=iid, option_id=option_id, data=data,
-            )
-            _enqueue(state, item)
+        case InteractionReplied(interaction_id=iid):
+            _enqueue(state, InboundItem(event=event))
             record = state.interactions.get(iid)
             if record is not None:
                 answered = record.reply_mode == "blocking"
@@ -341,5 +375,6 @@ def _apply_sent(state: State, event: InteractionSent) -> None:
 
 
 PROJECTION = Projection(
-    name="interactions", state_type=State, initial=initial, apply=apply, render=render, render_changed=render_changed
+    name="interactions", state_type=State, initial=initial, apply=apply, render=render, render_changed=render_changed,
+    version=2,  # 2: an inbound item keeps its event (older snapshots: refolded)
 )

@@ -39,4 +39,4 @@ def mem(quest: Quest) -> Iterator[MemoryContext]:
         yield m
     finally:
         m.close()
-from tests.pg import pg_database, pg_dsn  # noqa: E402, F401 - the PostgreSQL cluster fixtures
+from tests.pg import pg_cluster, pg_database, pg_dsn  # noqa: E402, F401 - the PostgreSQL cluster fixtures

@@ -316,8 +316,9 @@ def start_serve(home: Home, *extra: str, log: Path) -> tuple[subprocess.Popen[by
     def bound() -> str | None:
         if proc.poll() is not None:
             raise AssertionError(f"ds serve exited ({proc.returncode}):\n{log.read_text()}")
-        first = log.read_text().partition("\n")
-        return first[0] if first[1] and first[0].startswith("serving") else None
+        # The first complete "serving" line (log lines on stderr may come before it).
+        lines = log.read_text().split("\n")[:-1]
+        return next((line for line in lines if line.startswith("serving")), None)
 
     line = wait_until(bound, timeout=60, what="ds serve to listen", poll=0.05)
     return proc, int(line.rsplit(":", 1)[1].split()[0])

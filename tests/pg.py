@@ -11,6 +11,10 @@ system user (created by Debian's package; ``nobody`` where there is none) throug
 after the test, so tests never see each other's quests. ``fresh_database(dsn)`` makes
 one outside a fixture.
 
+``pg_cluster`` (per test): a cluster of the test's own (a second initdb, about a second),
+for a test that stops its server and starts it again (``stop_server`` /
+``start_server``, same port and data): the session's must stay up for every other test.
+
 A machine without the binaries fails these tests (rather than skipping them): run
 ``fixtures/system_deps.sh``.
 """
@@ -29,7 +33,7 @@ from pathlib import Path
 
 import pytest
 
-__all__ = ["pg_dsn", "pg_database", "fresh_database", "drop_database", "free_port", "PG_BIN"]
+__all__ = ["pg_dsn", "pg_database", "pg_cluster", "Cluster", "fresh_database", "drop_database", "free_port", "PG_BIN"]
 
 PG_BIN = Path(os.environ.get("DS_TEST_PG_BIN", "/usr/lib/postgresql/15/bin"))
 _SUPERUSER = "ds"
@@ -38,10 +42,21 @@ _SUPERUSER = "ds"
 @pytest.fixture(scope="session")
 def pg_dsn() -> Iterator[str]:
     """The DSN of a PostgreSQL cluster started for this test session (database ``postgres``)."""
-    cluster = _Cluster()
+    cluster = Cluster()
     try:
         cluster.start()
         yield cluster.dsn("postgres")
+    finally:
+        cluster.stop()
+
+
+@pytest.fixture
+def pg_cluster() -> Iterator[Cluster]:
+    """A running cluster of this test's own, removed after it (whatever state it left the server in)."""
+    cluster = Cluster()
+    try:
+        cluster.start()
+        yield cluster
     finally:
         cluster.stop()
 
@@ -77,7 +92,7 @@ def drop_database(admin_dsn: str, dsn: str) -> None:
         conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
-class _Cluster:
+class Cluster:
     """One initdb'd data directory and the server running on it."""
 
     def __init__(self) -> None:
@@ -100,27 +115,46 @@ class _Cluster:
         return f"host=127.0.0.1 port={self.port} user={_SUPERUSER} dbname={dbname}"
 
     def start(self) -> None:
+        """initdb, then start the server on a free loopback port."""
         self._run("initdb", "-D", str(self.data), "-U", _SUPERUSER, "-A", "trust", "-E", "UTF8", "--no-sync")
         # A port free now may be taken before the server binds it: try a few.
         for _attempt in range(5):
             self.port = free_port()
-            options = f"-p {self.port} -c listen_addresses=127.0.0.1 -k {self.root} -c max_connections=200"
-            result = self._run(
-                "pg_ctl", "-D", str(self.data), "-l", str(self.root / "server.log"), "-w", "-t", "60", "-o", options, "start",
-                check=False,
-            )  # fmt: skip
+            result = self._pg_ctl_start()
             if result.returncode == 0:
                 self.started = True
                 return
         log = (self.root / "server.log").read_text(errors="replace")[-2000:]
         raise RuntimeError(f"the test PostgreSQL server did not start: {result.stdout}{result.stderr}\n{log}")
 
+    def stop_server(self, mode: str = "fast") -> None:
+        """Stop the server, keeping its data: ``fast`` ends every session at once (as an
+        administrator's restart does), ``immediate`` as a crash would."""
+        self._run("pg_ctl", "-D", str(self.data), "-m", mode, "-w", "-t", "60", "stop")
+        self.started = False
+
+    def start_server(self) -> None:
+        """Start the stopped server again, on the same port with the same data."""
+        result = self._pg_ctl_start()
+        if result.returncode != 0:
+            log = (self.root / "server.log").read_text(errors="replace")[-2000:]
+            raise RuntimeError(f"the test PostgreSQL server did not start again: {result.stdout}{result.stderr}\n{log}")
+        self.started = True
+
     def stop(self) -> None:
+        """Stop the server (if it runs) and remove the cluster."""
         try:
             if self.started:
                 self._run("pg_ctl", "-D", str(self.data), "-m", "immediate", "-w", "stop", check=False)
         finally:
             shutil.rmtree(self.root, ignore_errors=True)
+
+    def _pg_ctl_start(self) -> subprocess.CompletedProcess[str]:
+        options = f"-p {self.port} -c listen_addresses=127.0.0.1 -k {self.root} -c max_connections=200"
+        return self._run(
+            "pg_ctl", "-D", str(self.data), "-l", str(self.root / "server.log"), "-w", "-t", "60", "-o", options, "start",
+            check=False,
+        )  # fmt: skip
 
     def _run(self, binary: str, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
         command = [str(PG_BIN / binary), *args]

@@ -12,6 +12,11 @@ lower ones (relative imports resolved, imports inside functions included):
 
 On top of that: projections do no I/O and read no clock, and adapters never append,
 emit or open a transaction themselves — they call a service.
+
+Inside layer 3 the services are domain packages with a DAG of their own (``DOMAINS``):
+a domain imports only itself, the shared modules and the domains below it — never one
+above it nor one beside it. And nowhere in our code is there an import cycle, counting
+imports inside functions (which hide cycles from Python until they run).
 """
 
 from __future__ import annotations
@@ -197,6 +202,164 @@ def adapter_violations(root: Path = REPO) -> list[str]:
     return problems
 
 
+SERVICES = "ds_events.services"
+# The service modules every domain may use: the Command/Result vocabulary, the call log
+# and the package itself (lazy_exports). They import no domain.
+SHARED = {"commands", "tool_calls"}
+# Which other domains each domain may import; its own and the shared modules always.
+DOMAINS: dict[str, set[str]] = {
+    "quest": set(),
+    "memory": {"quest"},
+    "bash": {"quest"},
+    "interactions": {"quest"},
+    "artifacts": {"quest"},
+    "research": {"quest", "artifacts"},
+    "views": {"quest", "artifacts", "research"},
+    # the runtime drives the domains: a turn's prompt reads memory, steering ends shell
+    # sessions, the scheduler delivers the mailbox
+    "runtime": {"quest", "memory", "bash", "interactions", "artifacts", "research"},
+}
+
+
+def resolve_module(name: str, root: Path = REPO) -> str | None:
+    """The longest prefix of ``name`` that is a module or package of ours."""
+    parts = name.split(".")
+    while parts:
+        path = root.joinpath(*parts)
+        if path.with_suffix(".py").is_file() or (path / "__init__.py").is_file():
+            return ".".join(parts)
+        parts.pop()
+    return None
+
+
+def domain_of(module: str) -> str | None:
+    """``"shared"`` for the shared service modules, the domain's name for a module of
+    a domain package, None outside the services."""
+    if module != SERVICES and not module.startswith(SERVICES + "."):
+        return None
+    parts = module.split(".")
+    if len(parts) == 2 or parts[2] in SHARED:
+        return "shared"
+    return parts[2]
+
+
+def domain_violations(root: Path = REPO) -> list[str]:
+    problems: list[str] = []
+    for path in our_modules(root):
+        me = module_name(path, root)
+        mine = domain_of(me)
+        if mine is None:
+            continue
+        if mine != "shared" and mine not in DOMAINS:
+            problems.append(f"{me}: belongs to no domain (add {mine!r} to DOMAINS)")
+            continue
+        for line, name in imported_modules(path, root):
+            target = resolve_module(name, root)
+            theirs = domain_of(target) if target else None
+            if theirs is None or theirs in ("shared", mine):
+                continue
+            if mine == "shared":
+                problems.append(f"{me}:{line} (shared) imports {target} (domain {theirs})")
+            elif theirs not in DOMAINS.get(mine, set()):
+                problems.append(f"{me}:{line} (domain {mine}) imports {target} (domain {theirs})")
+    return problems
+
+
+def import_graph(root: Path = REPO) -> dict[str, set[str]]:
+    """Module -> the modules of ours it imports (imports inside functions and under
+    TYPE_CHECKING included). Importing ``a.b.c`` also runs the packages ``a`` and
+    ``a.b``, so they are edges too — except the importer's own enclosing packages,
+    which Python initialises before it."""
+    modules = {module_name(p, root): p for p in our_modules(root)}
+    graph: dict[str, set[str]] = {m: set() for m in modules}
+    for me, path in modules.items():
+        mine = me.split(".")
+        enclosing = {".".join(mine[:i]) for i in range(1, len(mine))}
+        # Imports only the type checker runs are no cycle — except a domain package's,
+        # which name what its lazy exports import at run time.
+        typing_only = set() if path.name == "__init__.py" else type_checking_lines(path)
+        for line, name in imported_modules(path, root):
+            if line in typing_only:
+                continue
+            target = resolve_module(name, root)
+            if target is None:
+                continue
+            parts = target.split(".")
+            for i in range(1, len(parts) + 1):
+                step = ".".join(parts[:i])
+                if step in modules and step != me and step not in enclosing:
+                    graph[me].add(step)
+    return graph
+
+
+def type_checking_lines(path: Path) -> set[int]:
+    """The lines of the statements under ``if TYPE_CHECKING:`` in ``path``."""
+    lines: set[int] = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.If) and ast.unparse(node.test) in ("TYPE_CHECKING", "typing.TYPE_CHECKING"):
+            for stmt in node.body:
+                lines |= set(range(stmt.lineno, (stmt.end_lineno or stmt.lineno) + 1))
+    return lines
+
+
+def import_cycles(root: Path = REPO) -> list[list[str]]:
+    """Every strongly connected set of two or more modules (Tarjan), each sorted."""
+    graph = import_graph(root)
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    cycles: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for nxt in sorted(graph[node]):
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in on_stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                top = stack.pop()
+                on_stack.discard(top)
+                component.append(top)
+                if top == node:
+                    break
+            if len(component) > 1:
+                cycles.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return sorted(cycles)
+
+
+def lazy_export_mismatches(root: Path = REPO) -> list[str]:
+    """A domain package's ``lazy_exports`` table and its ``TYPE_CHECKING`` imports name
+    the same things from the same modules (the type checker sees one, Python the other)."""
+    problems: list[str] = []
+    for init in sorted((root / "ds_events" / "services").glob("*/__init__.py")):
+        tree = ast.parse(init.read_text(), str(init))
+        checked: set[tuple[str, str]] = set()
+        table: set[tuple[str, str]] = set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING":
+                for imp in node.body:
+                    if isinstance(imp, ast.ImportFrom) and imp.level == 1 and imp.module:
+                        checked |= {(imp.module, a.name) for a in imp.names}
+            if isinstance(node, ast.Call) and ast.unparse(node.func) == "lazy_exports":
+                mapping = ast.literal_eval(node.args[1])
+                table |= {(module, name) for module, names in mapping.items() for name in names}
+        pkg = init.parent.name
+        problems += [f"{pkg}: {m}.{n} is imported for the type checker only" for m, n in sorted(checked - table)]
+        problems += [f"{pkg}: {m}.{n} is exported lazily but hidden from the type checker" for m, n in sorted(table - checked)]
+    return problems
+
+
 def test_there_is_something_to_check():
     assert len(our_modules()) > 50
     assert any(name.endswith(".services.memory.cards") for _, name in imported_modules(REPO / "handlers/mcp/memory.py"))
@@ -216,6 +379,22 @@ def test_projections_do_no_io_and_read_no_clock():
 
 def test_adapters_never_append_emit_or_open_a_transaction_themselves():
     assert adapter_violations() == []
+
+
+def test_every_service_domain_imports_only_itself_the_shared_modules_and_the_domains_below_it():
+    assert domain_violations() == []
+
+
+def test_there_is_no_import_cycle_anywhere_counting_imports_inside_functions():
+    assert import_cycles() == []
+
+
+def test_every_domain_package_exports_to_the_type_checker_what_it_exports_lazily():
+    assert lazy_export_mismatches() == []
+    for init in sorted((REPO / "ds_events" / "services").glob("*/__init__.py")):
+        package = importlib.import_module(module_name(init))
+        missing = [name for name in package.__all__ if not hasattr(package, name)]
+        assert missing == [], f"{package.__name__} exports names it cannot resolve: {missing}"
 
 
 def _plant(tmp_path: Path, files: dict[str, str]) -> Path:
@@ -306,3 +485,54 @@ def test_low_layers_import_without_the_heavy_edge_libraries(name):
     done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"
     importlib.import_module(name)
+
+
+def test_the_domain_and_cycle_checks_catch_planted_violations(tmp_path):
+    root = _plant(
+        tmp_path,
+        {
+            "ds_events/services/commands.py": "from ds_events.services.memory import cards\n",  # shared -> domain
+            "ds_events/services/quest/__init__.py": "",
+            "ds_events/services/quest/lifecycle.py": "def f():\n    from ds_events.services.research import ideas\n",  # upward
+            "ds_events/services/memory/__init__.py": "",
+            "ds_events/services/memory/cards.py": "from ds_events.services.quest import lifecycle\n",  # allowed
+            "ds_events/services/bash/__init__.py": "",
+            "ds_events/services/bash/sessions.py": "from ..memory import cards\n",  # sideways
+            "ds_events/services/research/__init__.py": "",
+            "ds_events/services/research/ideas.py": "from ds_events.services.artifacts.records import x\n",  # allowed
+            "ds_events/services/artifacts/__init__.py": "",
+            "ds_events/services/artifacts/records.py": "x = 1\n",
+            "ds_events/services/gadgets/__init__.py": "",
+            "ds_events/services/gadgets/tool.py": "",
+            # a cycle hidden by a function-local import, through a package's __init__
+            "ds_events/log/__init__.py": "from .store import Store\n",
+            "ds_events/log/store.py": "class Store:\n    def verify(self):\n        from ds_events.verify import audit\n",
+            "ds_events/verify/__init__.py": "",
+            "ds_events/verify/audit.py": "from ds_events.log import Store\n",
+            # a back import the type checker alone runs closes no cycle
+            "ds_events/log/reads.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .store2 import y\n",
+            "ds_events/log/store2.py": "from .reads import x\n",
+            # the lazy table and the type checker's imports disagree
+            "ds_events/services/views/__init__.py": textwrap.dedent(
+                """
+                from typing import TYPE_CHECKING
+                if TYPE_CHECKING:
+                    from .nodes import node_details as node_details
+                    from .nodes import hidden as hidden
+                __all__, __getattr__ = lazy_exports(__name__, {"nodes": ("node_details", "extra")})
+                """
+            ),
+        },
+    )
+    assert sorted(domain_violations(root)) == [
+        "ds_events.services.bash.sessions:1 (domain bash) imports ds_events.services.memory.cards (domain memory)",
+        "ds_events.services.commands:1 (shared) imports ds_events.services.memory.cards (domain memory)",
+        "ds_events.services.gadgets.tool: belongs to no domain (add 'gadgets' to DOMAINS)",
+        "ds_events.services.gadgets: belongs to no domain (add 'gadgets' to DOMAINS)",
+        "ds_events.services.quest.lifecycle:2 (domain quest) imports ds_events.services.research.ideas (domain research)",
+    ]
+    assert import_cycles(root) == [["ds_events.log", "ds_events.log.store", "ds_events.verify.audit"]]
+    assert lazy_export_mismatches(root) == [
+        "views: nodes.hidden is imported for the type checker only",
+        "views: nodes.extra is exported lazily but hidden from the type checker",
+    ]

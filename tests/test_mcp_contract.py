@@ -2,6 +2,8 @@
 servers list them (a new tool is covered without a line here):
 
 - an unknown argument is refused with ``unknown_argument`` naming it, and writes nothing;
+- a lone surrogate in any string (a value, a nested value, a name) is refused with
+  ``invalid_text`` naming its path, and writes nothing but the call's record;
 - every parameter with a default says it in its description (the Codex CLI strips
   ``default`` from the schema the model sees);
 - every object-typed parameter has a real schema (a type, and properties or a description
@@ -75,10 +77,40 @@ async def test_an_unknown_argument_is_refused_by_name_and_changes_nothing_but_it
     assert [p for p in changed(before, snapshot(home.root)) if not _is_log_file(p)] == []
 
 
+@pytest.mark.parametrize(("namespace", "tool"), TOOLS, ids=tool_ids(TOOLS))
+async def test_a_lone_surrogate_anywhere_is_invalid_text_and_changes_nothing_but_its_record(
+    namespace: str, tool: Any, home: Home, quest: Quest
+) -> None:
+    # ``comment`` is every command's: a string, or an object of anything. (A name with a
+    # surrogate never gets here: the client cannot even serialise it.)
+    forms = [
+        ({"comment": "a\ud800b"}, "comment"),
+        ({"comment": {"why": ["ok", {"deep": "\udfff"}]}}, "comment.why[1].deep"),
+    ]
+    async with open_clients(home) as clients:
+        client = clients[namespace]
+        warm_tool, warm_args = _WARM_UP[namespace]
+        await client.call_tool(warm_tool, warm_args)
+        before_seq = quest.log.last_seq
+        before = snapshot(home.root)
+        answers = [await client.call_tool(tool.name, {**_required_placeholders(tool.input_schema), **extra}) for extra, _ in forms]
+    for answer, (_, path) in zip(answers, forms):
+        assert unstructured_reason(answer) is None, unstructured_reason(answer)
+        payload = json.loads(answer.content[0].text)
+        assert payload["error"] == "invalid_text" and payload["argument"] == path, payload
+    # Each refusal has its record (its arguments stored with the surrogate escaped), nothing else.
+    records = list(quest.log.read(before_seq))
+    assert [(e.type, e.status, e.error_code) for e in records] == [("tool.call_finished", "error", "invalid_text")] * len(forms)
+    assert records[0].arguments["comment"] == "a\\ud800b"
+    assert [p for p in changed(before, snapshot(home.root)) if not _is_log_file(p)] == []
+
+
 def _is_log_file(change: str) -> bool:
-    """A change ("~ path") that any appended event makes: the quest's event log and the
-    files that index it."""
+    """A change ("~ path") that any appended event makes: the quest's event log, the
+    files that index it, and the home's witness of its head."""
     path = change[2:]
+    if path == ".ds/heads/q1.head":
+        return True
     return path.startswith("quests/q1/.ds/") and ("events" in Path(path).name or "index" in Path(path).name)
 
 

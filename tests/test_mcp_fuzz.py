@@ -47,7 +47,7 @@ TOOLS = discover_tools()
 SAFE_COMMANDS = ["true", "echo x", "", "echo ünïcødé", "printf 'a\\nb\\n'"]
 HUGE = "x" * (1 << 20)  # 1 MB
 LONG_PATH = "/".join(["d" * 20] * 15) + "/card.md"  # 300+ characters
-UNICODE = ["é漢字🙂", "\u202eevil\u202c", "a\u0000b", "\ud7ff\ue000", "Ω" * 50, "\t\n\r", "  ", "%s%n{0}", "$(touch pwned)"]
+UNICODE = ["é漢字🙂", "\u202eevil\u202c", "a\u0000b", "\ud7ff\ue000", "a\ud800b", "Ω" * 50, "\t\n\r", "  ", "%s%n{0}", "$(touch pwned)"]
 TRAVERSALS = [
     "../outside/pwned", "../../outside/pwned", "../../../../../../tmp/ds-fuzz-pwned", "memory/../../outside/x",
     "escape/pwned", "escape/../escape/pwned.md", "memory/knowledge/knowledge-evil.md", "baselines/evil",

@@ -7,10 +7,9 @@ import math
 import os
 import re
 from pathlib import Path
-from typing import Any
 
-from ds_events.home import Quest
 from ds_events.errors import Invalid
+from ds_events.home import Quest
 
 __all__ = [
     "resolve_workdir",
@@ -66,7 +65,7 @@ def resolve_workdir(quest: Quest, workdir: str | None) -> tuple[Path, str]:
     )
 
 
-def check_env(env: dict[str, Any] | None) -> dict[str, str]:
+def check_env(env: object) -> dict[str, str]:
     """Extra environment variables: valid names, string values, none of ours."""
     if env is None:
         return {}
@@ -94,7 +93,7 @@ def check_env(env: dict[str, Any] | None) -> dict[str, str]:
     return out
 
 
-def check_seconds(name: str, value: Any, *, allow_zero: bool) -> float | None:
+def check_seconds(name: str, value: object, *, allow_zero: bool) -> float | None:
     """None, or a finite number of seconds (> 0, or >= 0 with ``allow_zero``)."""
     if value is None:
         return None
@@ -106,7 +105,7 @@ def check_seconds(name: str, value: Any, *, allow_zero: bool) -> float | None:
     return float(value)
 
 
-def check_count(name: str, value: Any) -> int | None:
+def check_count(name: str, value: object) -> int | None:
     """None, or a line count from 1 to :data:`MAX_LINES`."""
     if value is None:
         return None
@@ -115,7 +114,7 @@ def check_count(name: str, value: Any) -> int | None:
     return value
 
 
-def check_seq(name: str, value: Any) -> int | None:
+def check_seq(name: str, value: object) -> int | None:
     """None, or a line seq >= 0."""
     if value is None:
         return None
@@ -175,5 +174,5 @@ def _worktrees(quest: Quest) -> list[Path]:
     try:
         repo = quest.repo()
         return [Path(repo.lookup_worktree(name).path).resolve() for name in repo.list_worktrees()]
-    except Exception:  # noqa: BLE001 - no worktrees is the safe answer
+    except Exception:  # whatever git says about them: no worktrees is the safe answer
         return []

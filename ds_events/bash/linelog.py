@@ -12,6 +12,7 @@ after the last newline (a write in progress, or a line torn by a crash).
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from ds_events.fdio import end_of_last_line
@@ -229,7 +230,7 @@ def _read_back(fd: int, end: int, n: int) -> list[tuple[int, str]]:
     return [_parse(line) for line in raw[-n:]]
 
 
-def _read_forward(fd: int, offset: int, end: int):  # type: ignore[no-untyped-def]
+def _read_forward(fd: int, offset: int, end: int) -> Iterator[tuple[int, str]]:
     carry = b""
     pos = offset
     while pos < end:

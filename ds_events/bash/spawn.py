@@ -18,11 +18,11 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import IO, Required, TypedDict
 
 from ds_events.errors import ServiceError
 
-__all__ = ["StartSpec", "MonitorHandle", "spawn_monitor", "HANDSHAKE_TIMEOUT"]
+__all__ = ["StartSpec", "MonitorSpec", "Handshake", "MonitorHandle", "spawn_monitor", "HANDSHAKE_TIMEOUT"]
 
 HANDSHAKE_TIMEOUT = 60.0
 
@@ -62,10 +62,41 @@ class StartSpec:
         return f".ds/bash_exec/{self.session_id}/output.log"
 
 
+class MonitorSpec(TypedDict):
+    """The JSON line a monitor reads on its stdin: what to run, where, and its limits."""
+
+    quest_root: str
+    session_id: str
+    command: str
+    workdir: str  # the real directory
+    env: dict[str, str]  # the command's whole environment
+    timeout_seconds: float | None
+    grace_seconds: float
+    progress_interval: float
+    exit_retry_seconds: float
+    log_path: str  # the line log, absolute
+
+
+class Handshake(TypedDict, total=False):
+    """The monitor's one-line answer: the command's processes (``ok``), or why it could
+    not start them (``error``). Start times and the boot id tell these processes from
+    later ones that reuse their pids (:mod:`ds_events.bash.procs`)."""
+
+    ok: Required[bool]
+    error: str
+    pid: int
+    pgid: int
+    monitor_pid: int
+    start_time: int | None
+    monitor_start_time: int | None
+    boot_id: str
+    pty: bool  # False: the command's output comes through pipes (no terminal was available)
+
+
 class MonitorHandle:
     """A monitor that has started the command and waits for "go"."""
 
-    def __init__(self, proc: subprocess.Popen[bytes], info: dict[str, Any]) -> None:
+    def __init__(self, proc: subprocess.Popen[bytes], info: Handshake) -> None:
         self.proc = proc
         self.info = info
 
@@ -88,7 +119,7 @@ def spawn_monitor(spec: StartSpec) -> MonitorHandle:
     """Start the monitor in its own OS session and wait for its handshake."""
     spec.dir.mkdir(parents=True, exist_ok=True)
     (spec.dir / "output.log").touch()  # readable (empty) from the first instant
-    payload = {
+    payload: MonitorSpec = {
         "quest_root": str(spec.quest_root),
         "session_id": spec.session_id,
         "command": spec.command,
@@ -120,6 +151,7 @@ def spawn_monitor(spec: StartSpec) -> MonitorHandle:
         line = json.dumps({"ok": False, "error": f"monitor died: {exc}"}).encode()
     finally:
         proc.stdout.close()
+    info: Handshake
     try:
         info = json.loads(line) if line else {"ok": False, "error": "the monitor did not answer"}
     except ValueError:
@@ -134,7 +166,7 @@ def spawn_monitor(spec: StartSpec) -> MonitorHandle:
     return MonitorHandle(proc, info)
 
 
-def _read_line(stream: Any, timeout: float) -> bytes:
+def _read_line(stream: IO[bytes], timeout: float) -> bytes:
     fd = stream.fileno()
     deadline = time.monotonic() + timeout
     buf = b""

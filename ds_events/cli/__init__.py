@@ -11,7 +11,7 @@ import sys
 
 import click
 
-from ds_events.errors import DiskFull, LogError, ServiceError
+from ds_events.errors import DiskFull, LogError, LogUnavailable, ServiceError
 from ds_events.events import EventDecodeError
 
 from .common import CliError, cli
@@ -61,6 +61,9 @@ def main(argv: list[str] | None = None) -> None:
         _fail(f"the log holds a line that is not a valid event ({exc}): run `ds verify QUEST`, then `ds repair QUEST`", 1)
     except DiskFull as exc:
         _fail(f"{exc.code}: {exc}", 1)
+    except LogUnavailable as exc:  # the codes the daemon and the MCP tools give: log_unavailable (reason)
+        reason = "" if exc.code == LogUnavailable.code else f" ({exc.code})"
+        _fail(f"{LogUnavailable.code}{reason}: {exc}", 1)
     except LogError as exc:
         _fail(f"{exc}", 1)
     except PermissionError as exc:

@@ -7,7 +7,7 @@ import msgspec
 
 from ds_events.bash.checks import MAX_LINES
 from ds_events.home import Home
-from ds_events.services.bash import sessions as service
+from ds_events.services import bash as service
 from ds_events.services.bash.commands import KillSession, ListSessions, ReadOutput
 
 from .common import cli, emit_json, json_option, open_quest, out, pass_home

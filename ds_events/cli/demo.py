@@ -108,7 +108,7 @@ async def _turns(quest: Quest) -> None:
 async def _answer_blocking_requests(quest: Quest) -> None:
     """The user watches for a blocking decision request during the turn and answers it:
     the reply is queued while the agent waits in ``interact`` and reaches it there."""
-    from ds_events.services.interactions import mailbox as interactions
+    from ds_events.services import interactions
 
     answered: set[str] = set()
     while True:

@@ -9,7 +9,7 @@ import msgspec
 
 from ds_events.home import Home
 from ds_events.services.interactions import connectors as connectors
-from ds_events.services.interactions import mailbox as service
+from ds_events.services import interactions as service
 from ds_events.services.commands import decode_command
 from projections import interactions as view
 

@@ -222,14 +222,14 @@ def repair(home: Home, quest_id: str | None, registry: bool, yes: bool) -> None:
         return
     require_file_store(home.store_url(), "`ds repair`")
     path = _log_path(home, quest_id)
-    key, repo = home.log_key(), home.quest_root(quest_id)
-    report = verify_log(path, key=key, repo=repo)
+    key, repo, witness = home.log_key(), home.quest_root(quest_id), home.log_witness(quest_id)
+    report = verify_log(path, key=key, repo=repo, witness=witness)
     if report.ok:
         out("nothing to repair: the log verifies")
         return
     if not yes and not click.confirm(f"{len(report.problems)} problem(s) found. Repair {path}?", default=False):
         raise CliError("not repaired (pass --yes to repair without asking)")
-    result = repair_log(path, quest_id=quest_id, actor="cli", key=key, repo=repo)
+    result = repair_log(path, quest_id=quest_id, actor="cli", key=key, repo=repo, witness=witness)
     for p in result.removed:
         out(f"removed line {p.line} (byte {p.offset}, {p.reason})")
     if result.unvouched:
@@ -243,6 +243,8 @@ def repair(home: Home, quest_id: str | None, registry: bool, yes: bool) -> None:
         out(f"renumbered {result.renumbered} event(s) so seqs run 1..N")
     if result.rechained_from_seq is not None:
         out(f"re-chained hashes from seq {result.rechained_from_seq}")
+    for reason in result.anchors_reset:
+        out(f"reset the head anchor: {reason}")
     if result.event is not None:
         out(f"recorded log.repaired at seq {result.event.seq}; run `ds replay {quest_id}` to rebuild views")
     elif result.index_rebuilt:

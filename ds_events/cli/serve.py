@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import ipaddress
+import logging
 import os
 import signal
 import socket
@@ -28,10 +29,12 @@ __all__ = ["serve", "serve_home", "is_loopback"]
 @click.option("--model", "-m", default=None, help="The model the agent uses (default: config runner.model).")
 @click.option("--trajectory", type=click.Path(dir_okay=False), default=None, help="The scripted runner's trajectory file.")
 @click.option("--no-turns", is_flag=True, help="Serve the API only: run no turns (another process hosts them).")
+@click.option("--log-level", type=click.Choice(["debug", "info", "warning", "error"]), default="warning", show_default=True,
+              help="The daemon's own log lines shown on stderr, from this level up.")  # fmt: skip
 @pass_home
 def serve(
     home: Home, home_override: Path | None, host: str | None, port: int | None, token: str | None,
-    runner: str | None, model: str | None, trajectory: str | None, no_turns: bool,
+    runner: str | None, model: str | None, trajectory: str | None, no_turns: bool, log_level: str,
 ) -> None:  # fmt: skip
     """Serve the HTTP API and the live event stream of every quest in the home, and run
     their turns (a queued message starts one; see `ds run`).
@@ -58,6 +61,7 @@ def serve(
         config = home.config().runner
         name = runner or config.name
         make_runner(name, config, **({"trajectory": trajectory} if name == "scripted" else {}))
+    _log_to_stderr(log_level)
     serve_home(home, host, port, token, turns)
 
 
@@ -77,13 +81,27 @@ def is_loopback(host: str) -> bool:
         return False
 
 
+def _log_to_stderr(level: str) -> None:
+    """Our loggers (``ds_events.*``) from ``level`` up, others' from warning up, on stderr,
+    each line led by its level (so a script can count the errors)."""
+    handler = logging.StreamHandler()
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    root = logging.getLogger()
+    root.addHandler(handler)
+    root.setLevel(logging.WARNING)
+    logging.getLogger("ds_events").setLevel(level.upper())
+
+
 async def _run(home: Home, host: str, port: int, token: str | None, turns: dict[str, str | None] | None) -> None:
     from aiohttp import web
 
     from handlers.http import make_app
+    from handlers.http.server import make_runner
 
-    app = make_app(home, token=token)
-    runner = web.AppRunner(app, handle_signals=False, shutdown_timeout=5.0)
+    # The guard learns the port from each connection's socket (the one bound, also for
+    # --port 0); the host given here is one more of the daemon's own names.
+    app = make_app(home, token=token, host=host)
+    runner = make_runner(app, shutdown_timeout=5.0)
     await runner.setup()
     site = web.TCPSite(runner, host, port)
     try:

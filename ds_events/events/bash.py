@@ -19,8 +19,11 @@ __all__ = [
     "BashSessionExited",
     "BashSessionLost",
     "EVENTS",
+    "ExitStatus",
     "session_end_id",
 ]
+
+ExitStatus = Literal["completed", "failed", "terminated"]
 
 
 class BashSessionStarted(Event, tag="bash.session_started", kw_only=True):
@@ -73,7 +76,7 @@ class BashSessionExited(Event, tag="bash.session_exited", kw_only=True):
     """
 
     session_id: str
-    status: Literal["completed", "failed", "terminated"]
+    status: ExitStatus
     exit_code: int | None = None
     signal: str | None = None
     reason: str = ""  # "", "timeout", "user_stop", "quest_pause", "signal", ...

@@ -33,12 +33,16 @@ __all__ = [
     "InteractionKind",
     "ReplyMode",
     "RoutingPolicy",
+    "Connector",
+    "DeliveryOutcome",
     "EVENTS",
 ]
 
 InteractionKind = Literal["progress", "milestone", "decision_request", "approval_result", "answer"]
 ReplyMode = Literal["none", "threaded", "blocking"]
 RoutingPolicy = Literal["fanout_all", "primary_only", "primary_plus_local"]
+Connector = Literal["local", "webhook"]
+DeliveryOutcome = Literal["delivered", "retrying", "failed"]
 
 
 class DeliveryOptions(msgspec.Struct, kw_only=True, frozen=True):
@@ -113,7 +117,7 @@ class ConnectorBound(Event, tag="delivery.binding_added", kw_only=True):
     """The quest now reports to a conversation reached through ``connector``."""
 
     binding_id: str
-    connector: Literal["local", "webhook"]
+    connector: Connector
     target: str
     label: str = ""
     primary: bool = False
@@ -141,7 +145,7 @@ class DeliveryAttempted(Event, tag="delivery.attempted", kw_only=True):
     binding_id: str
     connector: str
     attempt: int
-    outcome: Literal["delivered", "retrying", "failed"]
+    outcome: DeliveryOutcome
     status_code: int | None = None
     error: str = ""
 

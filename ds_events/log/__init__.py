@@ -9,7 +9,12 @@ One concept per module:
 - :mod:`.sync`     the open file and its durable prefix; a failed sync is final
 - :mod:`.group`    group commit for threads and for asyncio
 - :mod:`.recovery` finding the tail; quarantining a torn one
-- :mod:`.eventlog` :class:`EventLog` and :class:`Transaction`, the facade over them
+- :mod:`.anchor`   the head anchor ``<log>.head`` and the home's witness: the signed,
+  chained head, kept outside the log; :mod:`.headrecord` its records and their checks
+- :mod:`.eventlog` :class:`EventLog`, the facade over them, whose methods live by job in
+  :mod:`.append` (one write per batch, the sync, :class:`Transaction`), :mod:`.reads`
+  (reads by position, ``follow``), :mod:`.opening` (the tail, the anchor's word and a
+  torn tail on open) and :mod:`.catchup` (other processes' appends, a replaced file)
 """
 
 from __future__ import annotations

@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 import msgspec
 
 from ..errors import ServiceError
-from ..events import Event, EventDecodeError, decode_line, encode, new_event_ids, utc_now
+from ..events import Event, EventDecodeError, encode, new_event_ids, utc_now
 
 __all__ = ["line_hash", "line_seq", "line_id", "line_type", "line_prev", "line_more", "Encoded", "encode_batches"]
 

@@ -112,7 +112,7 @@ class ThreadGroupCommit:
                 self._pass_lead()
             if sync_to:
                 target.sync_through(sync_to)
-            for p, r in zip(batch, results):
+            for p, r in zip(batch, results, strict=True):
                 if isinstance(r, BaseException):  # that append alone was refused
                     p.error = r
                 else:
@@ -252,7 +252,7 @@ class AsyncGroupCommit:
                         raise
                     continue
                 results, sync_to = written
-                items = [(fut, stored) for (_, fut), stored in zip(batch, results)]
+                items = [(fut, stored) for (_, fut), stored in zip(batch, results, strict=True)]
                 if target.policy == "never":
                     _settle(items, None, target)
                 elif not self._hand_to_sync_thread(loop, items, sync_to):

@@ -73,7 +73,7 @@ class SparseIndex:
     def reset(self) -> None:
         """Forget every entry (the log was truncated or replaced)."""
         self._offsets, self._persisted = [], 0
-        self._checked: set[int] = set()  # slots known to point where they should
+        self._checked = set()
         self._bad_from = 1 << 62  # the file's entries from this slot on were found wrong
 
     @_guarded
@@ -202,7 +202,7 @@ class SparseIndex:
             self._offsets.append(offset)  # unchecked until used (see seek)
 
 
-def _quietly(fn, *args) -> None:  # noqa: ANN001
+def _quietly(fn: Callable[..., object], *args: object) -> None:
     """Maintain the cache file if we can: the log does not depend on it."""
     try:
         fn(*args)

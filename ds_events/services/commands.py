@@ -12,7 +12,11 @@ the same codes:
   with the names it does take) — a misspelled flag is never silently ignored;
 - ``missing_argument``: a required field is absent;
 - ``invalid_argument``: a value of the wrong type, naming the argument and the JSON
-  type it expects.
+  type it expects;
+- ``invalid_text``: a string (a value or a name, at any depth) holding a lone surrogate
+  (``"\\ud800"`` is valid JSON but not Unicode text: it could never be stored, as the
+  log is UTF-8), naming the argument's path. Checked first, here, so that no edge
+  (an HTTP route, an MCP tool, the CLI) needs a check of its own.
 
 Rules that need the quest's state (an unknown card, a duplicate, a closed request)
 stay in the services, with their own codes.
@@ -28,7 +32,7 @@ from msgspec import Meta
 
 from ds_events.errors import Invalid
 
-__all__ = ["Command", "Result", "decode_command", "argument_names", "to_builtins"]
+__all__ = ["Command", "Result", "decode_command", "argument_names", "to_builtins", "check_text", "printable"]
 
 C = TypeVar("C", bound="Command")
 
@@ -43,6 +47,9 @@ _JSON_TYPES = {
     "null": "null",
 }
 _EXPECTED = re.compile(r"^Expected `(?P<expected>[^`]+)`(?P<rest>.*?)(?:, got `(?P<got>[^`]+)`)?(?: - at `(?P<path>[^`]+)`)?$")
+# A lone surrogate: what a "\\udXXX" escape without its pair (or CESU-8 bytes read with
+# surrogatepass, or undecodable bytes read with surrogateescape) leaves in a str.
+_SURROGATE = re.compile("[\ud800-\udfff]")
 _MISSING = re.compile(r"^Object missing required field `(?P<field>[^`]+)`(?: - at `(?P<path>[^`]+)`)?$")
 
 
@@ -74,9 +81,11 @@ def argument_names(cls: type[msgspec.Struct]) -> list[str]:
 def decode_command(cls: type[C], data: Any) -> C:
     """``data`` (a JSON object, as received) as a ``cls``, or :class:`Invalid`.
 
-    Unknown names are checked first and all at once, so a caller learns every misspelled
-    argument in one answer.
+    Text is checked first (``invalid_text``: nothing that cannot be encoded goes further,
+    not even into an error message), then unknown names, all at once, so a caller learns
+    every misspelled argument in one answer.
     """
+    check_text(data)
     if data is None:
         data = {}
     if not isinstance(data, dict):
@@ -95,6 +104,32 @@ def decode_command(cls: type[C], data: Any) -> C:
         return msgspec.convert(data, cls)
     except msgspec.ValidationError as exc:
         raise _argument_error(str(exc)) from None
+
+
+def check_text(data: Any, path: str = "") -> None:
+    """Raise ``Invalid(invalid_text)`` naming the first string in ``data`` (dict keys and
+    values, list items, at any depth) that holds a lone surrogate. Iterative: a deeply
+    nested value cannot exhaust the stack."""
+    stack: list[tuple[str, Any]] = [(path, data)]
+    while stack:
+        where, value = stack.pop()
+        if isinstance(value, str):
+            found = _SURROGATE.search(value)
+            if found:
+                raise _text_error(where, value, found.start(), key=False)
+        elif isinstance(value, dict):
+            items = list(value.items())
+            for key, _ in items:
+                if isinstance(key, str) and (found := _SURROGATE.search(key)):
+                    raise _text_error(_child(where, key), key, found.start(), key=True)
+            stack.extend((_child(where, str(k)), v) for k, v in reversed(items))
+        elif isinstance(value, (list, tuple)):
+            stack.extend((f"{where}[{i}]", v) for i, v in reversed(list(enumerate(value))))
+
+
+def printable(text: str) -> str:
+    """``text`` with every lone surrogate as a ``\\udXXX`` escape: safe to show and store."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8") if _SURROGATE.search(text) else text
 
 
 def to_builtins(value: Any) -> Any:
@@ -121,6 +156,23 @@ def _argument_error(text: str) -> Invalid:
         return Invalid(message, code="invalid_argument", **details)
     path = text.rpartition(" - at `")[2].rstrip("`") if " - at `" in text else ""
     return Invalid(f"invalid argument: {text}", code="invalid_argument", argument=_argument_of(path or None))
+
+
+def _text_error(where: str, text: str, index: int, *, key: bool) -> Invalid:
+    # ``where`` holds names already escaped by printable(): quoted by hand, not with !r,
+    # so a backslash is not shown doubled.
+    what = f"the name '{where}'" if key else (f"argument '{where}'" if where else "the value")
+    return Invalid(
+        f"{what} is not valid text: it holds a lone surrogate (U+{ord(text[index]):04X}) at character {index}; "
+        "send well-formed Unicode (a \\ud800-\\udbff escape must be followed by its \\udc00-\\udfff pair)",
+        code="invalid_text",
+        argument=where,
+    )
+
+
+def _child(path: str, key: str) -> str:
+    name = printable(key)
+    return f"{path}.{name}" if path else name
 
 
 def _argument_of(path: str | None) -> str:

@@ -11,4 +11,7 @@ from .anchors import Claim, collect_anchors
 from .audit import Problem, VerifyReport, verify_home_log, verify_log, verify_store
 from .repair import RepairReport, Unvouched, repair_log
 
-__all__ = ["Problem", "VerifyReport", "verify_log", "verify_store", "verify_home_log", "repair_log", "RepairReport", "Unvouched", "Claim", "collect_anchors"]
+__all__ = [
+    "Problem", "VerifyReport", "verify_log", "verify_store", "verify_home_log",
+    "repair_log", "RepairReport", "Unvouched", "Claim", "collect_anchors",
+]

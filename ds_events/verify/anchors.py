@@ -3,7 +3,8 @@
 The hash chain shows damage before the last line; anchors show damage at the end. Each
 anchor names a seq and the line (its chain hash, or its event id) that seq had:
 
-- the head anchor ``<log>.head`` (last seq + hash + keyed MAC, kept by appenders);
+- the head anchor ``<log>.head`` (last seq + hash + keyed MAC, chained to its past
+  heads, kept by appenders) and its witness in the home (a signed copy of the head);
 - view snapshots ``<log dir>/snapshots/*.json`` (seq, event id and line hash);
 - git checkpoint commits on any branch of the quest repository, whose message ends with
   the trailer ``DS-Log-Head: <seq> <hash>``.
@@ -52,6 +53,9 @@ class Anchors:
     problems: list[str] = field(default_factory=list)
     checked: list[str] = field(default_factory=list)  # which anchors were looked at
     head_missing: bool = False
+    # The head slot holds a copy of this past head (name, seq): a rollback to its seq.
+    rollbacks: list[tuple[str, int]] = field(default_factory=list)
+    signed: bool = False  # the head anchor or witness carries a MAC
 
 
 class _Snapshot(msgspec.Struct):
@@ -60,37 +64,44 @@ class _Snapshot(msgspec.Struct):
     line_hash: str = ""
 
 
-def collect_anchors(path: str, *, key: bytes | None = None, repo: str | os.PathLike[str] | None = None) -> Anchors:
-    """The anchors of the log at ``path``. With ``key``, the head anchor's MAC must check
-    (an unsigned or forged head anchor is a problem and its claim is not used); with
-    ``repo``, the trailers of every commit on its branches are read."""
+def collect_anchors(
+    path: str,
+    *,
+    key: bytes | None = None,
+    repo: str | os.PathLike[str] | None = None,
+    witness: str | os.PathLike[str] | None = None,
+) -> Anchors:
+    """The anchors of the log at ``path``. With ``key``, the head anchor's MACs must
+    check, the chain of its past heads included (an unsigned, forged, cut or
+    rolled-back record is a problem and its claim is not used); ``witness``: the home's
+    copy of the log's head, checked likewise; with ``repo``, the trailers of every
+    commit on its branches are read."""
     out = Anchors()
-    _head(path, key, out)
+    _head(path, key, None if witness is None else os.fspath(witness), out)
     _snapshots(path, out)
     if repo is not None:
         _trailers(os.fspath(repo), out)
     return out
 
 
-def _head(path: str, key: bytes | None, out: Anchors) -> None:
-    anchor = HeadAnchor(path)
-    name = f"head anchor {os.path.basename(anchor.path)}"
-    try:
-        head, history = anchor.read_all()
-    except ValueError as exc:
-        out.problems.append(f"{name}: {exc}")
-        return
-    if head is None:
+def _head(path: str, key: bytes | None, witness: str | None, out: Anchors) -> None:
+    anchor = HeadAnchor(path, key, witness=witness)
+    name = anchor.name
+    found = anchor.check()
+    out.problems.extend(found.problems)
+    out.signed = found.signed
+    if found.rolled_back is not None:
+        out.rollbacks.append((name, found.rolled_back.seq))
+    if found.missing:
         out.head_missing = True
-        return
-    out.checked.append(name + (f" (and {len(history)} past head(s))" if history else ""))
-    for record, what in [(head, name), *((h, f"{name} (past head {h.seq})") for h in history)]:
-        if key is not None and not record.mac:
-            out.problems.append(f"{what} is not signed with this home's key: it cannot vouch for the log")
-        elif key is not None and not record.verified_by(key):
-            out.problems.append(f"{what}: its MAC does not match this home's key (the anchor was edited, or signed elsewhere)")
-        else:
-            out.claims.append(Claim(what, record.seq, record.hash))
+    else:
+        out.checked.append(name + (f" (and {len(found.past)} past head(s))" if found.past else ""))
+    if found.head is not None:
+        out.claims.append(Claim(name, found.head.seq, found.head.hash))
+    out.claims.extend(Claim(f"{name} (past head {h.seq})", h.seq, h.hash) for h in found.past)
+    if found.witness is not None:
+        out.checked.append(anchor.witness_name)
+        out.claims.append(Claim(anchor.witness_name, found.witness.seq, found.witness.hash))
 
 
 def _snapshots(path: str, out: Anchors) -> None:

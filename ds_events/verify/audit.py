@@ -18,44 +18,16 @@ from __future__ import annotations
 import os
 import struct
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
 from typing import Any
 
 from ..events import EventDecodeError, LogRepaired, decode_line
 from ..events.base import ts_seconds
 from ..log import INDEX_EVERY, line_hash
+from ..store import AuditedStore, EventStore, Problem, VerifyReport
+from ..stores import display_store, is_file_store, local_dir
 from .anchors import Claim, collect_anchors
 
 __all__ = ["Problem", "VerifyReport", "verify_log", "verify_store", "verify_home_log", "read_lines", "index_problems"]
-
-
-@dataclass(frozen=True)
-class Problem:
-    line: int  # 1-based line number in the file, or row in seq order (0: not about one line)
-    offset: int  # byte offset of the line's start (-1: a store's row, no file)
-    reason: str
-    anchor: str = ""  # the anchor that caught it, if an anchor did
-
-    def __str__(self) -> str:
-        if self.offset < 0:
-            where = f"row {self.line}" if self.line else "the store"
-        else:
-            where = f"line {self.line} (byte {self.offset})" if self.line else f"byte {self.offset}"
-        return f"{where}: {self.reason}" + (f" [caught by the {self.anchor}]" if self.anchor else "")
-
-
-@dataclass
-class VerifyReport:
-    path: str
-    lines: int = 0
-    last_seq: int = 0
-    problems: list[Problem] = field(default_factory=list)
-    anchors: list[str] = field(default_factory=list)  # the anchors that were checked
-    notes: list[str] = field(default_factory=list)  # what could not be checked, and why
-
-    @property
-    def ok(self) -> bool:
-        return not self.problems
 
 
 def read_lines(path: str) -> Iterator[tuple[int, int, bytes, bool]]:
@@ -68,15 +40,22 @@ def read_lines(path: str) -> Iterator[tuple[int, int, bytes, bool]]:
             offset += len(raw)
 
 
-def verify_log(path: str, *, key: bytes | None = None, repo: str | os.PathLike[str] | None = None) -> VerifyReport:
+def verify_log(
+    path: str,
+    *,
+    key: bytes | None = None,
+    repo: str | os.PathLike[str] | None = None,
+    witness: str | os.PathLike[str] | None = None,
+) -> VerifyReport:
     """Audit the log at ``path`` without changing it.
 
-    ``key`` (the home's log key) lets the head anchor's MAC be checked; ``repo`` (the
+    ``key`` (the home's log key) lets the head anchor's MACs be checked; ``witness``
+    (where the home keeps the log's head witness) adds it as an anchor; ``repo`` (the
     quest repository) adds the ``DS-Log-Head`` trailers of its commits as anchors.
     """
     report = VerifyReport(path=path)
     # Anchors first: the log only grows meanwhile, so it still holds what they name.
-    anchors = collect_anchors(path, key=key, repo=repo)
+    anchors = collect_anchors(path, key=key, repo=repo, witness=witness)
     last_raw, starts = _audit(report, read_lines(path), anchors)
     if anchors.head_missing and key is not None and b',"more":' in last_raw:
         # The log was written by a version that keeps a head anchor: where is it?
@@ -86,7 +65,7 @@ def verify_log(path: str, *, key: bytes | None = None, repo: str | os.PathLike[s
 
 
 def verify_store(
-    store: Any, *, local: str | os.PathLike[str], repo: str | os.PathLike[str] | None = None, name: str = ""
+    store: EventStore, *, local: str | os.PathLike[str], repo: str | os.PathLike[str] | None = None, name: str = ""
 ) -> VerifyReport:
     """Audit the log ``store`` (any :class:`~ds_events.store.EventStore`) without changing it.
 
@@ -103,11 +82,10 @@ def verify_store(
     anchors.problems = [p for p in anchors.problems if not p.startswith("head anchor")]
     rows = ((n, -1, line, True) for n, (_seq, line) in enumerate(store.iter_lines(), start=1))
     _audit(report, rows, anchors)
-    own = getattr(store, "verify", None)
-    if callable(own):
+    if isinstance(store, AuditedStore):
         # The store's own audit sees what lines alone cannot (a row whose stored hash
         # is not its line's): it replaces the line checks; the anchors' findings stay.
-        found = own()
+        found = store.verify()
         by_anchor = [p for p in report.problems if p.anchor or not p.line]
         report.problems = [Problem(p.line, -1, p.reason, p.anchor) for p in found.problems] + by_anchor
     return report
@@ -116,12 +94,20 @@ def verify_store(
 def verify_home_log(home: Any, name: str, *, repo: str | os.PathLike[str] | None = None) -> VerifyReport:
     """Audit the log ``name`` of ``home`` (a :class:`~ds_events.home.Home`) in whichever
     store the home keeps it: the file with its anchors and index, or the database's rows."""
-    from ..stores import display_store, is_file_store, local_dir
-
     root = home.log_root(name)
     url = home.store_url(strict=False)
     if is_file_store(url):
-        return verify_log(str(root / ".ds" / "events.jsonl"), key=home.log_key(create=False), repo=repo)
+        key = home.log_key(create=False)
+        path = str(root / ".ds" / "events.jsonl")
+        report = verify_log(path, key=key, repo=repo, witness=home.log_witness(name))
+        if key is None and collect_anchors(path, witness=home.log_witness(name)).signed:
+            report.problems.append(
+                Problem(
+                    0, 0, "the head anchor is signed, but this home has no log key (.ds/log.key): its MACs cannot be "
+                    "checked (the key was removed, or the quest comes from another home)",
+                )
+            )
+        return report
     log = home.open_log(name, actor="verify", read_only=True)
     try:
         return verify_store(log, local=local_dir(log, root), repo=repo, name=f"{display_store(url)} log {name!r}")
@@ -187,6 +173,16 @@ def _audit(
         )
     for problem in anchors.problems:
         report.problems.append(Problem(0, 0, problem))
+    for name, seq in anchors.rollbacks:
+        report.problems.append(
+            Problem(
+                last_line,
+                last_offset,
+                f"rollback: the log ends at seq {report.last_seq} and the head slot of the {name} holds a copy of its "
+                f"past head of seq {seq}, not a head record: the log and its anchor were cut back to an earlier head",
+                anchor=name,
+            )
+        )
     for claim in anchors.claims:
         _check_claim(report, claim, at_seq, repairs, (last_line, last_offset))
     return last_raw, starts
@@ -233,7 +229,8 @@ def _check_claim(
     if found is None:
         problem = Problem(
             *last,
-            f"the log ends at seq {report.last_seq} but the {claim.name} names seq {claim.seq}: lines were removed from its end",
+            f"the log ends at seq {report.last_seq} but the {claim.name} names seq {claim.seq}: lines were removed "
+            "from its end (it was cut, or rolled back to an earlier state)",
             anchor=claim.name,
         )
     else:

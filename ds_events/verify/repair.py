@@ -26,7 +26,7 @@ from ..events import Event, EventDecodeError, LogRepaired, decode_line, encode, 
 from ..fdio import fsync_dir
 from ..log import EventLog, append_lock, line_hash
 from ..log.anchor import HeadAnchor
-from .anchors import Claim, collect_anchors
+from .anchors import Anchors, Claim, collect_anchors
 from .audit import Problem, index_problems, read_lines
 
 __all__ = ["RepairReport", "repair_log", "Unvouched"]
@@ -53,10 +53,16 @@ class RepairReport:
     unvouched: list[Unvouched] = field(default_factory=list)
     index_rebuilt: bool = False
     event: Event | None = None
+    # What the anchors said that the kept lines do not bear out, when that alone is to
+    # be repaired (a log cut back at a head some anchor still agrees with): the anchors
+    # are reset to the log's head, and log.repaired records why.
+    anchors_reset: list[str] = field(default_factory=list)
 
     @property
     def changed(self) -> bool:
-        return bool(self.removed or self.renumbered or self.reordered or self.rechained_from_seq is not None)
+        return bool(
+            self.removed or self.renumbered or self.reordered or self.rechained_from_seq is not None or self.anchors_reset
+        )
 
 
 def repair_log(
@@ -66,17 +72,22 @@ def repair_log(
     actor: str = "cli",
     key: bytes | None = None,
     repo: str | os.PathLike[str] | None = None,
+    witness: str | os.PathLike[str] | None = None,
 ) -> RepairReport:
     """Quarantine what cannot stay, restore seq order and the chain; record it as an event.
 
     Holds the log's append lock throughout and replaces the file atomically, so a
     concurrent appender lands either before the repair or after it. Lines that need no
-    change are kept byte for byte. ``key`` and ``repo`` as for ``verify_log``.
+    change are kept byte for byte. ``key``, ``repo`` and ``witness`` as for ``verify_log``.
+
+    A log whose lines all stay but that its anchors disagree with (cut back to a head a
+    past head still names, or restored from an old copy its witness is ahead of) gets a
+    ``log.repaired`` that says what the anchors named, and its anchors reset.
     """
     report = RepairReport()
     directory = os.path.dirname(path) or "."
     with append_lock(path):
-        anchors = collect_anchors(path, key=key, repo=repo)
+        anchors = collect_anchors(path, key=key, repo=repo, witness=witness)
         kept: list[tuple[int, Event, bytes]] = []
         bad: list[bytes] = []
         seen_ids: set[str] = set()
@@ -108,7 +119,7 @@ def repair_log(
         kept.sort(key=lambda item: (item[1].seq, item[0]))  # seq order; file order breaks ties
         kept = _vouch(kept, anchors.claims, report, offsets, bad)
         staying = {n for n, _e, _l in kept}
-        report.reordered = sum(1 for before, (n, _e, _l) in zip([n for n in in_file if n in staying], kept) if before != n)
+        report.reordered = sum(1 for before, (n, _e, _l) in zip([n for n in in_file if n in staying], kept, strict=False) if before != n)
         lines_out: list[bytes] = []
         prev = ""
         for new_seq, (_n, event, line) in enumerate(kept, start=1):
@@ -120,6 +131,8 @@ def repair_log(
                 line = encode(msgspec.structs.replace(event, seq=new_seq, prev=prev))
             prev = line_hash(line)
             lines_out.append(line + b"\n")
+        if not report.changed:
+            report.anchors_reset = _anchor_trouble(anchors, kept)
         if not report.changed:
             if index_problems(path, starts, max(starts, default=0)):
                 os.remove(path + ".idx")
@@ -142,7 +155,7 @@ def repair_log(
                 removed_lines=[p.line for p in report.removed],
                 removed_bytes=report.removed_bytes,
                 quarantine_path=report.quarantine_path or "",
-                reasons=[p.reason for p in report.removed],
+                reasons=[p.reason for p in report.removed] + report.anchors_reset,
                 renumbered=report.renumbered,
                 rechained_from_seq=report.rechained_from_seq,
                 reordered=report.reordered,
@@ -161,10 +174,10 @@ def repair_log(
             # Snapshots name seqs of the old log: caches, rebuilt by the next replay.
             for snapshot in glob.glob(os.path.join(directory, "snapshots", "*.json")):
                 os.remove(snapshot)
-            HeadAnchor(path, key).reset(repaired.seq, line_hash(last))
+            HeadAnchor(path, key, witness=None if witness is None else os.fspath(witness)).reset(repaired.seq, line_hash(last))
             fsync_dir(directory)
     if report.index_rebuilt:
-        EventLog(path, quest_id=quest_id, key=key).close()  # rebuild the index now, not on a later open
+        EventLog(path, quest_id=quest_id, key=key, witness=witness).close()  # rebuild the index now, not on a later open
     return report
 
 
@@ -228,6 +241,25 @@ def _vouch(
         report.removed.append(Problem(n, offsets[n], f"could not vouch for seq {event.seq} ({event.id}): {reasons[i]}"))
         bad.append(line + b"\n")
     return out
+
+
+def _anchor_trouble(anchors: Anchors, kept: list[tuple[int, Event, bytes]]) -> list[str]:
+    """What the anchors say that the log (every line of which stays) does not bear out:
+    a head beyond its end or another line at an anchored seq, a record that does not
+    check, a rolled-back head slot. Git trailers aside: commits are the repository's
+    history, which a repair does not rewrite (``ds verify`` notes those it predates)."""
+    at = {event.seq: line_hash(line) for _n, event, line in kept}
+    last = max(at, default=0)
+    out: list[str] = []
+    for claim in anchors.claims:
+        if claim.made_at is not None:
+            continue  # a git trailer: history of the repository, not reset by a repair
+        if claim.seq > last:
+            out.append(f"the {claim.name} named seq {claim.seq}, but the log ends at seq {last}: seqs after {last} are lost")
+        elif claim.hash and at.get(claim.seq) != claim.hash:
+            out.append(f"the {claim.name} named another line for seq {claim.seq}")
+    out += [f"rollback: the head slot of the {name} held a copy of its past head of seq {seq}" for name, seq in anchors.rollbacks]
+    return out + anchors.problems
 
 
 def _write_durably(path: str, chunks: list[bytes]) -> None:

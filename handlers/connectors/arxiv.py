@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 import aiohttp
@@ -29,7 +28,7 @@ class ArxivApiFetcher:
                     if resp.status >= 400:
                         raise ServiceError(f"arXiv answered HTTP {resp.status}", code="arxiv_fetch_failed", status=resp.status)
                     body = await resp.read()
-        except (aiohttp.ClientConnectionError, asyncio.TimeoutError, OSError) as exc:
+        except (TimeoutError, aiohttp.ClientConnectionError, OSError) as exc:
             raise ServiceError(
                 f"cannot reach arXiv at {self.api_url} ({type(exc).__name__}): offline? Nothing was cached.",
                 code="arxiv_offline",

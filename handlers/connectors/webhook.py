@@ -13,6 +13,7 @@ import asyncio
 import os
 
 import aiohttp
+import msgspec
 
 from ds_events.events.interaction import DeliveryAttempted
 from ds_events.home import Quest
@@ -74,14 +75,15 @@ async def _post(
 ) -> tuple[int | None, str, bool]:
     """One POST: ``(status, error or "", retryable)``."""
     try:
-        async with session.post(url, json=job.payload(attempt), headers=job.headers(attempt, os.environ), timeout=timeout) as resp:
+        body, headers = msgspec.to_builtins(job.payload(attempt)), job.headers(attempt, os.environ)
+        async with session.post(url, json=body, headers=headers, timeout=timeout) as resp:
             await resp.read()
             if 200 <= resp.status < 300:
                 return resp.status, "", False
             # 429 and 5xx are the receiver's temporary trouble; other 4xx will not improve.
             retryable = resp.status == 429 or resp.status >= 500
             return resp.status, f"HTTP {resp.status} {resp.reason or ''}".strip(), retryable
-    except asyncio.TimeoutError:
+    except TimeoutError:
         return None, "timed out", True
     except aiohttp.ClientError as exc:
         return None, f"{type(exc).__name__}: {exc}", True

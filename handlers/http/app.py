@@ -1,5 +1,11 @@
-"""The app factory: ``make_app(home, token=...)`` wires middlewares, routes and the
-background resources (open quests, one follower per streamed quest)."""
+"""The app factory: ``make_app(home, token=..., host=...)`` wires middlewares, routes and
+the background resources (open quests, one follower per streamed quest).
+
+Middlewares, outermost first: every failure in our error shape (``errors.py``); what a
+page on another origin could send refused (``guard.py``); the request's own text
+checked (``text.py``); the token, when one is configured (``auth.py``).
+Serve it with :func:`handlers.http.server.make_runner` (``ds serve`` does), so that
+requests aiohttp refuses before any middleware are answered in the same shape."""
 
 from __future__ import annotations
 
@@ -13,8 +19,10 @@ from ds_events.home import Home
 from . import page, routes_quests, routes_state, routes_views
 from .auth import auth_middleware
 from .errors import error_middleware
+from .guard import guard_middleware
 from .hub import DEFAULT_WORKERS, Hub
 from .stream import STREAM_SETTINGS, events_route
+from .text import text_middleware
 
 __all__ = ["make_app", "HUB", "HOME", "DEFAULT_MAX_BODY"]
 
@@ -27,6 +35,7 @@ def make_app(
     home: Home,
     *,
     token: str | None = None,
+    host: str | None = None,
     max_body: int = DEFAULT_MAX_BODY,
     queue_size: int = 1000,
     poll_interval: float = 0.05,
@@ -38,11 +47,14 @@ def make_app(
 
     ``token``: every ``/api`` route then requires ``Authorization: Bearer <token>`` (the
     page's own files at ``/`` and ``/static/`` do not: see ``page.py``).
+    ``host``: the address the daemon listens on (``ds serve --host``): requests may
+    name it in ``Host`` and ``Origin`` besides the loopback names (see ``guard.py``;
+    the port is always the one the connection arrived at).
     ``queue_size``: live events a stream may have unsent before it is dropped.
     ``poll_interval``: how often the one follower per quest looks for other processes'
     appends. ``keepalive``: seconds between comment lines on an idle stream.
     """
-    middlewares: list[Any] = [error_middleware]
+    middlewares: list[Any] = [error_middleware, guard_middleware(host), text_middleware]
     if token:
         middlewares.append(auth_middleware(token))
     app = web.Application(middlewares=middlewares, client_max_size=max_body)

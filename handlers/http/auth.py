@@ -25,7 +25,7 @@ def auth_middleware(token: str) -> Any:
         if request.method in ("GET", "HEAD") and is_public(request.path):
             return await handler(request)
         scheme, _, given = request.headers.get("Authorization", "").partition(" ")
-        if scheme.lower() != "bearer" or not hmac.compare_digest(given.strip().encode(), expected):
+        if scheme.lower() != "bearer" or not hmac.compare_digest(given.strip().encode("utf-8", "surrogateescape"), expected):
             resp = error_response(401, "unauthorized", "missing or wrong token: send Authorization: Bearer <token>")
             resp.headers["WWW-Authenticate"] = 'Bearer realm="ds-events"'
             return resp

@@ -2,19 +2,25 @@
 
 Domain errors keep the code the service gave them (the MCP tools and the CLI show the
 same codes); the HTTP status is chosen here, at the edge. Bad input never becomes a 500.
+
+A client that goes away mid-request is not an error: the ``ConnectionError`` that the
+next read or write raises (``ConnectionResetError``, aiohttp's
+``ClientConnectionResetError``) is logged at debug level, and the answer goes nowhere.
+Streams end on it themselves (``stream.py``); this catches it for every other route.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 from typing import Any
 
 from aiohttp import web
 
-from ds_events.errors import Conflict, DiskFull, Invalid, LogError, NotFound, ServiceError
+from ds_events.errors import Conflict, DiskFull, LogError, LogUnavailable, NotFound, ServiceError
 
-__all__ = ["error_middleware", "error_response", "read_json", "status_of"]
+from .body import parse_json
+
+__all__ = ["error_middleware", "error_response", "read_json", "status_of", "client_gone"]
 
 log = logging.getLogger("ds_events.http")
 
@@ -33,14 +39,16 @@ def error_response(status: int, code: str, message: str, **extra: Any) -> web.Re
 
 
 async def read_json(request: web.Request) -> Any:
-    """The request body as JSON, or ``invalid_json`` (an empty body is ``{}``)."""
+    """The request body as JSON (an empty body is ``{}``), or ``Invalid``: ``invalid_json``,
+    ``too_deeply_nested`` (see ``body.py``)."""
     raw = await request.read()  # over client_max_size: HTTPRequestEntityTooLarge (413)
-    if not raw.strip():
-        return {}
-    try:
-        return json.loads(raw)
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise Invalid(f"the body is not valid JSON: {exc}", code="invalid_json") from None
+    return parse_json(raw)
+
+
+def client_gone(request: web.BaseRequest) -> bool:
+    """The client closed the connection (so nothing more can be written to it)."""
+    transport = request.transport
+    return transport is None or transport.is_closing()
 
 
 # aiohttp's own refusals, in our vocabulary.
@@ -64,8 +72,17 @@ async def error_middleware(request: web.Request, handler: Any) -> web.StreamResp
         return error_response(exc.status, code, message)
     except DiskFull as exc:
         return error_response(507, "disk_full", f"{exc}: free some space; nothing was written")
+    except LogUnavailable as exc:  # the store's server is away: log_unavailable, the specific code as reason
+        return web.json_response(exc.to_dict(), status=503)
     except LogError as exc:
         return error_response(503, "log_unavailable", f"{exc}; run `ds verify`")
+    except ConnectionError as exc:
+        if not client_gone(request):
+            log.exception("unhandled error on %s %s", request.method, request.path)  # a connection of ours (a webhook, ...)
+            return error_response(500, "internal_error", f"{type(exc).__name__}: {exc}")
+        log.debug("%s %s: the client went away (%s)", request.method, request.path, type(exc).__name__)
+        # Nobody reads this answer; aiohttp's attempt to write it fails quietly.
+        return error_response(499, "client_closed_request", "the client closed the connection before the answer")
     except Exception as exc:  # our bug: say so in the same shape, and log it
         log.exception("unhandled error on %s %s", request.method, request.path)
         return error_response(500, "internal_error", f"{type(exc).__name__}: {exc}")

@@ -128,6 +128,8 @@ class Hub:
 
         A call still running when the daemon shuts down is waited for (a bounded time)
         before the quests close under it, even if the request that made it is gone.
+        A caller that is cancelled (its client went away) does not cancel the call: work
+        handed over, an append say, runs to its end whether or not anyone waits for it.
         """
         try:
             future = self._executor.submit(functools.partial(fn, *args))
@@ -135,7 +137,7 @@ class Hub:
             raise LogError("the daemon is shutting down") from None
         self._running.add(future)  # type: ignore[arg-type]
         future.add_done_callback(self._running.discard)  # type: ignore[arg-type]
-        return await asyncio.wrap_future(future)
+        return await asyncio.shield(asyncio.wrap_future(future))
 
     def quest(self, quest_id: str) -> Quest:
         """The open quest (opened on first use); unknown ids raise ``unknown_quest``.
@@ -193,6 +195,11 @@ class Hub:
         finally:
             follower.subscribers.discard(sub)
             self._subs.discard(sub)
+
+    @property
+    def open_streams(self) -> int:
+        """How many streams are open, over every quest."""
+        return len(self._subs)
 
     def subscriber_count(self, quest_id: str) -> int:
         f = self._followers.get(quest_id)

@@ -32,7 +32,7 @@ class NewQuest(Command):
 
 def add_routes(app: web.Application, hub: Hub) -> None:
     async def health(request: web.Request) -> web.Response:
-        return await answer(hub, lambda: {"status": "ok", "quests": len(hub.home.quest_ids())})
+        return await answer(hub, lambda: {"status": "ok", "quests": len(hub.home.quest_ids()), "streams": hub.open_streams})
 
     async def list_quests(request: web.Request) -> web.Response:
         return await answer(hub, lambda: {"quests": [_summary(hub, qid) for qid in hub.home.quest_ids()]})

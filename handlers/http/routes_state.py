@@ -13,8 +13,8 @@ import msgspec
 from aiohttp import web
 
 from ds_events.errors import Invalid
-from ds_events.services.bash import sessions as bash_exec
-from ds_events.services.interactions import mailbox as interactions
+from ds_events.services import bash as bash_exec
+from ds_events.services import interactions
 from ds_events.services.memory import cards as memory_service
 from ds_events.services.bash.commands import GetSession, ListSessions, ReadOutput
 from ds_events.services.commands import decode_command, to_builtins

@@ -12,12 +12,24 @@ after the cursor page by page, then drains the buffer skipping every seq it alre
 sent. Each SSE event's ``id:`` is its seq, so a reconnecting client's ``Last-Event-ID``
 resumes exactly. A subscriber whose buffer overflows gets a last ``event: dropped``
 (``{"resume_after": seq}``) and the stream ends; it reconnects from there.
+
+A cursor (``after=`` or ``Last-Event-ID``) beyond the log's head is refused, on pages
+and streams alike: 400 ``cursor_beyond_head`` with the head's ``last_seq``. Every seq a
+client was ever given is at most the head, so a higher one means it follows another
+log (a quest recreated under the same id, another daemon's home): waiting silently for
+that seq, or starting at the head as if nothing were wrong, would both hide it.
+
+A client going away is not an error: the stream ends on the ``ConnectionError`` its
+next write raises, or on the cancellation of its handler (``ds serve`` cancels the
+handler of a closed connection at once, see ``server.py``), with one debug line.
 """
 
 from __future__ import annotations
 
+import asyncio
 import collections
 import json
+import logging
 from typing import Any
 
 import msgspec
@@ -26,6 +38,7 @@ from aiohttp import web
 from ds_events.errors import Invalid
 from ds_events.events import Event
 
+from .errors import client_gone
 from .hub import Hub
 from .params import int_param
 from .respond import answer
@@ -37,6 +50,8 @@ MAX_LIMIT = 1000
 CATCH_UP_PAGE = 500
 # {"keepalive": seconds, "retry_ms": int}, set by make_app
 STREAM_SETTINGS = web.AppKey("ds_stream_settings", dict)
+
+log = logging.getLogger("ds_events.http.stream")
 
 
 class EventsQuery(msgspec.Struct, kw_only=True):
@@ -92,6 +107,15 @@ async def events_route(request: web.Request, hub: Hub) -> web.StreamResponse:
     quest_id = request.match_info["quest_id"]
     query = parse_query(request)
     quest = await hub.run(hub.quest, quest_id)  # opening replays: never on the loop
+    if query.after and not query.tail:
+        head = await hub.run(lambda: quest.log.last_seq)
+        if query.after > head:
+            given = "Last-Event-ID" if "after" not in request.query else "after"
+            raise Invalid(
+                f"{given} {query.after} is beyond the head of {quest_id}'s log (seq {head}): this client follows "
+                f"another log; start again from 0 (or any seq up to {head})",
+                code="cursor_beyond_head", argument=given, last_seq=head,
+            )  # fmt: skip
     if query.mode == "json":
         return await answer(hub, lambda: _page(quest, query))
     return await _stream(request, hub, quest, query)
@@ -139,47 +163,55 @@ async def _stream(request: web.Request, hub: Hub, quest: Any, q: EventsQuery) ->
         "Cache-Control": "no-cache",
         "X-Accel-Buffering": "no",
     })
-    async with hub.subscribe(quest_id) as sub:  # live events buffer from here on: no gap
-        await resp.prepare(request)
-        if sse:
-            await resp.write(f"retry: {cfg['retry_ms']}\n\n".encode())
-        last = q.after  # every seq <= last has been handled (sent or filtered out)
-        if q.tail:
-            start = await hub.run(quest.log.tail, q.limit, q.types)
-            last = start[0].seq - 1 if start else quest.log.last_seq
-        # Catch-up from the log, page by page (a long backlog never sits in memory),
-        # each page read on a worker thread: the loop serves the other streams meanwhile.
-        while not sub.closed:
-            page = await hub.run(quest.log.read, last, CATCH_UP_PAGE)
-            if not page:
-                break
-            for event in page:
-                if wanted is None or event.type in wanted:
-                    await resp.write(_frame(event, q, quest_id))
-                last = event.seq
-        # Live: the buffer, skipping what catch-up already sent.
-        while True:
-            if sub.dropped:
-                await resp.write(_dropped_frame(last, sse, sub.reason))
-                break
-            if sub.closed:
-                if sse:
-                    await resp.write(b"event: end\ndata: {\"reason\": \"shutdown\"}\n\n")
-                break
-            while sub.buffer:
-                event = sub.buffer.popleft()
-                if event.seq <= last:
+    try:
+        async with hub.subscribe(quest_id) as sub:  # live events buffer from here on: no gap
+            await resp.prepare(request)
+            if sse:
+                await resp.write(f"retry: {cfg['retry_ms']}\n\n".encode())
+            last = q.after  # every seq <= last has been handled (sent or filtered out)
+            if q.tail:
+                start = await hub.run(quest.log.tail, q.limit, q.types)
+                last = start[0].seq - 1 if start else quest.log.last_seq
+            # Catch-up from the log, page by page (a long backlog never sits in memory),
+            # each page read on a worker thread: the loop serves the other streams meanwhile.
+            while not sub.closed:
+                page = await hub.run(quest.log.read, last, CATCH_UP_PAGE)
+                if not page:
+                    break
+                for event in page:
+                    if wanted is None or event.type in wanted:
+                        await resp.write(_frame(event, q, quest_id))
+                    last = event.seq
+            # Live: the buffer, skipping what catch-up already sent.
+            while True:
+                if sub.dropped:
+                    await resp.write(_dropped_frame(last, sse, sub.reason))
+                    break
+                if sub.closed:
+                    if sse:
+                        await resp.write(b"event: end\ndata: {\"reason\": \"shutdown\"}\n\n")
+                    break
+                while sub.buffer:
+                    event = sub.buffer.popleft()
+                    if event.seq <= last:
+                        continue
+                    if wanted is None or event.type in wanted:
+                        await resp.write(_frame(event, q, quest_id))
+                    last = event.seq
+                if sub.dropped or sub.closed:
                     continue
-                if wanted is None or event.type in wanted:
-                    await resp.write(_frame(event, q, quest_id))
-                last = event.seq
-            if sub.dropped or sub.closed:
-                continue
-            before = len(sub.buffer)
-            await sub.wait(cfg["keepalive"])
-            if not sub.buffer and not sub.dropped and not sub.closed and before == 0:
-                await resp.write(b": keep-alive\n\n" if sse else b"\n")
-    await resp.write_eof()
+                before = len(sub.buffer)
+                await sub.wait(cfg["keepalive"])
+                if not sub.buffer and not sub.dropped and not sub.closed and before == 0:
+                    await resp.write(b": keep-alive\n\n" if sse else b"\n")
+        await resp.write_eof()
+    except ConnectionError as exc:  # a write after the client closed (ConnectionResetError, aiohttp's ClientConnectionResetError)
+        if not client_gone(request):
+            raise
+        log.debug("stream of %s ended: the client went away (%s)", quest_id, type(exc).__name__)
+    except asyncio.CancelledError:  # the server cancelled the handler: its client closed the connection
+        log.debug("stream of %s ended: the client went away (cancelled)", quest_id)
+        raise
     return resp
 
 

@@ -7,7 +7,7 @@ Thin adapters over :mod:`ds_events.services.interactions.mailbox`; webhook targe
 from __future__ import annotations
 
 from ds_events.services.interactions import mailbox as service
-from ds_events.services.interactions.mailbox import GetInteraction, Interact, InteractionDetail, InteractResult
+from ds_events.services.interactions.commands import GetInteraction, Interact, InteractionDetail, InteractResult
 
 from .common import Namespace, ToolContext
 

@@ -44,11 +44,11 @@ from mcp.server.mcpserver.tools import Tool
 from mcp.server.mcpserver.utilities.func_metadata import func_metadata
 from mcp.types import CallToolResult, TextContent
 
-from ds_events.errors import DiskFull, Invalid, LogError, ServiceError
+from ds_events.errors import DiskFull, Invalid, LogError, LogUnavailable, ServiceError
 from ds_events.events import EventDecodeError
 from ds_events.home import Home, Quest, validate_quest_id
 from ds_events.services import tool_calls
-from ds_events.services.commands import Command, decode_command
+from ds_events.services.commands import Command, decode_command, printable
 
 __all__ = [
     "QuestBinding",
@@ -333,7 +333,9 @@ class _CallLog:
 
     def __init__(self, tc: ToolContext, namespace: str, tool: str, arguments: Any) -> None:
         self.tc, self.namespace, self.tool = tc, namespace, tool
-        self.arguments = arguments if isinstance(arguments, dict) else {"_arguments": arguments}
+        # A refused call's record keeps what was asked, lone surrogates escaped (the log
+        # is UTF-8: as sent, the record could not be written).
+        self.arguments = _storable(arguments if isinstance(arguments, dict) else {"_arguments": arguments})
         self.call_id = tool_calls.new_call_id()
         self.started = False
         self.t0 = time.monotonic()
@@ -372,6 +374,17 @@ class _CallLog:
         await anyio.to_thread.run_sync(run)
 
 
+def _storable(value: Any) -> Any:
+    """``value`` with every string (names too) made encodable by :func:`printable`."""
+    if isinstance(value, str):
+        return printable(value)
+    if isinstance(value, dict):
+        return {printable(k) if isinstance(k, str) else k: _storable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_storable(v) for v in value]
+    return value
+
+
 def _placeholder() -> None:  # the SDK's Tool wants a function; ours is `handler`
     return None
 
@@ -391,6 +404,8 @@ def error_payload(exc: BaseException, *, tool: str = "") -> dict[str, Any]:
         return exc.to_dict()
     if isinstance(exc, DiskFull):
         return {"error": "disk_full", "message": f"{exc}: free some space; nothing was written"}
+    if isinstance(exc, LogUnavailable):  # as the daemon answers it: log_unavailable, the specific code as reason
+        return exc.to_dict()
     if isinstance(exc, (LogError, EventDecodeError)):
         return {"error": "log_unavailable", "message": f"{exc}; run `ds verify`"}
     if isinstance(exc, OSError):

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 import pytest
 
 from ds_events.home import Home
-from ds_events.services.bash import sessions as service
+from ds_events.services import bash as service
 from ds_events.services.bash.commands import KillSession
 
 

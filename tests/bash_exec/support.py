@@ -8,7 +8,7 @@ from typing import Any
 import mcp
 
 from ds_events.home import Quest
-from ds_events.services.bash import sessions as service
+from ds_events.services import bash as service
 from ds_events.services.bash.commands import GetSession, StartSession
 from handlers.mcp.bash_exec import build_server
 from handlers.mcp.common import QuestBinding

@@ -1,16 +1,28 @@
-"""Every bad bash_exec request gets a structured error, and nothing starts or is written."""
+"""Every bad bash_exec request gets a structured error, and nothing starts or is written;
+every code the domain catalogues has a case here."""
 
 from __future__ import annotations
-
-from tests.helpers import domain_events
 
 import os
 
 import pytest
 
+from ds_events.services.bash.errors import CODES
+from tests.helpers import domain_events
+
 from .support import call, call_error, client_for
 
 OUTSIDE = "/tmp"
+# The monitor failing to start a command (no terminal, no process left to fork) is not
+# something a test can cause on a healthy machine.
+WITHOUT_A_CASE = {"start_failed"}
+WINDOWS = [
+    ({"tail": 0}, "invalid_window"),
+    ({"tail": 5, "after_seq": 1}, "conflicting_window"),
+    ({"after_seq": -1}, "invalid_window"),
+    ({"after_seq": 5, "before_seq": 6}, "empty_window"),
+    ({"limit": 100000}, "invalid_window"),
+]
 
 
 def _cases(quest):
@@ -48,6 +60,11 @@ def _cases(quest):
         ({"command": ["echo", 1]}, "invalid_argument"),
         ({"mode": "read", "id": "bx-1", "command": "ls"}, "unexpected_command"),
         ({"mode": "history", "limit": 0}, "invalid_window"),
+        ({"command": "true", "env": {f"V{i}": "x" for i in range(201)}}, "invalid_env"),
+        ({"command": "true", "env": {"A": "x\x00y"}}, "invalid_env_value"),
+        ({"mode": "read", "id": "bx-00000000", "order": "sideways"}, "invalid_order"),
+        ({"mode": "read", "id": "bx-00000000", "start": 0}, "invalid_window"),
+        ({"mode": "read", "id": "bx-00000000", "start": 3, "after_seq": 1}, "conflicting_window"),
     ]
 
 
@@ -63,16 +80,7 @@ async def test_bad_requests_get_a_structured_error_and_change_nothing(quest):
     assert not (quest.root / ".ds" / "bash_exec").exists()
 
 
-@pytest.mark.parametrize(
-    "window, code",
-    [
-        ({"tail": 0}, "invalid_window"),
-        ({"tail": 5, "after_seq": 1}, "conflicting_window"),
-        ({"after_seq": -1}, "invalid_window"),
-        ({"after_seq": 5, "before_seq": 6}, "empty_window"),
-        ({"limit": 100000}, "invalid_window"),
-    ],
-)
+@pytest.mark.parametrize("window, code", WINDOWS)
 async def test_bad_read_windows_are_refused(quest, window, code):
     async with client_for(quest) as c:
         done = await call(c, command="seq 3", mode="await", wait_timeout_seconds=20)
@@ -87,3 +95,18 @@ async def test_a_workdir_in_a_git_worktree_outside_the_quest_is_allowed(quest, t
     async with client_for(quest) as c:
         r = await call(c, command="pwd", mode="await", workdir=str(tree), wait_timeout_seconds=20)
     assert r["log"] == str(tree.resolve()) and r["session"]["workdir"] == str(tree.resolve())
+
+
+async def test_a_kill_with_a_bad_reason_is_refused_before_anything_is_signalled(quest):
+    async with client_for(quest) as c:
+        started = await call(c, command="sleep 30", mode="detach")
+        before = domain_events(quest)
+        err = await call_error(c, mode="kill", id=started["id"], reason="stop\nnow")
+        assert err["error"] == "invalid_reason" and err["message"]
+        assert domain_events(quest) == before
+        assert (await call(c, mode="kill", id=started["id"], force=True, wait=True))["status"] == "terminated"
+
+
+def test_every_error_code_of_bash_exec_has_a_case(quest):
+    covered = {code for _, code in _cases(quest)} | {code for _, code in WINDOWS} | {"invalid_reason"}
+    assert covered - {"invalid_argument"} == set(CODES) - WITHOUT_A_CASE

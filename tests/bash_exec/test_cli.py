@@ -8,6 +8,7 @@ import pytest
 
 from ds_events.cli import main as ds_main
 from ds_events.cli.bash import group
+
 from .support import group_is_gone, session_of, start, wait_until
 
 
@@ -42,7 +43,7 @@ def test_ds_bash_lists_reads_and_kills_a_quests_sessions(quest, capsys):
 
 
 def test_ds_bash_refuses_an_unknown_session_or_a_bad_window_with_one_line(quest, capsys):
-    code, out, err = run(capsys, "bash", "read", "q1", "bx-nope")
+    code, _, err = run(capsys, "bash", "read", "q1", "bx-nope")
     assert code == 1 and err.startswith("error: no bash session 'bx-nope'") and len(err.strip().splitlines()) == 1
     code, _, err = run(capsys, "bash", "kill", "q1", "bx-nope")
     assert code == 1 and "bx-nope" in err
@@ -54,6 +55,6 @@ def test_ds_bash_refuses_an_unknown_session_or_a_bad_window_with_one_line(quest,
 
 
 def test_every_ds_bash_command_has_help_with_an_example(capsys):
-    for name, command in group.commands.items():
+    for name in group.commands:
         code, out, _ = run(capsys, "bash", name, "--help")
         assert code == 0 and "Example: ds bash" in out, name

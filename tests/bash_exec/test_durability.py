@@ -23,7 +23,6 @@ from tests.helpers import DS, ds_env
 
 from .support import bash_events, call, client_for, group_is_gone, session_of, start, wait_until
 
-
 RECONCILER = """
 import os, sys, time
 from pathlib import Path

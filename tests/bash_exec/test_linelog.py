@@ -18,7 +18,7 @@ def test_any_window_of_the_log_equals_the_same_slice_of_what_was_written(tmp_pat
     data = "".join(f"{t}\n" for t in lines).encode()
     writer = linelog.LineLogWriter(path)
     last = 0
-    for cut in sorted(c for c in cuts if c <= len(data)) + [len(data)]:
+    for cut in [*sorted(c for c in cuts if c <= len(data)), len(data)]:
         writer.feed(data[last:cut])  # output arrives in arbitrary pieces
         last = cut
     writer.close()

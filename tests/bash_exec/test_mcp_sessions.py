@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-from tests.helpers import domain_events
-
 import os
 import signal
 
-
 from ds_events.bash import procs
+from tests.helpers import domain_events
 
 from .support import bash_events, call, client_for, group_is_gone, group_members, wait_until
 

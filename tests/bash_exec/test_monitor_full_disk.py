@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from ds_events.bash import procs
-from ds_events.services.bash import sessions as service
+from ds_events.services import bash as service
 
 from .support import bash_events, session_of, start, wait_until
 

@@ -14,7 +14,7 @@ import sys
 # What starting a command may add to a bare interpreter's imports: the monitor and its
 # package, the spec codec, process probes, the terminal, and the subreaper call.
 ALLOWED_BEFORE_GO = {
-    "runpy", "ds_events", "ds_events.bash", "ds_events.bash.procs",
+    "runpy", "ds_events", "ds_events.bash", "ds_events.bash.procs", "ds_events.bash.child",
     "json", "json.decoder", "json.scanner", "json.encoder", "_json",
     "signal", "pty", "tty", "termios", "select", "fcntl", "struct", "_struct",
     "ctypes", "_ctypes", "ctypes._endian",

@@ -14,7 +14,7 @@ import sys
 
 import pytest
 
-from .support import bash_events, group_is_gone, process_state, session_of, start, waits_on_a_lock, wait_until
+from .support import bash_events, group_is_gone, process_state, session_of, start, wait_until, waits_on_a_lock
 
 
 def _ended(quest, session_id):

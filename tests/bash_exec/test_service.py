@@ -11,7 +11,7 @@ import pytest
 
 from ds_events.errors import Invalid, NotFound, ServiceError
 from ds_events.events import decode_line
-from ds_events.services.bash import sessions as service
+from ds_events.services import bash as service
 from ds_events.services.bash import tool as bash_tool
 from ds_events.services.bash.commands import (
     BashExec,

@@ -8,7 +8,7 @@ import os
 import pytest
 
 from ds_events.errors import Invalid
-from ds_events.services.bash import sessions as service
+from ds_events.services import bash as service
 from ds_events.services.bash.commands import StartSession
 
 from .support import start

@@ -20,7 +20,7 @@ import pytest
 
 from ds_events.home import Home, Quest
 from ds_events.replay import replay_quest
-from ds_events.services.bash import sessions as service
+from ds_events.services import bash as service
 from ds_events.services.bash.commands import KillSession
 from tests.helpers import domain_events, stdio_server, tool_error
 

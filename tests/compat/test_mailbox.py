@@ -29,9 +29,10 @@ from ds_events.events import ConversationMessage
 from ds_events.events.interaction import DeliveryAttempted, InteractionSent, MailboxDelivered
 from ds_events.home import Home, Quest
 from ds_events.replay import replay_quest
-from ds_events.services.interactions import connectors as connectors
-from ds_events.services.interactions import mailbox as service
+from ds_events.services import interactions as service
 from ds_events.services import quest as quest_service
+from ds_events.services.interactions import connectors
+from projections import interactions as view
 from tests.helpers import domain_events, ds_env, stdio_server, tool_error
 from tests.interactions.test_mailbox_race import PRODUCER
 
@@ -114,7 +115,7 @@ async def test_include_recent_inbound_messages_false_leaves_the_queue_for_a_late
         })  # fmt: skip
         assert skipped["status"] == "ok" and skipped["recent_inbound_messages"] == []
         assert of_type(quest, MailboxDelivered) == []
-        assert [i.id for i in service.view.pending_items(quest.state("interactions"))] == [queued.id]
+        assert [i.id for i in view.pending_items(quest.state("interactions"))] == [queued.id]
         read = await call(client, "interact", {"kind": "progress", "message": "Switching datasets."})
     assert [m["message_id"] for m in read["recent_inbound_messages"]] == [queued.id]
     assert [e.message_ids for e in of_type(quest, MailboxDelivered)] == [[queued.id]]
@@ -215,7 +216,7 @@ async def test_replay_rebuilds_the_interaction_files_byte_for_byte(home: Home, q
         })  # fmt: skip
         service.reply(quest, service.Reply(interaction_id=request["interaction_id"], text="approve"))
         await call(client, "interact", {"kind": "milestone", "message": "Closing."})
-    files = sorted((quest.root / "interactions").rglob("*.json")) + [quest.root / "interactions" / "open_requests.md"]
+    files = [*sorted((quest.root / "interactions").rglob("*.json")), quest.root / "interactions" / "open_requests.md"]
     before = {p: p.read_bytes() for p in files}
     for p in files:
         p.unlink()

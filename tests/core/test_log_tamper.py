@@ -20,7 +20,7 @@ import pytest
 from ds_events.errors import LogError
 from ds_events.events import ConversationMessage, decode_line, encode
 from ds_events.log import INDEX_EVERY, EventLog, line_hash
-from ds_events.log.anchor import HeadAnchor, head_mac, load_key
+from ds_events.log.anchor import HeadAnchor, anchor_mac, load_key
 from ds_events.verify import repair_log, verify_log
 
 KEY = b"k" * 32
@@ -139,12 +139,18 @@ def test_a_torn_tail_from_a_crash_is_still_recovered_on_open(path):
 # -- anchors: the head anchor ------------------------------------------------------------
 
 
-def test_the_head_anchor_names_the_durable_head_with_a_mac(path):
-    anchor = HeadAnchor(str(path)).read()
-    assert anchor is not None and anchor.seq == 100
+def test_the_head_anchor_names_the_durable_head_with_a_mac_bound_to_its_past_heads(path):
+    anchor, history = HeadAnchor(str(path)).read_all()
+    assert anchor is not None and anchor.seq == 100 and (anchor.version, anchor.kind) == (2, "head")
     assert anchor.hash == line_hash(lines_of(path)[-1])
-    assert anchor.mac == head_mac(KEY, 100, anchor.hash) and anchor.verified_by(KEY)
-    assert not anchor.verified_by(b"x" * 32)
+    assert [h.seq for h in history] == [1, 2, 4, 8, 16, 32, 64] and anchor.n == 7
+    assert anchor.mac == anchor_mac(KEY, "head", 7, 100, anchor.hash, history[-1].mac)
+    assert anchor.verified_by(KEY, history[-1].mac)
+    assert not anchor.verified_by(KEY, history[-2].mac) and not anchor.verified_by(b"x" * 32, history[-1].mac)
+    prev = ""
+    for n, past in enumerate(history, start=1):  # each past head follows the one before it
+        assert (past.kind, past.n) == ("past", n) and past.mac == anchor_mac(KEY, "past", n, past.seq, past.hash, prev)
+        prev = past.mac
 
 
 def test_verify_catches_an_edited_last_line(path):

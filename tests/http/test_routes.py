@@ -60,7 +60,7 @@ async def test_post_message_appends_through_the_service_and_bad_input_changes_no
     event = quest.log.get(seq)
     assert event is not None and event.type == "conversation.message" and event.content == "try a smaller lr"
     await _error(await client.post("/api/quests/q1/messages", json={"text": "  "}), 400, "empty_message")
-    await _error(await client.post("/api/quests/q1/messages", data=b"{not json"), 400, "invalid_json")
+    await _error(await client.post("/api/quests/q1/messages", data=b"{not json", headers={"Content-Type": "application/json"}), 400, "invalid_json")
     await _error(await client.post("/api/quests/q1/messages", json=["a"]), 400, "invalid_argument")
     assert quest.log.last_seq == seq
 

@@ -9,14 +9,15 @@ from typing import Any
 import mcp
 import pytest
 
-from ds_events.cli import main
 from ds_events.cli import interact as _interact_cli  # noqa: F401 - registers ds reply/inbox/binding
-from ds_events.home import Home, Quest
-from ds_events.services.interactions import connectors as connectors
-from ds_events.services.interactions import mailbox as service
-from ds_events.services.commands import decode_command
-from ds_events.services.interactions.mailbox import Interact, Reply
+from ds_events.cli import main
 from ds_events.errors import ServiceError
+from ds_events.home import Home, Quest
+from ds_events.services import interactions as service
+from ds_events.services.commands import decode_command
+from ds_events.services.interactions import connectors
+from ds_events.services.interactions.commands import Interact, Reply
+from ds_events.services.interactions.errors import CODES
 from tests.helpers import domain_events, tool_error
 
 from .clients import artifact_client
@@ -70,7 +71,8 @@ CASES: list[tuple[str, str, Act]] = [
      tool("interact", {"kind": "decision_request", "message": "?", "options": OPTIONS, "reply_schema": {"properties": {}}})),
     ("unknown_interaction", "reply_to unknown id", tool("interact", {"message": "hi", "reply_to_interaction_id": "ia-nope"})),
     ("unknown_interaction", "get unknown interaction", tool("get_interaction", {"interaction_id": "ia-nope"})),
-    ("unknown_interaction", "reply to unknown interaction", svc(lambda q, ids: service.reply(q, Reply(interaction_id="ia-nope", text="x")))),
+    ("unknown_interaction", "reply to unknown interaction",
+     svc(lambda q, ids: service.reply(q, Reply(interaction_id="ia-nope", text="x")))),
     ("invalid_dedupe_key", "empty dedupe key", tool("interact", {"message": "hi", "dedupe_key": ""})),
     ("invalid_limit", "limit too large", tool("interact", {"message": "hi", "recent_message_limit": 51})),
     ("invalid_limit", "negative limit", tool("interact", {"message": "hi", "recent_message_limit": -1})),
@@ -177,7 +179,7 @@ async def test_bad_input_gets_a_structured_error_with_a_stable_code_and_writes_n
 
 
 def test_every_error_code_of_interactions_and_delivery_has_a_case() -> None:
-    assert {code for code, _, _ in CASES} == set(service.ERROR_CODES) | ARGUMENT_CODES
+    assert {code for code, _, _ in CASES} == set(CODES) | ARGUMENT_CODES
 
 
 def test_the_cli_reports_a_bad_reply_or_binding_as_one_line_and_exits_non_zero(

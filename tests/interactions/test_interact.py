@@ -11,9 +11,9 @@ import pytest
 from ds_events.events.interaction import InteractionSent, MailboxDelivered
 from ds_events.home import Home, Quest
 from ds_events.replay import replay_quest
-from ds_events.services.interactions import mailbox as service
-from ds_events.services.interactions.mailbox import Interact, Reply
+from ds_events.services import interactions as service
 from ds_events.services import quest as quest_service
+from ds_events.services.interactions.commands import Interact, Reply
 
 from .clients import artifact_client, call
 
@@ -42,7 +42,9 @@ async def test_interact_hands_over_pending_user_messages_as_one_batch_then_says_
         assert [i["message"] for i in again["recent_interaction_records"]] == ["Tokenizer sweep started", "Vocabulary 8k done"]
         # Not reading the mailbox leaves a queued message queued, for the next read.
         third = quest_service.post_message(quest, quest_service.PostMessage(text="Also try 32k"))
-        quiet = await call(client, "interact", {"message": "Vocabulary 16k done", "include_recent_inbound_messages": False, "recent_message_limit": 1})
+        quiet = await call(
+            client, "interact", {"message": "Vocabulary 16k done", "include_recent_inbound_messages": False, "recent_message_limit": 1}
+        )
         assert quiet["recent_inbound_messages"] == [] and len(quiet["recent_interaction_records"]) == 1
         assert "not read" in quiet["agent_instruction"]
         assert len(quest.log.read(types=["mailbox.delivered"])) == 1
@@ -162,7 +164,7 @@ def test_replay_rewrites_the_interaction_files_byte_for_byte(quest: Quest) -> No
     r = service.interact(quest, Interact(kind="decision_request", message="A or B?", options=OPTIONS))
     service.reply(quest, Reply(interaction_id=r.interaction_id, text="A", option_id="wider"))
     service.interact(quest, Interact(kind="milestone", message="Baseline confirmed"))
-    files = sorted((quest.root / "interactions").rglob("*.json")) + [quest.root / "interactions" / "open_requests.md"]
+    files = [*sorted((quest.root / "interactions").rglob("*.json")), quest.root / "interactions" / "open_requests.md"]
     before = {p: p.read_bytes() for p in files}
     assert len(files) == 3 + 1
     for p in files:

@@ -52,7 +52,7 @@ print(json.dumps(got))
 
 
 @pytest.mark.slow
-async def test_each_user_message_is_delivered_exactly_once_while_processes_race(home: Home, quest: Quest) -> None:
+async def test_each_user_message_is_delivered_exactly_once_while_processes_race(home: Home, quest: Quest) -> None:  # noqa: F811
     env = ds_env(home, DS_QUEST_ID="q1")
     consumer = subprocess.Popen([sys.executable, "-c", CONSUMER, str(N), "80"], env=env, stdout=subprocess.PIPE, text=True)
     params = mcp.StdioServerParameters(command=sys.executable, args=["-m", "ds_events", "mcp", "--namespace", "artifact"], env=env)
@@ -102,5 +102,5 @@ async def _wait_for_append(quest: Quest, after_seq: int, timeout: float) -> None
 
     try:
         await asyncio.wait_for(first(), timeout)
-    except asyncio.TimeoutError:
+    except TimeoutError:
         pass  # the loop re-checks its own deadline

@@ -9,9 +9,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ds_events.home import Home
-from ds_events.services.interactions import mailbox as service
-from ds_events.services.interactions.mailbox import Interact, Reply
+from ds_events.services import interactions as service
 from ds_events.services import quest as quest_service
+from ds_events.services.interactions.commands import Interact, Reply
 from projections import fold
 from projections import interactions as view
 
@@ -52,3 +52,22 @@ def test_folding_the_whole_log_equals_the_live_state_and_snapshots_round_trip(op
         # Nothing was lost or delivered twice: every queued item is pending xor delivered once.
         assert live.duplicate_deliveries == 0
         assert {i.id for i in live.inbound.values() if i.delivered_batch is None} == set(live.pending)
+
+
+def test_a_snapshot_from_before_inbound_items_kept_their_events_is_refused_and_the_view_refolded(tmp_path) -> None:
+    home = Home(tmp_path / "home")
+    home.init()
+    with home.create_quest("snap", quest_id="snap") as quest:
+        quest_service.post_message(quest, quest_service.PostMessage(text="use the small model"))
+        quest.views.save_snapshots()
+        path = quest.views.snapshot_dir / "interactions.json"
+    # The same snapshot as version 1 wrote it, but holding a state that also decodes
+    # today (an empty mailbox): only its version tells it apart.
+    snap = msgspec.json.decode(path.read_bytes())
+    assert snap["version"] == view.PROJECTION.version == 2
+    stale = msgspec.json.decode(msgspec.json.encode(view.initial()))
+    stale["last_seq"] = snap["seq"]
+    path.write_bytes(msgspec.json.encode({**snap, "version": 1, "state": stale}))
+    with home.open_quest("snap") as again:
+        [item] = view.pending_items(again.state("interactions"))
+        assert (item.kind, item.text, item.source) == ("message", "use the small model", "cli")

@@ -9,11 +9,11 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestServer
 
-from ds_events.events.interaction import DeliveryAttempted
+from ds_events.events.interaction import DeliveryAttempted, DeliveryOptions
 from ds_events.home import Home, Quest
-from ds_events.services.interactions import connectors as connectors
-from ds_events.services.interactions import mailbox as service
-from ds_events.services.interactions.mailbox import Interact
+from ds_events.services import interactions as service
+from ds_events.services.interactions import connectors
+from ds_events.services.interactions.commands import Interact, WebhookBody
 from handlers.connectors import webhook
 
 from .clients import artifact_client, call
@@ -163,3 +163,8 @@ async def test_primary_only_without_a_primary_falls_back_to_local_and_unbinding_
     r = await service.interact_async(quest, Interact(message="Still only local"), deliver=webhook.deliver)
     assert [d.binding_id for d in r.deliveries] == ["local"] and hook.requests == []
     assert '"active": false' in (quest.root / "interactions" / "bindings.json").read_text()
+
+
+def test_the_webhook_body_carries_every_delivery_option_of_the_interaction() -> None:
+    # The body lists DeliveryOptions' fields flat: a new delivery option must reach receivers too.
+    assert set(DeliveryOptions.__struct_fields__) <= set(WebhookBody.__struct_fields__)

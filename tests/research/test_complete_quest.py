@@ -9,7 +9,8 @@ import mcp
 import pytest
 
 from ds_events.home import Home, Quest
-from ds_events.services.interactions.mailbox import Reply, reply
+from ds_events.services.interactions.commands import Reply
+from ds_events.services.interactions.mailbox import reply
 from tests.compat.research_support import LogWatch, artifact_client, ok, refused, stdio_artifact
 
 _ASK = {

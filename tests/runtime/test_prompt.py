@@ -20,6 +20,7 @@ import yaml
 from ds_events.config import PromptBudgets, PromptConfig
 from ds_events.errors import Invalid
 from ds_events.events import ConversationMessage
+from ds_events.events.interaction import InteractionReplied
 from ds_events.events.memory import CardWritten
 from ds_events.home import Home, Quest
 from ds_events.memory.store import MemoryContext
@@ -62,7 +63,9 @@ def build(quest: Quest, skills_dir: Path, mem: MemoryContext | None = None, **ov
 
 
 def _item(kind: str = "message", iid: str | None = None, item_id: str = "m1") -> InboundItem:
-    return InboundItem(id=item_id, seq=9, ts="t", kind=kind, text="hello", interaction_id=iid)
+    if kind == "reply":
+        return InboundItem(event=InteractionReplied(id=item_id, seq=9, ts="t", interaction_id=iid or "", text="hello"))
+    return InboundItem(event=ConversationMessage(id=item_id, seq=9, ts="t", role="user", content="hello"))
 
 
 def _request(iid: str, mode: str, status: str) -> InteractionRecord:

@@ -25,8 +25,8 @@ from ds_events.services.artifacts.arxiv import MODES as ARXIV_MODES
 from ds_events.services.artifacts.records import SLICE_STATUSES
 from ds_events.services.bash.commands import MODES as BASH_MODES
 from ds_events.services.artifacts.checkpoints import BRANCH_KINDS
-from ds_events.services.interactions.mailbox import KINDS as INTERACTION_KINDS
-from ds_events.services.interactions.mailbox import REPLY_MODES
+from ds_events.services.interactions.commands import KINDS as INTERACTION_KINDS
+from ds_events.services.interactions.commands import REPLY_MODES
 from ds_events.services.memory.plan import stage_memory_plan
 from ds_events.services.runtime.skills import (
     SECTIONS,

@@ -117,3 +117,26 @@ def test_a_refused_message_shows_the_routes_code_and_appends_nothing(open_page: 
     page.click("#steer button.send")
     expect(page.locator("#trace .card.bubble.user", has_text="now with words")).to_have_count(1)
     expect(error).to_be_hidden()
+
+
+def test_the_pages_posts_carry_its_own_origin_and_json_and_pass_the_guard_under_localhost_too(open_page: Any, server: Server) -> None:
+    """What the daemon's guard admits (handlers/http/guard.py) is what a real browser sends
+    from the page: its own Origin, Sec-Fetch-Site: same-origin and a JSON body; under the
+    name ``localhost`` as under ``127.0.0.1``."""
+    import dataclasses
+
+    from playwright.sync_api import expect
+
+    for name in ("127.0.0.1", "localhost"):
+        at = dataclasses.replace(server, url=server.url.replace("127.0.0.1", name))
+        quest_id = new_quest(server, f"Steering: the page at {name}")
+        page = quest_page(open_page, at, quest_id)
+        page.fill("#steer textarea", f"sent from the page at {name}")
+        with page.expect_request(lambda r: r.method == "POST" and r.url.endswith("/messages")) as posted:
+            page.click("#steer button.send")
+        headers = posted.value.all_headers()
+        assert headers.get("origin") == at.url, headers
+        assert headers.get("content-type", "").startswith("application/json"), headers
+        assert headers.get("sec-fetch-site") == "same-origin", headers
+        expect(page.locator("#trace .card.bubble.user", has_text=f"sent from the page at {name}")).to_have_count(1)
+        assert [e for e in log_events(server.home, quest_id, "conversation.message") if e["content"] == f"sent from the page at {name}"]

@@ -1,8 +1,10 @@
 """The bash_exec domain: durable shell sessions (start, read, await, kill) and the DeepScientist-style `bash_exec` tool.
 
 ``commands`` is the domain's contract: the commands and results its MCP tools, HTTP
-routes and CLI commands take and return. The verbs live in the modules beside it and
-are re-exported here."""
+routes and CLI commands take and return. The verbs live in the modules beside it
+(``starting``, ``queries``, ``ending``, ``sessions`` for the record they share and what
+the monitor records, ``tool`` for the one-tool form) and are re-exported here.
+``errors.CODES`` catalogues every code the domain raises."""
 
 from __future__ import annotations
 
@@ -11,52 +13,56 @@ from typing import TYPE_CHECKING
 from ds_events.services import lazy_exports
 
 if TYPE_CHECKING:
-    from .commands import (
-        MODES as MODES,
-        BashExec as BashExec,
-        StartSession as StartSession,
-        GetSession as GetSession,
-        AwaitSession as AwaitSession,
-        ReadOutput as ReadOutput,
-        KillSession as KillSession,
-        ListSessions as ListSessions,
-        OutputPage as OutputPage,
-        SessionList as SessionList,
-        BashExecResult as BashExecResult,
-        LogEntry as LogEntry,
-        SessionItem as SessionItem,
-        ORDERS as ORDERS,
-    )
-    from .sessions import (
-        Session as Session,
-        StartSpec as StartSpec,
-        prepare_start as prepare_start,
-        start as start,
-        start_async as start_async,
-        get_session as get_session,
-        await_session as await_session,
-        check_wait_timeout as check_wait_timeout,
-        check_window as check_window,
-        read_output as read_output,
-        kill as kill,
-        kill_async as kill_async,
-        kill_quest_sessions as kill_quest_sessions,
-        list_sessions as list_sessions,
-        reconcile as reconcile,
-        record_progress as record_progress,
-        record_exit as record_exit,
-        session_dir as session_dir,
-        kill_grace_seconds as kill_grace_seconds,
-        progress_interval_seconds as progress_interval_seconds,
-    )
-    from .tool import (
-        bash_exec as bash_exec,
-        command_text as command_text,
-        AWAIT_TAIL_LINES as AWAIT_TAIL_LINES,
-    )
+    from .commands import MODES as MODES
+    from .commands import ORDERS as ORDERS
+    from .commands import AwaitSession as AwaitSession
+    from .commands import BashExec as BashExec
+    from .commands import BashExecResult as BashExecResult
+    from .commands import GetSession as GetSession
+    from .commands import KillSession as KillSession
+    from .commands import ListSessions as ListSessions
+    from .commands import LogEntry as LogEntry
+    from .commands import OutputPage as OutputPage
+    from .commands import ReadOutput as ReadOutput
+    from .commands import Session as Session
+    from .commands import SessionItem as SessionItem
+    from .commands import SessionList as SessionList
+    from .commands import StartSession as StartSession
+    from .commands import StartSpec as StartSpec
+    from .ending import await_session as await_session
+    from .ending import check_wait_timeout as check_wait_timeout
+    from .ending import kill as kill
+    from .ending import kill_async as kill_async
+    from .ending import kill_quest_sessions as kill_quest_sessions
+    from .queries import check_window as check_window
+    from .queries import get_session as get_session
+    from .queries import list_sessions as list_sessions
+    from .queries import read_output as read_output
+    from .sessions import ExitFacts as ExitFacts
+    from .sessions import kill_grace_seconds as kill_grace_seconds
+    from .sessions import progress_interval_seconds as progress_interval_seconds
+    from .sessions import reconcile as reconcile
+    from .sessions import record_exit as record_exit
+    from .sessions import record_progress as record_progress
+    from .sessions import session_dir as session_dir
+    from .starting import prepare_start as prepare_start
+    from .starting import start as start
+    from .starting import start_async as start_async
+    from .tool import AWAIT_TAIL_LINES as AWAIT_TAIL_LINES
+    from .tool import bash_exec as bash_exec
+    from .tool import command_text as command_text
 
 __all__, __getattr__ = lazy_exports(__name__, {
-    "commands": ("MODES", "BashExec", "StartSession", "GetSession", "AwaitSession", "ReadOutput", "KillSession", "ListSessions", "OutputPage", "SessionList", "BashExecResult", "LogEntry", "SessionItem", "ORDERS"),
-    "sessions": ("Session", "StartSpec", "prepare_start", "start", "start_async", "get_session", "await_session", "check_wait_timeout", "check_window", "read_output", "kill", "kill_async", "kill_quest_sessions", "list_sessions", "reconcile", "record_progress", "record_exit", "session_dir", "kill_grace_seconds", "progress_interval_seconds"),
+    "commands": (
+        "MODES", "BashExec", "StartSession", "GetSession", "AwaitSession", "ReadOutput", "KillSession", "ListSessions",
+        "OutputPage", "SessionList", "BashExecResult", "LogEntry", "SessionItem", "Session", "StartSpec", "ORDERS",
+    ),
+    "sessions": (
+        "ExitFacts", "reconcile", "record_progress", "record_exit", "session_dir", "kill_grace_seconds",
+        "progress_interval_seconds",
+    ),
+    "starting": ("prepare_start", "start", "start_async"),
+    "queries": ("get_session", "read_output", "check_window", "list_sessions"),
+    "ending": ("await_session", "check_wait_timeout", "kill", "kill_async", "kill_quest_sessions"),
     "tool": ("bash_exec", "command_text", "AWAIT_TAIL_LINES"),
-})
+})  # fmt: skip

@@ -5,7 +5,8 @@ One command per operation (:class:`StartSession`, :class:`AwaitSession`,
 and :class:`BashExec`, the one-tool form the MCP namespace and the daemon's route take:
 a ``mode`` plus the union of the others' arguments. Answers are Structs: a session's
 record (:class:`~projections.bash_sessions.Session`), :class:`OutputPage`,
-:class:`SessionList`, and :class:`BashExecResult` for the one-tool form.
+:class:`SessionList`, and :class:`BashExecResult` for the one-tool form. A start request,
+once checked, is a :class:`~ds_events.bash.spawn.StartSpec` (what the monitor is sent).
 
 :class:`BashExec` is the one place where the argument forms of DeepScientist's
 ``bash_exec`` are accepted next to ours (``command`` as an argv list, ``mode="create"``,
@@ -19,11 +20,13 @@ from typing import Annotated
 
 from msgspec import UNSET, Meta, UnsetType
 
+from ds_events.bash.spawn import StartSpec
+from ds_events.services.commands import Command, Result
 from projections.bash_sessions import Session
 
-from ds_events.services.commands import Command, Result
-
 __all__ = [
+    "Session",
+    "StartSpec",
     "MODES",
     "BashExec",
     "StartSession",
@@ -38,11 +41,21 @@ __all__ = [
     "LogEntry",
     "SessionItem",
     "ORDERS",
+    "MAX_COMMAND_CHARS",
+    "MAX_WAIT_SECONDS",
+    "DEFAULT_WAIT_SECONDS",
+    "DEFAULT_WINDOW_LINES",
+    "MAX_REASON_CHARS",
 ]
 
 # "create" is DeepScientist's name for "await" (start a command and wait for it).
 MODES = ("detach", "await", "create", "read", "kill", "list", "history")
 ORDERS = ("asc", "desc")
+MAX_COMMAND_CHARS = 100_000
+MAX_WAIT_SECONDS = 1800.0  # the longest one await (or a kill's wait) may wait
+DEFAULT_WAIT_SECONDS = 60.0
+DEFAULT_WINDOW_LINES = 200  # the lines a window by seq (or from a start line) answers without a limit
+MAX_REASON_CHARS = 200  # a kill's reason: one line
 
 # Descriptions shared by the one-tool form and the per-operation commands.
 _ID = "The session, e.g. \"bx-1a2b3c4d\"."
@@ -90,7 +103,9 @@ class BashExec(Command):
         "timeout_seconds + the kill grace for a new command that has one), the kill grace + 10 s for kill."
     ))] = None
     tail: Annotated[int | None, Meta(description="read: the last N lines (1-2000); with start, N lines from start.")] = None
-    start: Annotated[int | None, Meta(description="read: the first line (seq, from 1) of a window of `tail` (or `limit`, default 200) lines.")] = None
+    start: Annotated[int | None, Meta(
+        description="read: the first line (seq, from 1) of a window of `tail` (or `limit`, default 200) lines."
+    )] = None
     after_seq: Annotated[int | None, Meta(description="read: lines after this line number, as `tail` entries.")] = None
     before_seq: Annotated[int | None, Meta(description="read: the `limit` lines before this line number, as `tail` entries.")] = None
     tail_limit: Annotated[int | None, Meta(description=(
@@ -137,8 +152,8 @@ class BashExecResult(Result):
     id: str | UnsetType = UNSET
     bash_id: str | UnsetType = UNSET
     status: str | UnsetType = UNSET
-    exit_code: int | None | UnsetType = UNSET
-    stop_reason: str | None | UnsetType = UNSET
+    exit_code: int | UnsetType | None = UNSET
+    stop_reason: str | UnsetType | None = UNSET
     done: bool | UnsetType = UNSET
     session: Session | UnsetType = UNSET
     log: str | UnsetType = UNSET
@@ -146,9 +161,9 @@ class BashExecResult(Result):
     order: str | UnsetType = UNSET
     log_line_count: int | UnsetType = UNSET
     log_truncated: bool | UnsetType = UNSET
-    first_seq: int | None | UnsetType = UNSET
-    last_seq: int | None | UnsetType = UNSET
-    omitted: list[int] | None | UnsetType = UNSET
+    first_seq: int | UnsetType | None = UNSET
+    last_seq: int | UnsetType | None = UNSET
+    omitted: list[int] | UnsetType | None = UNSET
     count: int | UnsetType = UNSET
     items: list[SessionItem] | UnsetType = UNSET
     counts: dict[str, int] | UnsetType = UNSET

@@ -3,8 +3,8 @@
 What the `bash_exec` MCP tool (and the daemon's route) does with a request: check the
 rules of its ``mode`` (``invalid_mode``, ``unexpected_id``, ``unexpected_command``,
 ``unexpected_argument``, the wait timeout, the read window) before anything starts, run
-the operation of :mod:`ds_events.services.bash.sessions` the mode names, and shape the
-answer (:class:`BashExecResult`).
+the operation the mode names (:mod:`.starting`, :mod:`.queries`, :mod:`.ending`), and
+shape the answer (:class:`BashExecResult`).
 
 DeepScientist's argument forms become the canonical operation here, and only here:
 an argv list ``command`` is quoted word by word into one shell command; ``mode="create"``
@@ -18,16 +18,16 @@ from __future__ import annotations
 
 import asyncio
 import shlex
-from typing import Any
 
 import msgspec
+from msgspec import UNSET, UnsetType
 
 from ds_events.errors import Invalid, NotFound
 from ds_events.home import Quest
 from projections.bash_sessions import Session
 
-from ds_events.services.bash import sessions as service
-from ds_events.services.bash.commands import (
+from .commands import (
+    DEFAULT_WINDOW_LINES,
     MODES,
     ORDERS,
     AwaitSession,
@@ -41,6 +41,10 @@ from ds_events.services.bash.commands import (
     SessionItem,
     StartSession,
 )
+from .ending import await_session, check_wait_timeout, kill_async
+from .queries import check_window, list_sessions, read_output
+from .sessions import kill_grace_seconds
+from .starting import start_async
 
 __all__ = ["bash_exec", "command_text", "AWAIT_TAIL_LINES"]
 
@@ -85,13 +89,13 @@ async def bash_exec(quest: Quest, cmd: BashExec) -> BashExecResult:
         )
     _check_arguments(cmd, "start-await" if starting and mode == "await" else mode)
     if mode == "await":
-        service.check_wait_timeout(_await_bound(cmd, starting))  # refuse before starting anything
+        check_wait_timeout(_await_bound(cmd, starting))  # refuse before starting anything
     if starting:
         start_cmd = StartSession(command=command, workdir=cmd.workdir, env=cmd.env, timeout_seconds=cmd.timeout_seconds)
-        session = await service.start_async(quest, start_cmd)
+        session = await start_async(quest, start_cmd)
         if mode == "detach":
             return _with_session("detach", session, message=f"started {session.id}",
-                                 next=f"bash_exec(mode='await', id='{session.id}') or mode='read'")
+                                 next_step=f"bash_exec(mode='await', id='{session.id}') or mode='read'")
         session_id = session.id
     if mode in ("list", "history"):
         return await asyncio.to_thread(_listed, quest, mode, cmd.limit)
@@ -99,15 +103,15 @@ async def bash_exec(quest: Quest, cmd: BashExec) -> BashExecResult:
         session_id = session_id or _latest_id(quest)
         wait = _await_bound(cmd, starting)
         if starting and cmd.wait_timeout_seconds is None and cmd.timeout_seconds is not None:
-            wait += service.kill_grace_seconds(quest) + _WAIT_SLACK_SECONDS  # the timeout's TERM, KILL, record
-        session = await service.await_session(quest, AwaitSession(id=session_id, wait_timeout_seconds=wait))
-        page = await asyncio.to_thread(service.read_output, quest, ReadOutput(id=session.id, tail=AWAIT_TAIL_LINES))
+            wait = cmd.timeout_seconds + kill_grace_seconds(quest) + _WAIT_SLACK_SECONDS  # the timeout's TERM, KILL, record
+        session = await await_session(quest, AwaitSession(id=session_id, wait_timeout_seconds=wait))
+        page = await asyncio.to_thread(read_output, quest, ReadOutput(id=session.id, tail=AWAIT_TAIL_LINES))
         return _awaited(session, page)
     if mode == "read":
         return await asyncio.to_thread(_read, quest, cmd, session_id)
     kill = KillSession(id=session_id or "", force=cmd.force, wait=cmd.wait, reason=cmd.reason,
                        wait_timeout_seconds=_wait_bound(cmd))
-    session = await service.kill_async(quest, kill)
+    session = await kill_async(quest, kill)
     text = "still stopping (the monitor escalates to KILL after the grace period)" \
         if session.status == "running" else f"ended: {session.status}"
     return _with_session("kill", session, message=text)
@@ -160,7 +164,7 @@ def _latest_id(quest: Quest) -> str:
     sessions = quest.state("bash_sessions").sessions
     if not sessions:
         raise NotFound("no bash session in this quest yet: start one with command=...", code="no_sessions")
-    return next(reversed(sessions))  # type: ignore[no-any-return]
+    return next(reversed(sessions))
 
 
 def _read(quest: Quest, cmd: BashExec, session_id: str | None) -> BashExecResult:
@@ -176,15 +180,16 @@ def _read(quest: Quest, cmd: BashExec, session_id: str | None) -> BashExecResult
                           code="conflicting_window")
         if cmd.tail is not None and cmd.limit is not None:
             raise Invalid("with start, give the window's size as tail or limit, not both", code="conflicting_window")
-        window = ReadOutput(id="", after_seq=cmd.start - 1, limit=cmd.tail if cmd.tail is not None else cmd.limit or 200)
+        size = cmd.tail if cmd.tail is not None else cmd.limit or DEFAULT_WINDOW_LINES
+        window = ReadOutput(id="", after_seq=cmd.start - 1, limit=size)
     elif by_seq and cmd.after_seq is None and cmd.before_seq is None and cmd.tail_limit is None:
-        window = ReadOutput(id="", tail_limit=cmd.limit or 200)  # only an order: the latest lines
+        window = ReadOutput(id="", tail_limit=cmd.limit or DEFAULT_WINDOW_LINES)  # only an order: the latest lines
     else:
         window = ReadOutput(id="", tail=cmd.tail, after_seq=cmd.after_seq, before_seq=cmd.before_seq,
                             limit=cmd.limit, tail_limit=cmd.tail_limit)
-    service.check_window(window)  # before the session is looked up: a bad window is refused as such
+    check_window(window)  # before the session is looked up: a bad window is refused as such
     window = msgspec.structs.replace(window, id=session_id or _latest_id(quest))
-    page = service.read_output(quest, window)
+    page = read_output(quest, window)
     result = _with_session("read", page.session)
     if not by_seq:
         return _with_output(result, page)
@@ -196,7 +201,7 @@ def _read(quest: Quest, cmd: BashExec, session_id: str | None) -> BashExecResult
 
 
 def _listed(quest: Quest, mode: str, limit: int | None) -> BashExecResult:
-    listed = service.list_sessions(quest, ListSessions(include_ended=mode == "history", limit=limit))
+    listed = list_sessions(quest, ListSessions(include_ended=mode == "history", limit=limit))
     sessions = listed.sessions if limit is None else listed.sessions[:limit]
     items = [SessionItem(bash_id=s.id, stop_reason=_stop_reason(s), **msgspec.structs.asdict(s)) for s in sessions]
     return BashExecResult(mode=mode, count=len(items), items=items, counts=listed.counts)
@@ -207,9 +212,12 @@ def _stop_reason(session: Session) -> str | None:
     return session.reason or None if session.status in ("terminated", "lost") else None
 
 
-def _with_session(mode: str, session: Session, **extra: Any) -> BashExecResult:
-    return BashExecResult(mode=mode, id=session.id, bash_id=session.id, status=session.status,
-                          exit_code=session.exit_code, stop_reason=_stop_reason(session), session=session, **extra)
+def _with_session(
+    mode: str, session: Session, *, message: str | UnsetType = UNSET, next_step: str | UnsetType = UNSET,
+    done: bool | UnsetType = UNSET,
+) -> BashExecResult:
+    return BashExecResult(mode=mode, id=session.id, bash_id=session.id, status=session.status, exit_code=session.exit_code,
+                          stop_reason=_stop_reason(session), session=session, message=message, next=next_step, done=done)
 
 
 def _partial(page: OutputPage) -> bool:

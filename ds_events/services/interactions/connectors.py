@@ -24,9 +24,17 @@ from urllib.parse import urlsplit
 import msgspec
 
 from ds_events.errors import Conflict, Invalid, NotFound
-from ds_events.events.interaction import ConnectorBound, ConnectorUnbound, DeliveryAttempted, RoutingPolicyChanged
+from ds_events.events.interaction import (
+    ConnectorBound,
+    ConnectorUnbound,
+    DeliveryAttempted,
+    DeliveryOutcome,
+    RoutingPolicyChanged,
+)
 from ds_events.home import Quest
 from projections import interactions as view
+
+from .commands import CONNECTORS, ROUTING_POLICIES, WebhookBody, one_of
 
 __all__ = [
     "bind",
@@ -39,25 +47,11 @@ __all__ = [
     "record_attempt",
     "local_delivery_events",
     "webhook_payload",
+    # the vocabulary bind and set_routing_policy take (the contract's, in commands)
     "CONNECTORS",
     "ROUTING_POLICIES",
-    "WEBHOOK_DEFAULTS",
-    "ERROR_CODES",
 ]
 
-CONNECTORS = ("local", "webhook")
-ROUTING_POLICIES = ("fanout_all", "primary_only", "primary_plus_local")
-WEBHOOK_DEFAULTS: dict[str, Any] = {"max_attempts": 3, "backoff_seconds": 1.0, "timeout_seconds": 10.0}
-ERROR_CODES = (
-    "unknown_connector",
-    "invalid_url",
-    "invalid_binding_id",
-    "invalid_binding_settings",
-    "binding_exists",
-    "unknown_binding",
-    "cannot_unbind_local",
-    "invalid_policy",
-)
 _BINDING_ID_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
 _ENV_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
 # setting -> (types, low, high)
@@ -84,9 +78,10 @@ def bind(
     ``backoff_seconds``, ``timeout_seconds`` and ``token_env`` (the name of an
     environment variable holding a bearer token: the secret itself never enters the log).
     """
-    if connector not in CONNECTORS:
+    known = one_of(connector, CONNECTORS)
+    if known is None:
         raise Invalid(f"unknown connector {connector!r}: use webhook (local is always bound)", code="unknown_connector")
-    if connector == "local":
+    if known == "local":
         raise Conflict("the local connector is always bound", code="binding_exists", binding_id=view.LOCAL_BINDING_ID)
     _check_url(target)
     settings = _check_settings(settings or {})
@@ -95,15 +90,16 @@ def bind(
     elif not isinstance(binding_id, str) or not _BINDING_ID_RE.match(binding_id) or binding_id == view.LOCAL_BINDING_ID:
         raise Invalid("binding_id must be 1-64 lowercase letters, digits, '-' or '_' (not 'local')", code="invalid_binding_id")
     with quest.transaction() as txn:
-        state: view.State = quest.state("interactions")
+        state = quest.state("interactions")
         for b in state.bindings.values():
             if b.active and (b.binding_id == binding_id or (b.connector == connector and b.target == target)):
                 raise Conflict(f"already bound as {b.binding_id}: unbind it first", code="binding_exists", binding_id=b.binding_id)
-        stored = txn.append(
-            ConnectorBound(binding_id=binding_id, connector=connector, target=target, label=label,  # type: ignore[arg-type]
-                           primary=bool(primary), settings=settings)
+        bound = ConnectorBound(
+            binding_id=binding_id, connector=known, target=target, label=label, primary=bool(primary), settings=settings
         )
-    return stored[0]  # type: ignore[return-value]
+        (stored,) = txn.append(bound)
+    assert isinstance(stored, ConnectorBound)
+    return stored
 
 
 def unbind(quest: Quest, binding_id: str, *, reason: str = "") -> ConnectorUnbound:
@@ -113,15 +109,17 @@ def unbind(quest: Quest, binding_id: str, *, reason: str = "") -> ConnectorUnbou
         binding = quest.state("interactions").bindings.get(binding_id)
         if binding is None or not binding.active:
             raise NotFound(f"no active binding {binding_id!r}: see interactions/bindings.json", code="unknown_binding")
-        stored = txn.append(ConnectorUnbound(binding_id=binding_id, reason=reason))
-    return stored[0]  # type: ignore[return-value]
+        (stored,) = txn.append(ConnectorUnbound(binding_id=binding_id, reason=reason))
+    assert isinstance(stored, ConnectorUnbound)
+    return stored
 
 
 def set_routing_policy(quest: Quest, policy: str) -> RoutingPolicyChanged:
-    if policy not in ROUTING_POLICIES:
+    known = one_of(policy, ROUTING_POLICIES)
+    if known is None:
         raise Invalid(f"unknown routing policy {policy!r}: use one of {', '.join(ROUTING_POLICIES)}", code="invalid_policy")
     previous = quest.state("interactions").routing_policy
-    return quest.emit(RoutingPolicyChanged(policy=policy, previous=previous))  # type: ignore[arg-type]
+    return quest.emit(RoutingPolicyChanged(policy=known, previous=previous))
 
 
 def local_delivery_events(interaction_id: str, targets: list[view.Binding]) -> list[DeliveryAttempted]:
@@ -148,10 +146,11 @@ class WebhookJob(msgspec.Struct, kw_only=True, frozen=True):
     backoff_seconds: float
     timeout_seconds: float
     token_env: str | None
-    payload_base: dict[str, Any]
+    body: WebhookBody  # its attempt left 0
 
-    def payload(self, attempt: int) -> dict[str, Any]:
-        return {**self.payload_base, "attempt": attempt}
+    def payload(self, attempt: int) -> WebhookBody:
+        """The body of attempt ``attempt``."""
+        return msgspec.structs.replace(self.body, attempt=attempt)
 
     def headers(self, attempt: int, environ: Mapping[str, str]) -> dict[str, str]:
         headers = {"Idempotency-Key": f"{self.interaction_id}/{self.binding_id}", "X-DS-Attempt": str(attempt)}
@@ -163,25 +162,25 @@ class WebhookJob(msgspec.Struct, kw_only=True, frozen=True):
 def webhook_jobs(quest: Quest, interaction_id: str) -> list[WebhookJob]:
     """The webhook targets of ``interaction_id`` without a final outcome, each resuming
     after its last recorded attempt (so a crash continues the retry budget)."""
-    state: view.State = quest.state("interactions")
+    state = quest.state("interactions")
     record = state.interactions.get(interaction_id)
     if record is None:
         raise NotFound(f"no interaction {interaction_id!r}", code="unknown_interaction")
-    configured = msgspec.to_builtins(quest.home.config().connectors)  # only the keys set (omit_defaults)
-    defaults = {**WEBHOOK_DEFAULTS, **(configured.get("webhook", {}) or {})}
+    default = quest.home.config().connectors.webhook  # config.yaml's, else the built-in defaults
     jobs = []
     for status in record.deliveries.values():
         binding = state.bindings.get(status.binding_id)
         if status.outcome not in ("pending", "retrying") or binding is None or binding.connector != "webhook":
             continue
-        settings = {**defaults, **binding.settings}
+        own = binding.settings  # a binding's own settings win over the defaults
         jobs.append(
             WebhookJob(
                 quest_id=quest.id, interaction_id=interaction_id, binding_id=binding.binding_id, target=binding.target,
-                attempts_done=status.attempts, max_attempts=int(settings["max_attempts"]),
-                backoff_seconds=float(settings["backoff_seconds"]), timeout_seconds=float(settings["timeout_seconds"]),
-                token_env=settings.get("token_env"),
-                payload_base=webhook_payload(quest.id, record, binding.binding_id, 0),
+                attempts_done=status.attempts, max_attempts=int(own.get("max_attempts", default.max_attempts)),
+                backoff_seconds=float(own.get("backoff_seconds", default.backoff_seconds)),
+                timeout_seconds=float(own.get("timeout_seconds", default.timeout_seconds)),
+                token_env=own.get("token_env", default.token_env),
+                body=webhook_payload(quest.id, record, binding.binding_id, 0),
             )
         )  # fmt: skip
     return jobs
@@ -192,7 +191,7 @@ def unfinished_interactions(quest: Quest) -> list[str]:
     return list(dict.fromkeys(r.interaction_id for r, _ in view.unfinished_deliveries(quest.state("interactions"))))
 
 
-def attempt_outcome(job: WebhookJob, attempt: int, error: str, retryable: bool) -> str:
+def attempt_outcome(job: WebhookJob, attempt: int, error: str, retryable: bool) -> DeliveryOutcome:
     """``delivered``, ``retrying`` (another attempt follows) or ``failed`` (final)."""
     if not error:
         return "delivered"
@@ -206,31 +205,24 @@ async def record_attempt(
     event = DeliveryAttempted(
         id=_attempt_id(job.interaction_id, job.binding_id, attempt), interaction_id=job.interaction_id,
         binding_id=job.binding_id, connector="webhook", attempt=attempt,
-        outcome=attempt_outcome(job, attempt, error, retryable),  # type: ignore[arg-type]
+        outcome=attempt_outcome(job, attempt, error, retryable),
         status_code=status_code, error=error,
     )  # fmt: skip
     return await quest.emit_async(event)
 
 
-def webhook_payload(quest_id: str, record: view.InteractionRecord, binding_id: str, attempt: int) -> dict[str, Any]:
+def webhook_payload(quest_id: str, record: view.InteractionRecord, binding_id: str, attempt: int) -> WebhookBody:
     """The JSON body a webhook receives."""
-    return {
-        "quest_id": quest_id,
-        "interaction_id": record.interaction_id,
-        "kind": record.kind,
-        "message": record.message,
-        "reply_mode": record.reply_mode,
-        "options": record.options,
-        "reply_schema": record.reply_schema,
-        "reply_to_interaction_id": record.reply_to_interaction_id,
-        # DeepScientist's delivery arguments, for the receiver to render as it can.
-        **msgspec.to_builtins(record.delivery_options),
-        "expects_reply": record.expects_reply,
-        "seq": record.seq,
-        "ts": record.ts,
-        "binding_id": binding_id,
-        "attempt": attempt,
-    }
+    options = record.delivery_options
+    return WebhookBody(
+        quest_id=quest_id, interaction_id=record.interaction_id, kind=record.kind, message=record.message,
+        reply_mode=record.reply_mode, options=record.options, reply_schema=record.reply_schema,
+        reply_to_interaction_id=record.reply_to_interaction_id, summary_preview=options.summary_preview,
+        importance=options.importance, response_phase=options.response_phase, attachments=options.attachments,
+        surface_actions=options.surface_actions, connector_hints=options.connector_hints,
+        allow_free_text=options.allow_free_text, expects_reply=record.expects_reply, seq=record.seq, ts=record.ts,
+        binding_id=binding_id, attempt=attempt,
+    )  # fmt: skip
 
 
 # -- helpers ---------------------------------------------------------------------------
@@ -240,13 +232,13 @@ def _attempt_id(interaction_id: str, binding_id: str, attempt: int) -> str:
     return f"da-{interaction_id}-{binding_id}-{attempt}"
 
 
-def _check_url(target: Any) -> None:
+def _check_url(target: object) -> None:
     parts = urlsplit(target) if isinstance(target, str) else None
-    if parts is None or parts.scheme not in ("http", "https") or not parts.hostname or any(c.isspace() for c in target):
+    if parts is None or parts.scheme not in ("http", "https") or not parts.hostname or any(c.isspace() for c in str(target)):
         raise Invalid(f"a webhook target must be an http(s) URL, got {target!r}", code="invalid_url")
 
 
-def _check_settings(settings: Any) -> dict[str, Any]:
+def _check_settings(settings: object) -> dict[str, Any]:
     if not isinstance(settings, dict):
         raise Invalid("settings must be an object", code="invalid_binding_settings")
     out: dict[str, Any] = {}
@@ -259,7 +251,8 @@ def _check_settings(settings: Any) -> dict[str, Any]:
         if key not in _SETTINGS:
             raise Invalid(f"unknown setting {key!r}: use {', '.join([*_SETTINGS, 'token_env'])}", code="invalid_binding_settings")
         types, low, high = _SETTINGS[key]
-        if isinstance(value, bool) or not isinstance(value, types) or not (low <= value <= high):
+        number = value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+        if number is None or not isinstance(number, types) or not (low <= number <= high):
             raise Invalid(f"{key} must be a number from {low:g} to {high:g}", code="invalid_binding_settings")
         out[key] = value
     return out

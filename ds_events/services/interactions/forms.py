@@ -12,13 +12,14 @@ checked and normalised before anything is written.
 - ``expects_reply``: overrides the reply mode's default (see :func:`reply_mode_for`).
 - ``min_interval_seconds``: see :func:`too_soon`.
 
-Every refusal is an :class:`~ds_events.errors.Invalid` with its own code (listed in
-:data:`ERROR_CODES`); nothing is written.
+Every refusal is an :class:`~ds_events.errors.Invalid` with its own code (catalogued in
+``ds_events.services.interactions.errors``); nothing is written.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -27,26 +28,19 @@ import msgspec
 from ds_events.artifacts.validate import confine_path
 from ds_events.errors import Invalid
 from ds_events.events.base import ts_seconds
-from ds_events.events.interaction import DeliveryOptions
+from ds_events.events.interaction import DeliveryOptions, ReplyMode
+
+from .commands import IMPORTANCE, MAX_ACTIONS, MAX_ATTACHMENTS, MAX_PREVIEW, PREVIEW_CHARS, RESPONSE_PHASES, Interact
 
 __all__ = [
     "check_forms",
     "reply_mode_for",
     "too_soon",
     "check_interaction_id",
-    "IMPORTANCE",
-    "RESPONSE_PHASES",
-    "ERROR_CODES",
-    "PREVIEW_CHARS",
+    "MAX_HINT_BYTES",
+    "MAX_MIN_INTERVAL",
 ]
 
-# The values DeepScientist's callers send (its daemon and connector prompts use these).
-IMPORTANCE = ("low", "info", "normal", "warning", "high", "critical")
-RESPONSE_PHASES = ("ack", "update", "final", "control", "push")
-PREVIEW_CHARS = 220  # a derived preview's length, as DeepScientist cuts it
-MAX_PREVIEW = 500
-MAX_ATTACHMENTS = 20
-MAX_ACTIONS = 10
 MAX_HINT_BYTES = 8192
 MAX_MIN_INTERVAL = 86_400.0
 _ATTACHMENT_KEYS = {
@@ -56,22 +50,8 @@ _ATTACHMENT_KEYS = {
 _NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,63}$")
 _ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$")
 
-ERROR_CODES = (
-    "invalid_summary_preview",
-    "invalid_importance",
-    "invalid_response_phase",
-    "invalid_attachments",
-    "attachment_not_found",
-    "invalid_surface_actions",
-    "invalid_connector_hints",
-    "invalid_expects_reply",
-    "invalid_min_interval",
-    "invalid_interaction_id",
-    "invalid_allow_free_text",
-)
 
-
-def check_forms(root: Path, cmd: Any) -> DeliveryOptions:
+def check_forms(root: Path, cmd: Interact) -> DeliveryOptions:
     """``cmd``'s delivery arguments checked and normalised (``root``: the quest), as
     ``interaction.sent`` keeps them."""
     if cmd.importance not in IMPORTANCE:
@@ -87,18 +67,22 @@ def check_forms(root: Path, cmd: Any) -> DeliveryOptions:
                           code="invalid_min_interval")  # fmt: skip
         if cmd.kind != "progress":
             raise Invalid("min_interval_seconds only applies to kind progress", code="invalid_min_interval")
+    # Checked in this order (the first refusal is the one answered).
+    preview = _preview(cmd.summary_preview, cmd.message)
+    attachments = _bounded(cmd.attachments, "attachments", MAX_ATTACHMENTS, code="invalid_attachments")
+    attached = [_attachment(root, i, a) for i, a in enumerate(attachments)]
+    actions = _bounded(cmd.surface_actions, "surface_actions", MAX_ACTIONS, code="invalid_surface_actions")
+    offered = [_action(i, a) for i, a in enumerate(actions)]
+    hints = _hints(cmd.connector_hints, "connector_hints", code="invalid_connector_hints")
     return DeliveryOptions(
-        summary_preview=_preview(cmd.summary_preview, cmd.message),
-        importance=cmd.importance,
-        response_phase=cmd.response_phase,
-        attachments=[_attachment(root, i, a) for i, a in enumerate(_bounded(cmd.attachments, "attachments", MAX_ATTACHMENTS))],
-        surface_actions=[_action(i, a) for i, a in enumerate(_bounded(cmd.surface_actions, "surface_actions", MAX_ACTIONS))],
-        connector_hints=_hints(cmd.connector_hints, "connector_hints", "invalid_connector_hints"),
-        allow_free_text=cmd.allow_free_text,
+        summary_preview=preview, importance=cmd.importance, response_phase=cmd.response_phase, attachments=attached,
+        surface_actions=offered, connector_hints=hints, allow_free_text=cmd.allow_free_text,
     )
 
 
-def reply_mode_for(kind: str, reply_mode: str | None, expects_reply: bool | None, default: str) -> tuple[str, bool]:
+def reply_mode_for(
+    kind: str, reply_mode: ReplyMode | None, expects_reply: bool | None, default: ReplyMode
+) -> tuple[ReplyMode, bool]:
     """The effective reply mode and whether the interaction expects a reply.
 
     Without ``reply_mode``, ``expects_reply`` overrides the kind's default mode:
@@ -155,15 +139,14 @@ def _preview(given: str | None, message: str) -> str:
     return given.strip()
 
 
-def _bounded(items: list[Any] | None, field: str, limit: int) -> list[Any]:
+def _bounded(items: Sequence[object] | None, field: str, limit: int, *, code: str) -> Sequence[object]:
     items = items or []
     if len(items) > limit:
-        code = "invalid_attachments" if field == "attachments" else "invalid_surface_actions"
         raise Invalid(f"{field} takes at most {limit} items", code=code)
     return items
 
 
-def _attachment(root: Path, i: int, item: Any) -> dict[str, Any]:
+def _attachment(root: Path, i: int, item: object) -> dict[str, Any]:
     where = f"attachments[{i}]"
     if not isinstance(item, dict):
         raise Invalid(f"{where} must be an object with a path or a url", code="invalid_attachments")
@@ -186,7 +169,7 @@ def _attachment(root: Path, i: int, item: Any) -> dict[str, Any]:
     if "extracted_text_path" in item:
         clean["extracted_text_path"] = _quest_file(root, item["extracted_text_path"], f"{where}.extracted_text_path")
     if "connector_delivery" in item:
-        clean["connector_delivery"] = _hints(item["connector_delivery"], f"{where}.connector_delivery", "invalid_attachments")
+        clean["connector_delivery"] = _hints(item["connector_delivery"], f"{where}.connector_delivery", code="invalid_attachments")
     if "size_bytes" in item and (isinstance(item["size_bytes"], bool) or not isinstance(item["size_bytes"], int)):
         raise Invalid(f"{where}.size_bytes must be an integer", code="invalid_attachments")
     return clean
@@ -206,9 +189,9 @@ def _quest_file(root: Path, value: str, field: str) -> str:
         raise Invalid(f"{exc.message}", code="invalid_attachments", field=field) from None
 
 
-def _action(i: int, item: Any) -> dict[str, Any]:
-    name = item.get("type") or item.get("command") if isinstance(item, dict) else None
-    if not isinstance(name, str) or not _NAME_RE.match(name.lower()):
+def _action(i: int, item: object) -> dict[str, Any]:
+    name = (item.get("type") or item.get("command")) if isinstance(item, dict) else None
+    if not isinstance(item, dict) or not isinstance(name, str) or not _NAME_RE.match(name.lower()):
         raise Invalid(f"surface_actions[{i}] must be an object naming its action in type (or command), "
                       "e.g. {\"type\": \"send_notification\", \"text\": \"...\"}", code="invalid_surface_actions")  # fmt: skip
     if len(msgspec.json.encode(item)) > MAX_HINT_BYTES:
@@ -216,7 +199,7 @@ def _action(i: int, item: Any) -> dict[str, Any]:
     return dict(item)
 
 
-def _hints(value: Any, field: str, code: str) -> dict[str, Any]:
+def _hints(value: object, field: str, *, code: str) -> dict[str, Any]:
     """``{connector name: {settings}}`` with the names lower-cased."""
     if value is None:
         return {}

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ds_events.events import Event
 from ds_events.home import Quest
-from ds_events.services.bash.sessions import kill_quest_sessions
+from ds_events.services.bash import kill_quest_sessions
 from ds_events.services.quest.commands import Control
 from ds_events.services.quest.lifecycle import record_control
 

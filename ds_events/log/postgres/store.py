@@ -1,11 +1,5 @@
 """``PostgresStore``: a quest's event log in PostgreSQL, for homes spread over machines.
 
-One table holds every quest's events, keyed by ``(quest_id, seq)``, each event id unique
-within its quest. A row keeps the stored line byte for byte (``encode(event)``, exactly
-what the file log writes) and that line's hash, so the chain is the file log's: the next
-event's ``prev`` is :func:`line_hash` of the row's ``line``, and a log moves between the
-stores unchanged.
-
 An append is one database transaction: it takes the quest's advisory lock (so writers on
 any machine take turns; never a sequence, which would leave gaps on rollback), reads
 the head, inserts the new rows and notifies ``ds_events`` with the quest and its new
@@ -18,9 +12,7 @@ with the file log, what a transaction appended is durable and readable by everyo
 moment ``append`` returns (services rely on that: git and worktree changes are kept once
 their event is stored).
 
-Readers never lock: they read rows by seq. :meth:`follow` listens on ``ds_events`` and
-reads by seq whenever a notification for its quest arrives, and also every
-``poll_interval`` in case one was missed, so a lost notification delays, never loses.
+Readers never lock: they read rows by seq (:mod:`.follow` for a live follower).
 """
 
 from __future__ import annotations
@@ -28,67 +20,30 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 import msgspec
 
-from ..errors import DiskFull, LogError, ServiceError
-from ..events import Event, decode_line, new_event_ids
-from ..store import Head
-from .eventlog import MAX_EVENT_BYTES
-from .format import encode_batches, line_hash, line_seq, line_type
+from ...errors import LogError, ServiceError
+from ...events import Event, LogRecovered, decode_line, new_event_ids
+from ...store import Head, VerifyReport
+from .. import MAX_EVENT_BYTES
+from ..format import encode_batches
+from .audit import audit_rows
+from .errors import as_log_error, connection_lost
+from .follow import follow_rows
+from .pool import CONNECTION_WAIT, open_pool
+from .schema import HEAD_SQL, KNOWN_SQL, LOCK_CLASS, PAGE, PAGE_SQL, insert_lines, read_event, read_head
 
 if TYPE_CHECKING:
     import psycopg
     from psycopg_pool import ConnectionPool
 
-    from ..verify import VerifyReport
+__all__ = ["PostgresStore", "PgTransaction"]
 
-__all__ = ["PostgresStore", "PgTransaction", "SCHEMA", "ensure_schema", "open_pool", "insert_lines", "configure_connection", "CHANNEL", "LOCK_CLASS"]
+E = TypeVar("E", bound=Event)
 
-CHANNEL = "ds_events"  # NOTIFY payload: {"quest_id": ..., "seq": <new last seq>}
-# pg_advisory_lock(LOCK_CLASS, hashtext(quest_id)): the two-key form keeps our locks
-# apart from other users of the database; two quests sharing a hash only take turns.
-LOCK_CLASS = 0x64734576  # "dsEv"
-_PAGE = 1000  # rows fetched per query by iter_lines and follow
-_CONNECT_TIMEOUT = 10  # seconds: opening a store fails after this long without a connection
-_LISTEN_ATTEMPTS = 20  # a follower whose connection died tries this often, 0.5 s apart, to listen again
-
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS ds_events (
-    quest_id text NOT NULL,
-    seq bigint NOT NULL CHECK (seq > 0),
-    id text NOT NULL,
-    type text NOT NULL,
-    hash text NOT NULL,
-    line bytea NOT NULL,
-    PRIMARY KEY (quest_id, seq),
-    UNIQUE (quest_id, id)
-);
-CREATE INDEX IF NOT EXISTS ds_events_by_type ON ds_events (quest_id, type, seq);
-COMMENT ON COLUMN ds_events.line IS 'the stored line, byte for byte: encode(event); the chain hashes these bytes';
-COMMENT ON COLUMN ds_events.hash IS 'line_hash(line): the next event''s prev';
-"""
-
-_HEAD = "SELECT seq, hash FROM ds_events WHERE quest_id = %s ORDER BY seq DESC LIMIT 1"
-_KNOWN = "SELECT id, seq FROM ds_events WHERE quest_id = %s AND id = ANY(%s)"
-_INSERT = (
-    "WITH rows AS (INSERT INTO ds_events (quest_id, seq, id, type, hash, line) "
-    "SELECT %s, * FROM unnest(%s::bigint[], %s::text[], %s::text[], %s::text[], %s::bytea[])) "
-    "SELECT pg_notify(%s, %s)"
-)
 T = TypeVar("T")
-_notice = msgspec.json.Encoder()
-_notice_decode = msgspec.json.Decoder()
-
-
-def ensure_schema(conn: psycopg.Connection[Any]) -> None:
-    """Create the events table and its index if missing (safe from many processes at once)."""
-    with conn.transaction():
-        if conn.execute("SELECT to_regclass('ds_events')").fetchone() == (None,):
-            # Concurrent CREATE ... IF NOT EXISTS can still collide in the catalog: one at a time.
-            conn.execute("SELECT pg_advisory_xact_lock(%s, 0)", (LOCK_CLASS,))
-            conn.execute(SCHEMA)
 
 
 class PostgresStore:
@@ -97,9 +52,15 @@ class PostgresStore:
     ``pool``: a pool from :func:`open_pool` to share between stores (several quests of
     one home): the schema exists and its connections commit durably; it stays open when
     this store closes. Without one the store opens its own (``pool_size`` connections
-    at most). ``read_only``: appends are
-    refused. Events whose stored line is longer than ``max_event_bytes`` are refused
-    with :class:`ServiceError` ``event_too_large``, as by the file log.
+    at most). ``read_only``: appends are refused. Events whose stored line is longer
+    than ``max_event_bytes`` are refused with :class:`ServiceError` ``event_too_large``,
+    as by the file log.
+
+    ``connection_wait``: the most seconds an append, a read or taking the lock waits
+    for a connection (the server down or restarting, every pooled connection busy);
+    then it fails with :class:`~ds_events.errors.LogTimeout`, or
+    :class:`~ds_events.errors.LogConnectionLost` when the connection it was using
+    broke. Every database failure is a :class:`LogError` (see :mod:`.errors`).
     """
 
     def __init__(
@@ -112,28 +73,32 @@ class PostgresStore:
         read_only: bool = False,
         max_event_bytes: int = MAX_EVENT_BYTES,
         pool_size: int = 8,
+        connection_wait: float = CONNECTION_WAIT,
     ) -> None:
         if not quest_id:
             raise ValueError("a PostgreSQL store needs a quest_id: it names the quest's rows")
         if max_event_bytes < 1:
             raise ValueError(f"max_event_bytes must be positive, not {max_event_bytes!r}")
+        if not connection_wait > 0:
+            raise ValueError(f"connection_wait must be a positive number of seconds, not {connection_wait!r}")
         self.dsn = dsn
         self.quest_id = quest_id
         self.actor = actor
         self.run_id: str | None = None  # stamped on appends that name no run (as EventLog.run_id)
         self.read_only = read_only
         self.max_event_bytes = max_event_bytes
+        self.connection_wait = connection_wait
         self.location = f"quest {quest_id} of the PostgreSQL store"  # what errors and reports call it
-        self.recovered = None  # (the file log's recovery record and torn tail: a database
+        self.recovered: LogRecovered | None = None  # (the file log's recovery record and torn tail: a database
         self.torn = None  # commits whole transactions or none, so neither ever happens)
         self._own_pool = pool is None
         import psycopg
 
         try:
             if pool is None:
-                pool = open_pool(dsn, max_size=pool_size, name=f"ds:{quest_id}")
+                pool = open_pool(dsn, max_size=pool_size, name=f"ds:{quest_id}", wait=connection_wait)
         except psycopg.Error as exc:
-            raise _log_error(exc, f"opening {self.location}") from exc
+            raise as_log_error(exc, f"opening {self.location}", wait=connection_wait) from exc
         self._pool = pool
         self._closed = False
         self._local = threading.local()  # .txn: the transaction this thread holds
@@ -152,8 +117,12 @@ class PostgresStore:
 
     def head(self) -> Head:
         """The last seq and its chain hash (``(0, "")`` when empty)."""
-        return self._run(lambda conn: _head(conn, self.quest_id))
+        return self._run(lambda conn: read_head(conn, self.quest_id))
 
+    @overload
+    def append(self, event: E) -> E: ...
+    @overload
+    def append(self, event: Sequence[Event]) -> list[Event]: ...
     def append(self, event: Event | Sequence[Event]) -> Event | list[Event]:
         """Append one event (returns it as stored) or a batch atomically (returns a list).
 
@@ -161,7 +130,7 @@ class PostgresStore:
         one is returned, so a retried append is idempotent.
         """
         single = isinstance(event, Event)
-        events = [event] if single else list(event)  # type: ignore[list-item, arg-type]
+        events: list[Event] = [event] if isinstance(event, Event) else list(event)
         if not events:
             return []
         self._usable()
@@ -173,6 +142,10 @@ class PostgresStore:
             stored = self._run(lambda conn: self._commit(conn, ready, locked=False))
         return stored[0] if single else stored
 
+    @overload
+    async def append_async(self, event: E) -> E: ...
+    @overload
+    async def append_async(self, event: Sequence[Event]) -> list[Event]: ...
     async def append_async(self, event: Event | Sequence[Event]) -> Event | list[Event]:
         """Like :meth:`append`, on a worker thread so the event loop keeps running."""
         import asyncio  # loaded already: we run on its loop
@@ -199,15 +172,7 @@ class PostgresStore:
             yield txn
         finally:
             self._local.txn = None
-            try:
-                conn.rollback()  # whatever the block left open (a failed statement)
-                conn.execute("SELECT pg_advisory_unlock(%s, hashtext(%s))", (LOCK_CLASS, self.quest_id))
-                conn.commit()
-            except BaseException:
-                conn.close()  # never hand a connection that may still hold the lock back to the pool
-                raise
-            finally:
-                self._give_back(conn)
+            self._unlock(conn)
 
     # -- reading ----------------------------------------------------------------------
 
@@ -218,7 +183,7 @@ class PostgresStore:
 
     def get(self, seq: int) -> Event | None:
         """The event with this seq, or None."""
-        return self._run(lambda conn: _get(conn, self.quest_id, seq))
+        return self._run(lambda conn: read_event(conn, self.quest_id, seq))
 
     def tail(self, n: int, types: Iterable[str] | None = None) -> list[Event]:
         """The last ``n`` events (of ``types`` if given) in order."""
@@ -237,7 +202,7 @@ class PostgresStore:
         for seq, line, *_columns in self._pages(after_seq):
             yield seq, line
 
-    async def follow(self, after_seq: int = 0, *, poll_interval: float = 0.05) -> AsyncIterator[Event]:
+    def follow(self, after_seq: int = 0, *, poll_interval: float = 0.05) -> AsyncIterator[Event]:
         """Every event after ``after_seq`` as it is appended, by any process, forever.
 
         Listens for the appenders' notifications and reads by seq on each one for this
@@ -245,99 +210,14 @@ class PostgresStore:
         delays what follows. If its connection dies (a server restart), it connects and
         listens again and reads on from the last seq it yielded.
         """
-        import psycopg
-
-        seq = after_seq
-        conn: psycopg.AsyncConnection[Any] | None = None
-        caught_up = False  # the last read found less than a page: wait before the next
-        try:
-            while True:
-                if conn is None:
-                    conn, caught_up = await self._listen(), False
-                try:
-                    if caught_up:
-                        await self._notified(conn, seq, poll_interval)
-                    cur = await conn.execute(
-                        "SELECT seq, line FROM ds_events WHERE quest_id = %s AND seq > %s ORDER BY seq LIMIT %s",
-                        (self.quest_id, seq, _PAGE),
-                    )
-                    rows = await cur.fetchall()
-                except psycopg.OperationalError as exc:
-                    if not conn.broken:
-                        raise _log_error(exc, self.location) from exc
-                    await conn.close()
-                    conn = None  # listen again, then read on from seq
-                    continue
-                for row_seq, line in rows:
-                    seq = row_seq
-                    yield decode_line(line)
-                caught_up = len(rows) < _PAGE
-        finally:
-            if conn is not None:
-                await conn.close()
-
-    async def _listen(self) -> psycopg.AsyncConnection[Any]:
-        """A connection listening for appends; retried while the server is restarting."""
-        import asyncio  # loaded already: we run on its loop
-
-        import psycopg
-
-        for attempt in range(_LISTEN_ATTEMPTS):
-            try:
-                conn = await psycopg.AsyncConnection.connect(self.dsn, autocommit=True, connect_timeout=_CONNECT_TIMEOUT)
-                try:
-                    await conn.execute(f"LISTEN {CHANNEL}")  # before the next read: nothing falls between
-                except BaseException:  # failed, or the follower was cancelled here: the caller never sees conn
-                    await conn.close()
-                    raise
-                return conn
-            except psycopg.OperationalError as exc:
-                if attempt == _LISTEN_ATTEMPTS - 1:
-                    raise _log_error(exc, f"following {self.location}") from exc
-                await asyncio.sleep(0.5)
-        raise AssertionError("unreachable")  # pragma: no cover
+        return follow_rows(self.dsn, self.quest_id, after_seq, poll_interval=poll_interval, location=self.location)
 
     # -- checking ---------------------------------------------------------------------
 
     def verify(self) -> VerifyReport:
-        """Audit this quest's rows without changing them (``ds verify`` on this store).
-
-        Reported at their seq: a gap in the seqs; a row whose line does not decode,
-        whose columns (seq, id, type, hash) are not what its line says (the row was
-        edited by hand), whose ``prev`` is not the previous line's hash (a line before
-        it was edited, removed or moved); an incomplete last batch.
-        """
-        from ..events import EventDecodeError
-        from ..verify import Problem, VerifyReport
-
-        report = VerifyReport(path=self.location)
-        prev_hash, batch_start = "", 0  # the seq of an unfinished batch's first line
-        for position, (seq, line, *columns) in enumerate(self._pages(0), start=1):
-            found: list[str] = []
-            if seq != report.last_seq + 1:
-                found.append(f"seq gap: expected seq {report.last_seq + 1}, found {seq}")
-            actual = line_hash(line)
-            try:
-                event = decode_line(line)
-            except EventDecodeError as exc:
-                found.append(str(exc))
-            else:
-                said = [event.seq, event.id, event.type, actual]
-                if said != [seq, *columns] or event.quest_id not in ("", self.quest_id):
-                    found.append(
-                        f"the row's seq, id, type and hash {[seq, *columns]} are not its line's {said} "
-                        f"(of quest {event.quest_id!r}): the row was edited"
-                    )
-                if event.prev != prev_hash:
-                    found.append("broken hash chain: prev does not match the line before (that line was edited, removed or moved)")
-                batch_start = (batch_start or seq) if event.more else 0
-            report.problems += [Problem(position, 0, f"seq {seq}: {what}") for what in found]
-            prev_hash, report.lines, report.last_seq = actual, position, seq
-        if batch_start:
-            report.problems.append(
-                Problem(report.lines, 0, f"seq {batch_start}: incomplete batch at the end: its last line is missing")
-            )
-        return report
+        """Audit this quest's rows without changing them (``ds verify`` on this store):
+        see :func:`.audit.audit_rows` for what is reported."""
+        return audit_rows(self._pages(0), quest_id=self.quest_id, location=self.location)
 
     # -- closing ----------------------------------------------------------------------
 
@@ -370,22 +250,26 @@ class PostgresStore:
         it sat in the pool), ``work`` runs once more on a fresh one. That is safe for
         every caller: reads, taking the lock, and appends, whose events all have their
         ids before the first try, so if it committed and only the answer was lost, the
-        retry finds them stored. ``keep``: the connection is the caller's to give back.
+        retry finds them stored. A connection is waited for ``connection_wait`` seconds
+        at most each time. ``keep``: the connection is the caller's to give back.
         """
         if getattr(self, "_closed", False):
             raise LogError(f"{self.location}: the store is closed")
         import psycopg
 
+        lost: psycopg.Error | None = None  # what broke the first try's connection
         for attempt in (1, 2):
-            conn = self._pool.getconn()
-            lost = False
+            conn = self._connection(lost)
             try:
                 result = work(conn)
             except psycopg.Error as exc:
-                lost = conn.broken
+                broken = conn.broken
                 self._pool.putconn(conn)
-                if not (lost and attempt == 1):
-                    raise _log_error(exc, self.location) from exc
+                if not broken:
+                    raise as_log_error(exc, self.location) from exc
+                if attempt == 2:
+                    raise as_log_error(exc, self.location, lost=True) from exc
+                lost = exc
                 self._pool.check()  # the other idle connections likely died with it: drop them too
                 continue
             except BaseException:
@@ -396,14 +280,54 @@ class PostgresStore:
             return result
         raise AssertionError("unreachable")  # pragma: no cover
 
+    def _connection(self, lost: BaseException | None) -> psycopg.Connection[Any]:
+        """A pooled connection within ``connection_wait`` seconds, else ``log_timeout``
+        (``log_connection_lost`` if this is the retry after ``lost`` broke the first)."""
+        import psycopg
+
+        try:
+            return self._pool.getconn(timeout=self.connection_wait)
+        except psycopg.Error as exc:
+            if lost is None:
+                raise as_log_error(exc, self.location, wait=self.connection_wait) from exc
+            raise connection_lost(
+                self.location, lost, after=f", and no new connection came within {self.connection_wait:g} s"
+            ) from exc
+
     def _give_back(self, conn: psycopg.Connection[Any]) -> None:
         """Return ``conn`` to the pool, ending a transaction a read left open (a pool
-        whose connections are not in autocommit, as a caller's pool may be)."""
+        whose connections are not in autocommit, as a caller's pool may be). A rollback
+        that fails leaves a broken connection, which the pool discards."""
+        import psycopg
         from psycopg.pq import TransactionStatus
 
         if conn.info.transaction_status == TransactionStatus.INTRANS:
-            conn.rollback()
+            with contextlib.suppress(psycopg.Error):
+                conn.rollback()
         self._pool.putconn(conn)
+
+    def _unlock(self, conn: psycopg.Connection[Any]) -> None:
+        """End a transaction's session: roll back what the block left open (a failed
+        statement), release the quest's lock, give the connection back.
+
+        Never raises a database error: each ``txn.append`` committed on its own, so
+        what the block appended stands, and a connection that cannot be unlocked is
+        closed, which ends its session and so its lock (as when it broke: the server
+        ends a dead session's locks itself)."""
+        import psycopg
+
+        try:
+            if not conn.broken:
+                conn.rollback()
+                conn.execute("SELECT pg_advisory_unlock(%s, hashtext(%s))", (LOCK_CLASS, self.quest_id))
+                conn.commit()
+        except psycopg.Error:
+            conn.close()  # never hand a connection that may still hold the lock back to the pool
+        except BaseException:
+            conn.close()
+            raise
+        finally:
+            self._give_back(conn)
 
     def _lock_session(self, conn: psycopg.Connection[Any]) -> psycopg.Connection[Any]:
         conn.execute("SELECT pg_advisory_lock(%s, hashtext(%s))", (LOCK_CLASS, self.quest_id))
@@ -422,11 +346,11 @@ class PostgresStore:
         with conn.pipeline(), conn.transaction():
             if not locked:
                 conn.execute("SELECT pg_advisory_xact_lock(%s, hashtext(%s))", (LOCK_CLASS, qid))
-            head = conn.execute(_HEAD, (qid,))
-            found = conn.execute(_KNOWN, (qid, ids)) if ids else None
+            head = conn.execute(HEAD_SQL, (qid,))
+            found = conn.execute(KNOWN_SQL, (qid, ids)) if ids else None
             row = head.fetchone()
             seq, prev = (0, "") if row is None else row
-            known: dict[str, int] = dict(found.fetchall()) if found is not None else {}  # type: ignore[arg-type]
+            known: dict[str, int] = dict(found.fetchall()) if found is not None else {}
             encoded = encode_batches(
                 [events],
                 seq=seq,
@@ -436,7 +360,7 @@ class PostgresStore:
                 actor=self.actor,
                 run_id=self.run_id,
                 known=known.get,
-                stored=lambda s: _get(conn, qid, s),  # type: ignore[arg-type, return-value]
+                stored=lambda s: _stored(read_event(conn, qid, s), s),
                 max_bytes=self.max_event_bytes,
             )
             result = encoded.results[0]
@@ -444,7 +368,7 @@ class PostgresStore:
                 raise result
             if encoded.lines:
                 insert_lines(conn, qid, encoded.lines)
-        return result  # type: ignore[return-value]
+        return result
 
     def _select(
         self, where: str, bound: int, types: Iterable[str] | None, order: str, limit: int | None
@@ -465,26 +389,13 @@ class PostgresStore:
         query (no connection is held between pages, however long the caller takes)."""
         while True:
             rows = self._run(
-                lambda conn: conn.execute(
-                    "SELECT seq, line, id, type, hash FROM ds_events WHERE quest_id = %s AND seq > %s ORDER BY seq LIMIT %s",
-                    (self.quest_id, after_seq, _PAGE),  # noqa: B023 - called at once
-                ).fetchall()
+                lambda conn: conn.execute(PAGE_SQL, (self.quest_id, after_seq, PAGE)).fetchall()  # noqa: B023 - called at once
             )
             for seq, line, *columns in rows:
                 yield (seq, bytes(line), *columns)
-            if len(rows) < _PAGE:
+            if len(rows) < PAGE:
                 return
             after_seq = rows[-1][0]
-
-    async def _notified(self, conn: psycopg.AsyncConnection[Any], seq: int, timeout: float) -> None:
-        """Wait up to ``timeout`` for a notification that this quest grew past ``seq``."""
-        async for note in conn.notifies(timeout=timeout):
-            try:
-                notice = _notice_decode.decode(note.payload)
-            except msgspec.DecodeError:
-                continue
-            if notice.get("quest_id") == self.quest_id and notice.get("seq", 0) > seq:
-                return
 
 
 class PgTransaction:
@@ -497,8 +408,13 @@ class PgTransaction:
 
     @property
     def last_seq(self) -> int:
-        with self._conn.transaction():
-            return _head(self._conn, self._store.quest_id).seq
+        import psycopg
+
+        try:
+            with self._conn.transaction():
+                return read_head(self._conn, self._store.quest_id).seq
+        except psycopg.Error as exc:
+            raise self._failed(exc) from exc
 
     def append(self, events: Event | Sequence[Event]) -> list[Event]:
         """Append and commit ``events`` now (the lock stays held)."""
@@ -516,56 +432,17 @@ class PgTransaction:
         try:
             return self._store._commit(self._conn, events, locked=True)
         except psycopg.Error as exc:
-            raise _log_error(exc, self._store.location) from exc
+            raise self._failed(exc) from exc
 
-
-def open_pool(dsn: str, *, max_size: int, name: str) -> ConnectionPool:
-    """A connection pool on ``dsn`` for stores to share, the events table ensured once.
-    It connects once directly first, so a wrong address or a server that is down fails
-    here at once (``psycopg.Error``), not after the pool's wait for its first connection."""
-    import psycopg
-    from psycopg_pool import ConnectionPool
-
-    with psycopg.connect(dsn, connect_timeout=_CONNECT_TIMEOUT) as conn:
-        ensure_schema(conn)
-    return ConnectionPool(dsn, min_size=1, max_size=max_size, configure=configure_connection, open=True, name=name)
-
-
-def configure_connection(conn: psycopg.Connection[Any]) -> None:
-    """What every connection of a store's pool is set to: an append is acknowledged only
-    once its commit is durable (whatever the server's default); reads run outside any
-    transaction (appends open their own), so nothing is left open between uses."""
-    conn.autocommit = True
-    conn.execute("SET synchronous_commit = on")
-
-
-def insert_lines(conn: psycopg.Connection[Any], quest_id: str, lines: Sequence[bytes]) -> None:
-    """Store ``lines`` (stored lines, in seq order) as rows of ``quest_id`` and notify
-    followers at commit. The caller holds the quest's lock and has checked that they
-    continue its chain: appends here, and ``ds store migrate`` copying a log verbatim."""
-    conn.execute(
-        _INSERT,
-        (
-            quest_id,
-            [line_seq(line) for line in lines],
-            [_line_id(line) for line in lines],
-            [line_type(line).decode() for line in lines],
-            [line_hash(line) for line in lines],
-            list(lines),
-            CHANNEL,
-            _notice.encode({"quest_id": quest_id, "seq": line_seq(lines[-1])}).decode(),
-        ),
-    )
-
-
-def _head(conn: psycopg.Connection[Any], quest_id: str) -> Head:
-    row = conn.execute(_HEAD, (quest_id,)).fetchone()
-    return Head(0, "") if row is None else Head(row[0], row[1])
-
-
-def _get(conn: psycopg.Connection[Any], quest_id: str, seq: int) -> Event | None:
-    row = conn.execute("SELECT line FROM ds_events WHERE quest_id = %s AND seq = %s", (quest_id, seq)).fetchone()
-    return None if row is None else decode_line(row[0])
+    def _failed(self, exc: BaseException) -> BaseException:
+        # No retry on another connection: the quest's lock went with this one, so the
+        # block's read-decide-append premise no longer holds (another writer may be in).
+        return as_log_error(
+            exc,
+            self._store.location,
+            lost=self._conn.broken,
+            after=": the transaction's lock went with it, so nothing more can be appended in it (run it again)",
+        )
 
 
 def _with_ids(events: list[Event]) -> list[Event]:
@@ -577,21 +454,9 @@ def _with_ids(events: list[Event]) -> list[Event]:
     return [e if e.id else msgspec.structs.replace(e, id=next(fresh)) for e in events]
 
 
-def _line_id(line: bytes) -> str:
-    from .format import line_id
-
-    found = line_id(line)
-    if not found:  # (every line appended since ids exist has one)
-        raise LogError(f"a line without an event id cannot be stored: {line[:80]!r}")
-    return found
-
-
-def _log_error(exc: BaseException, what: str) -> BaseException:
-    """A database failure as the store contract's error (``DiskFull`` for a full disk)."""
-    import psycopg
-
-    if isinstance(exc, (LogError, ServiceError)) or not isinstance(exc, psycopg.Error):
-        return exc
-    if isinstance(exc, psycopg.errors.DiskFull):
-        return DiskFull(f"{what}: the database server's disk is full: {exc}")
-    return LogError(f"{what}: {type(exc).__name__}: {exc}".rstrip(": "))
+def _stored(event: Event | None, seq: int) -> Event:
+    """The stored event a known id points at (its row was read under the lock, so it is
+    there unless the table was edited meanwhile)."""
+    if event is None:
+        raise LogError(f"the row of seq {seq} went away while appending: run `ds verify`")
+    return event

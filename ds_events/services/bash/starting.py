@@ -1,0 +1,118 @@
+"""Starting a durable shell session: check the request, spawn the monitor, record the start.
+
+Start handshake (so the log never shows a session that did not start, nor misses one
+that did): the service spawns the monitor and sends it the spec; the monitor starts the
+command and answers with its pids; the service appends ``bash.session_started`` and
+only then tells the monitor "go". If the service dies before that, the monitor sees its
+stdin close, kills the command and exits: nothing ran unrecorded.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import secrets
+
+from ds_events.bash.checks import check_env, check_seconds, resolve_workdir
+from ds_events.bash.spawn import MonitorHandle, StartSpec, spawn_monitor
+from ds_events.errors import Invalid
+from ds_events.events.bash import BashSessionStarted
+from ds_events.home import Quest
+from projections.bash_sessions import Session
+
+from .commands import MAX_COMMAND_CHARS, StartSession
+from .sessions import actor_of, kill_grace_seconds, progress_interval_seconds, session_of
+
+__all__ = ["prepare_start", "start", "start_async"]
+
+
+def prepare_start(quest: Quest, cmd: StartSession) -> StartSpec:
+    """Validate a start request; raises :class:`Invalid` on bad input, starts nothing."""
+    command = cmd.command
+    if not isinstance(command, str) or not command.strip():
+        raise Invalid("command is empty: pass the shell command to run, e.g. command='python train.py'",
+                      code="empty_command")  # fmt: skip
+    if len(command) > MAX_COMMAND_CHARS or "\x00" in command:
+        raise Invalid(f"command must be at most {MAX_COMMAND_CHARS} characters without NUL bytes",
+                      code="invalid_command")  # fmt: skip
+    timeout = check_seconds("timeout_seconds", cmd.timeout_seconds, allow_zero=False)
+    real, recorded = resolve_workdir(quest, cmd.workdir)
+    extra = check_env(cmd.env)
+    session_id = _new_session_id(quest.state("bash_sessions").sessions)
+    child_env = dict(os.environ)
+    child_env.setdefault("TERM", "dumb")
+    child_env.update(DS_QUEST_ID=quest.id, DS_QUEST_ROOT=str(quest.root.resolve()), DS_BASH_SESSION_ID=session_id)
+    child_env.update(extra)
+    config = quest.home.config()  # parsed once: it is YAML, and a start is on a hot path
+    return StartSpec(
+        session_id=session_id,
+        command=command,
+        workdir=real,
+        workdir_recorded=recorded,
+        env=child_env,
+        timeout_seconds=timeout,
+        grace_seconds=kill_grace_seconds(quest, config),
+        progress_interval=progress_interval_seconds(quest, config),
+        started_by=actor_of(quest),
+        quest_root=quest.root.resolve(),
+        env_keys=sorted(extra),
+        exit_retry_seconds=config.bash_exec.exit_retry_seconds,
+    )
+
+
+def start(quest: Quest, cmd: StartSession) -> Session:
+    """Start ``cmd.command`` detached and return its session (status ``running``)."""
+    spec = prepare_start(quest, cmd)
+    handle = spawn_monitor(spec)
+    try:
+        quest.emit(_started_event(spec, handle))
+    except BaseException:
+        handle.abort()
+        raise
+    handle.go()
+    return session_of(quest, spec.session_id)
+
+
+async def start_async(quest: Quest, cmd: StartSession) -> Session:
+    """:func:`start` without blocking the event loop while the monitor comes up."""
+    spec = await asyncio.to_thread(prepare_start, quest, cmd)
+    handle = await asyncio.to_thread(spawn_monitor, spec)
+    try:
+        await quest.emit_async(_started_event(spec, handle))
+    except BaseException:
+        handle.abort()
+        raise
+    handle.go()
+    return session_of(quest, spec.session_id)
+
+
+# -- private helpers -----------------------------------------------------------------
+
+
+def _started_event(spec: StartSpec, handle: MonitorHandle) -> BashSessionStarted:
+    """The start as the log keeps it: the request checked, and the processes the
+    monitor reports (their pids, start times and boot: what tells them from a reuse)."""
+    info = handle.info
+    return BashSessionStarted(
+        session_id=spec.session_id,
+        command=spec.command,
+        workdir=spec.workdir_recorded,
+        env_keys=spec.env_keys,
+        pid=int(info["pid"]),
+        pgid=int(info["pgid"]),
+        monitor_pid=int(info["monitor_pid"]),
+        start_time=info.get("start_time"),
+        monitor_start_time=info.get("monitor_start_time"),
+        boot_id=info.get("boot_id", ""),
+        timeout_seconds=spec.timeout_seconds,
+        started_by=spec.started_by,
+        pty=bool(info.get("pty", True)),
+        log_path=spec.log_rel,
+    )
+
+
+def _new_session_id(existing: dict[str, Session]) -> str:
+    while True:
+        candidate = f"bx-{secrets.token_hex(4)}"
+        if candidate not in existing:
+            return candidate
