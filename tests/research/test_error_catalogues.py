@@ -1,7 +1,7 @@
 """The error catalogues of the research, quest and views domains agree with their raise
 sites: every code raised in a domain's package is in its catalogue (``CODES``) or named
-in ``ELSEWHERE`` with the catalogue that holds it (a lower domain's, or the shared
-vocabulary's); no code is in both or in two of these catalogues; every catalogued code
+in ``ELSEWHERE`` with the catalogue that holds it (another domain's, which is checked to
+hold it); no code is in both or in two of these catalogues; every catalogued code
 is raised in its package, with the status its class answers (400 ``Invalid``, 404
 ``NotFound``, 409 ``Conflict``). Raise sites are read from the source (``ast``), so a code
 added anywhere in a package is seen."""
@@ -61,14 +61,24 @@ def test_every_code_raised_is_catalogued_once_with_its_status_and_every_catalogu
         assert entry.code == entry.code.lower() and " " not in entry.code and entry.meaning.strip()
 
 
+# The catalogue another engineer writes beside this work (the artifacts domain's); until it
+# is merged, the codes left to it are checked by tests/test_error_catalogue.py once it is.
+PENDING = {"ds_events.services.artifacts.errors"}
+
+
 @pytest.mark.parametrize("domain", DOMAINS)
-def test_a_code_left_to_a_catalogue_of_ours_is_in_it(domain: str) -> None:
-    """``ELSEWHERE`` entries that point at these three domains are checked here; the
-    others (artifacts, the shared vocabulary) by tests/test_error_catalogue.py, which sees
-    every catalogue."""
-    ours = {f"ds_events.services.{d}.errors": _errors(d).CODES for d in DOMAINS}
-    wrong = {code: where for code, where in _errors(domain).ELSEWHERE.items() if where in ours and code not in ours[where]}
+def test_a_code_left_to_another_catalogue_is_in_it(domain: str) -> None:
+    wrong, pending = {}, set()
+    for code, where in _errors(domain).ELSEWHERE.items():
+        try:
+            book = importlib.import_module(where).CODES
+        except (ModuleNotFoundError, AttributeError):
+            pending.add(where)
+            continue
+        if code not in book:
+            wrong[code] = where
     assert wrong == {}
+    assert pending <= PENDING, f"ELSEWHERE names catalogues that do not exist: {sorted(pending - PENDING)}"
 
 
 def test_no_code_is_in_two_of_these_catalogues() -> None:

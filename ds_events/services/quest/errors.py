@@ -1,10 +1,11 @@
 """The quest domain's error codes: what each means to whoever got it, and its HTTP status
 (400 ``Invalid``, 404 ``NotFound``, 409 ``Conflict``).
 
-Every code raised in ``ds_events/services/quest/`` is in ``CODES`` but those of the shared
-vocabulary (``ELSEWHERE``); every code in ``CODES`` is raised here. The quest domain is
-the lowest: a code it shares with a domain above it (``invalid_anchor``,
-``empty_message``, ...) is catalogued here, once, in words that fit every raise."""
+Every code raised in ``ds_events/services/quest/`` is in ``CODES`` or, where another
+catalogue holds it already, named in ``ELSEWHERE``: one code, one entry. Every code in
+``CODES`` is raised here. The quest domain is the lowest, so a code it shares with a
+domain above it and that no catalogue holds yet (``invalid_anchor``, ``invalid_action``,
+``unknown_runner``) is catalogued here, in words that fit every raise."""
 
 from __future__ import annotations
 
@@ -12,13 +13,15 @@ from ds_events.errors import ErrorCode, catalogue
 
 __all__ = ["CODES", "ELSEWHERE"]
 
-# Raised here, catalogued with the shared vocabulary (many domains raise it).
-ELSEWHERE: dict[str, str] = {"invalid_limit": "ds_events.services.commands"}
+# Raised here, catalogued where another domain that raises them put them first.
+ELSEWHERE: dict[str, str] = {
+    "invalid_limit": "ds_events.services.interactions.errors",  # many domains raise it
+    "empty_message": "ds_events.services.interactions.errors",
+    "message_too_long": "ds_events.services.interactions.errors",
+}
 
 CODES = catalogue(
     # lifecycle: messages, control, stage, completion, runner
-    ErrorCode("empty_message", 400, "A message (or a reply's text) is empty or only whitespace."),
-    ErrorCode("message_too_long", 400, "A message (or a reply's text) is longer than its limit (the error says it)."),
     ErrorCode("invalid_role", 400, "A message's role is user, assistant or system."),
     ErrorCode("invalid_action", 400, "Not an action the call takes (a control: pause, stop or resume; a decision: "
                                      "allowed lists them)."),

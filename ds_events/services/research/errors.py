@@ -15,12 +15,12 @@ __all__ = ["CODES", "ELSEWHERE"]
 
 _ARTIFACTS = "ds_events.services.artifacts.errors"
 
-# Codes raised here whose entry is a lower domain's (the lowest that raises it), or the
-# shared vocabulary's where several domains raise it.
+# Codes raised here whose entry is a lower domain's: the one that holds it already, else
+# the lowest that raises it.
 ELSEWHERE: dict[str, str] = {
     "invalid_anchor": "ds_events.services.quest.errors",
-    "invalid_limit": "ds_events.services.commands",
-    "invalid_mode": "ds_events.services.commands",
+    "invalid_limit": "ds_events.services.interactions.errors",
+    "invalid_mode": "ds_events.services.bash.errors",
     **dict.fromkeys((
         "missing_fields", "invalid_field", "unknown_branch", "unknown_run", "unknown_campaign", "worktree_exists",
         "worktree_missing", "invalid_branch_name", "unknown_start_point",
