@@ -7,6 +7,7 @@ writes their materialised files. A domain adds its module here.
 from __future__ import annotations
 
 import importlib
+from typing import Any
 
 from .base import Projection, fold
 
@@ -28,5 +29,6 @@ QUEST_PROJECTIONS: tuple[str, ...] = (
 )
 
 
-def quest_projections() -> list[Projection]:  # type: ignore[type-arg]
+def quest_projections() -> list[Projection[Any]]:
+    # Any: each projection has its own state type; the views layer keeps them apart by name.
     return [importlib.import_module(name).PROJECTION for name in QUEST_PROJECTIONS]

@@ -2,7 +2,7 @@
 
 :func:`to_notification` turns one stored event into a JSON-RPC 2.0 notification an ACP
 client understands; :func:`from_notification` gives the event back. The mapping is a
-table keyed by event tag (``_MAPPERS``): each entry builds the ``update`` body.
+match on the event's class (``_update``): each case builds the ``update`` body.
 
 - ``conversation.message``: ``user_message_chunk`` (user), ``agent_message_chunk``
   (assistant), ``agent_thought_chunk`` (system). A turn's ``runner.agent_message`` is an
@@ -24,12 +24,14 @@ Nothing is dropped: every notification carries the raw event in
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import msgspec
 
-from ds_events.events import AnyEvent, Event
+from ds_events.events import AnyEvent, ConversationMessage, Event, QuestAnchorChanged
+from ds_events.events.bash import BashKillRequested, BashProgress, BashSessionExited, BashSessionLost, BashSessionStarted
+from ds_events.events.runner import AgentMessage, Reasoning, RunnerToolCall, RunnerToolResult
+from ds_events.events.tool import ToolCallFinished, ToolCallStarted
 
 __all__ = ["to_notification", "from_notification", "META_KEY", "STAGES", "mapped_tags"]
 
@@ -42,8 +44,7 @@ STAGES = ("scout", "baseline", "idea", "experiment", "analysis-campaign", "write
 
 def to_notification(event: Event, session_id: str) -> dict[str, Any]:
     """The ACP ``session/update`` notification for ``event`` in session ``session_id``."""
-    mapper = _MAPPERS.get(event.type, _info_update)
-    update = mapper(event)
+    update = _update(event)
     update["_meta"] = {META_KEY: {"event": msgspec.to_builtins(event), "seq": event.seq, "type": event.type}}
     return {"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": session_id, "update": update}}
 
@@ -57,37 +58,75 @@ def from_notification(note: dict[str, Any]) -> Event:
     except (KeyError, TypeError):
         raise ValueError("not a ds-events notification: no params.update._meta.ds_events.event") from None
     try:
-        return msgspec.convert(raw, AnyEvent)  # type: ignore[return-value]
+        return msgspec.convert(raw, AnyEvent)
     except msgspec.ValidationError as exc:
         raise ValueError(f"the carried event is invalid: {exc}") from None
 
 
 def mapped_tags() -> frozenset[str]:
     """Tags with a mapping of their own (every other tag becomes ``session_info_update``)."""
-    return frozenset(_MAPPERS)
+    return frozenset(t.TAG for t in _MAPPED)
 
 
 # --------------------------------------------------------------------------- mappers
+
+# The types with a mapping of their own: the cases of _update, in its order.
+_MAPPED: tuple[type[Event], ...] = (
+    ConversationMessage, ToolCallStarted, ToolCallFinished, BashSessionStarted, BashProgress, BashKillRequested,
+    BashSessionExited, BashSessionLost, QuestAnchorChanged, AgentMessage, Reasoning, RunnerToolCall, RunnerToolResult,
+)  # fmt: skip
+
+
+_MAPPED_SET = frozenset(_MAPPED)
+
+
+def _update(event: Event) -> dict[str, Any]:
+    if type(event) not in _MAPPED_SET:  # one set lookup for the types without a mapping
+        return _info_update(event)
+    match event:
+        case ConversationMessage():
+            return _message(event)
+        case ToolCallStarted():
+            return _tool_call_started(event)
+        case ToolCallFinished():
+            return _tool_call_finished(event)
+        case BashSessionStarted():
+            return _bash_started(event)
+        case BashProgress():
+            return _bash_progress(event)
+        case BashKillRequested():
+            return _bash_kill(event)
+        case BashSessionExited():
+            return _bash_exited(event)
+        case BashSessionLost():
+            return _bash_lost(event)
+        case QuestAnchorChanged():
+            return _anchor_plan(event)
+        case AgentMessage():
+            return _text("agent_message_chunk", event.text, event.message_id or event.id)
+        case Reasoning():
+            return _text("agent_thought_chunk", event.text, event.id)
+        case RunnerToolCall():
+            return _runner_tool_call(event)
+        case RunnerToolResult():
+            return _runner_tool_result(event)
+    return _info_update(event)
 
 
 def _text(kind: str, text: str, message_id: str) -> dict[str, Any]:
     return {"sessionUpdate": kind, "content": {"type": "text", "text": text}, "messageId": message_id}
 
 
-def _message(e: Any) -> dict[str, Any]:
+def _message(e: ConversationMessage) -> dict[str, Any]:
     kind = {"user": "user_message_chunk", "assistant": "agent_message_chunk"}.get(e.role, "agent_thought_chunk")
     return _text(kind, e.content, e.id)
 
 
-def _runner_text(kind: str) -> Callable[[Any], dict[str, Any]]:
-    return lambda e: _text(kind, e.text, getattr(e, "message_id", "") or e.id)
-
-
-def _runner_call_id(e: Any) -> str:
+def _runner_call_id(e: RunnerToolCall | RunnerToolResult) -> str:
     return f"{e.run_id or 'turn'}:{e.call_id}"
 
 
-def _runner_tool_call(e: Any) -> dict[str, Any]:
+def _runner_tool_call(e: RunnerToolCall) -> dict[str, Any]:
     namespace, _, tool = e.tool.rpartition(".")
     return {
         "sessionUpdate": "tool_call",
@@ -99,7 +138,7 @@ def _runner_tool_call(e: Any) -> dict[str, Any]:
     }
 
 
-def _runner_tool_result(e: Any) -> dict[str, Any]:
+def _runner_tool_result(e: RunnerToolResult) -> dict[str, Any]:
     return {
         "sessionUpdate": "tool_call_update",
         "toolCallId": _runner_call_id(e),
@@ -108,7 +147,7 @@ def _runner_tool_result(e: Any) -> dict[str, Any]:
     }
 
 
-def _tool_call_started(e: Any) -> dict[str, Any]:
+def _tool_call_started(e: ToolCallStarted) -> dict[str, Any]:
     return {
         "sessionUpdate": "tool_call",
         "toolCallId": e.call_id,
@@ -119,7 +158,7 @@ def _tool_call_started(e: Any) -> dict[str, Any]:
     }
 
 
-def _tool_call_finished(e: Any) -> dict[str, Any]:
+def _tool_call_finished(e: ToolCallFinished) -> dict[str, Any]:
     status = "completed" if e.status == "ok" else "failed"
     output: dict[str, Any] = {"status": e.status, "result": e.result, "duration_ms": e.duration_ms}
     if e.status == "error":
@@ -137,7 +176,7 @@ def _tool_call_finished(e: Any) -> dict[str, Any]:
     }
 
 
-def _bash_started(e: Any) -> dict[str, Any]:
+def _bash_started(e: BashSessionStarted) -> dict[str, Any]:
     return {
         "sessionUpdate": "tool_call",
         "toolCallId": _bash_call_id(e.session_id),
@@ -148,7 +187,7 @@ def _bash_started(e: Any) -> dict[str, Any]:
     }
 
 
-def _bash_progress(e: Any) -> dict[str, Any]:
+def _bash_progress(e: BashProgress) -> dict[str, Any]:
     return {
         "sessionUpdate": "tool_call_update",
         "toolCallId": _bash_call_id(e.session_id),
@@ -157,7 +196,7 @@ def _bash_progress(e: Any) -> dict[str, Any]:
     }
 
 
-def _bash_kill(e: Any) -> dict[str, Any]:
+def _bash_kill(e: BashKillRequested) -> dict[str, Any]:
     return {
         "sessionUpdate": "tool_call_update",
         "toolCallId": _bash_call_id(e.session_id),
@@ -166,7 +205,7 @@ def _bash_kill(e: Any) -> dict[str, Any]:
     }
 
 
-def _bash_exited(e: Any) -> dict[str, Any]:
+def _bash_exited(e: BashSessionExited) -> dict[str, Any]:
     return {
         "sessionUpdate": "tool_call_update",
         "toolCallId": _bash_call_id(e.session_id),
@@ -182,7 +221,7 @@ def _bash_exited(e: Any) -> dict[str, Any]:
     }
 
 
-def _bash_lost(e: Any) -> dict[str, Any]:
+def _bash_lost(e: BashSessionLost) -> dict[str, Any]:
     return {
         "sessionUpdate": "tool_call_update",
         "toolCallId": _bash_call_id(e.session_id),
@@ -191,7 +230,7 @@ def _bash_lost(e: Any) -> dict[str, Any]:
     }
 
 
-def _anchor_plan(e: Any) -> dict[str, Any]:
+def _anchor_plan(e: QuestAnchorChanged) -> dict[str, Any]:
     current = e.anchor
     rank = STAGES.index(current) if current in STAGES else -1
     entries = []
@@ -222,20 +261,3 @@ def _tool_kind(namespace: str, tool: str) -> str:
     if verb in _KIND_BY_TOOL:
         return _KIND_BY_TOOL[verb]
     return "edit" if verb in ("write", "record", "append", "promote", "supersede", "import") else "other"
-
-
-_MAPPERS: dict[str, Callable[[Any], dict[str, Any]]] = {
-    "conversation.message": _message,
-    "tool.call_started": _tool_call_started,
-    "tool.call_finished": _tool_call_finished,
-    "bash.session_started": _bash_started,
-    "bash.progress": _bash_progress,
-    "bash.kill_requested": _bash_kill,
-    "bash.session_exited": _bash_exited,
-    "bash.session_lost": _bash_lost,
-    "quest.anchor_changed": _anchor_plan,
-    "runner.agent_message": _runner_text("agent_message_chunk"),
-    "runner.reasoning": _runner_text("agent_thought_chunk"),
-    "runner.tool_call": _runner_tool_call,
-    "runner.tool_result": _runner_tool_result,
-}

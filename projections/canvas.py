@@ -12,6 +12,7 @@ The branch view needs git (refs, ahead/behind), so it is built in
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 import msgspec
@@ -46,7 +47,7 @@ def stage_view(state: State, quest_id: str) -> dict[str, Any]:
     ordered = sorted(state.stage_nodes.values(), key=lambda n: (n.branch != "main", n.branch, n.rank, n.first_seq))
     nodes = [{**msgspec.to_builtins(n), "id": n.ref, "label": f"{n.stage} ({n.branch})"} for n in ordered]
     edges: list[dict[str, Any]] = []
-    for a, b in zip(ordered, ordered[1:]):
+    for a, b in itertools.pairwise(ordered):
         if a.branch == b.branch:
             edges.append({"source": a.ref, "target": b.ref, "relation": "stage", "branch": a.branch})
     # A branch's first stage hangs off the stage of its parent branch active when it began.

@@ -37,7 +37,8 @@ def render_svg(canvas: dict[str, Any]) -> str:
     height = _MARGIN * 2 + (max(rows, default=-1) + 1) * (_BOX_H + _GAP_Y)
     title = escape(f"{canvas.get('view', '')} view of {canvas.get('quest_id', '')} at seq {canvas.get('seq', '')}")
     out = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="0 0 {width} {height}" font-family="sans-serif" font-size="11">',
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="0 0 {width} {height}" '
+        'font-family="sans-serif" font-size="11">',
         f"<title>{title}</title>",
         '<defs><marker id="arrow" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="6" markerHeight="6" orient="auto">'
         '<path d="M0,0 L10,5 L0,10 z" fill="#666"/></marker></defs>',
@@ -48,7 +49,7 @@ def render_svg(canvas: dict[str, Any]) -> str:
             f'<line x1="{x1 + _BOX_W // 2}" y1="{y1 + _BOX_H}" x2="{x2 + _BOX_W // 2}" y2="{y2}" '
             f'stroke="#666" marker-end="url(#arrow)" class="{escape(relation, {chr(34): "&quot;"})}"/>'
         )
-    for node, node_id in zip(nodes, ids):
+    for node, node_id in zip(nodes, ids, strict=True):
         x, y = pos[node_id]
         label = str(node.get("label", node_id))
         short = label if len(label) <= _LABEL_CHARS else label[: _LABEL_CHARS - 1] + "…"

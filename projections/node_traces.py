@@ -20,7 +20,18 @@ from typing import Any
 import msgspec
 from msgspec.structs import replace
 
-from ds_events.events import Event
+from ds_events.events import Event, QuestAnchorChanged, QuestCreated
+from ds_events.events.artifact import (
+    AnalysisCampaignCreated,
+    AnalysisSliceRecorded,
+    ArtifactRecorded,
+    BaselineAttached,
+    BaselineConfirmed,
+    BaselinePublished,
+    BranchPrepared,
+    GitCheckpointed,
+    MainExperimentRecorded,
+)
 
 from .base import Projection
 from .workflow import record_title
@@ -112,61 +123,61 @@ def initial() -> State:
 
 def apply(state: State, event: Event) -> State:
     state.last_seq = event.seq
-    tag = event.TAG
-    get = lambda name, default=None: getattr(event, name, default)  # noqa: E731
-    if tag == "quest.created":
-        _branch(state, "main", event)
-    elif tag == "quest.anchor_changed":
-        state.anchor = get("anchor")
-        if state.anchor != "decision":
-            state.effective_stage = state.anchor
-    elif tag == "git.branch_prepared":
-        name = get("branch")
-        node = state.branch_nodes.get(name)
-        state.branch_nodes[name] = BranchNode(
-            ref=f"branch:{name}", branch=name, branch_kind=get("branch_kind"), parent=get("start_point") or None,
-            seq=event.seq, ts=event.ts, head_sha=get("start_sha"),
-            checkpoint_count=node.checkpoint_count if node else 0, event_count=node.event_count if node else 0,
-        )  # fmt: skip
-        if get("activate", True):
-            state.active_branch = name
-    elif tag == "artifact.recorded":
-        kind = get("kind")
-        payload = get("payload", {}) or {}
-        title = record_title(payload, get("artifact_id"))
-        stage = _RECORD_STAGE.get(kind, state.effective_stage)
-        _new_node(state, event, f"{kind}:{get('artifact_id')}", kind, title, get("branch", "main"), stage)
-    elif tag == "artifact.baseline_published":
-        _new_node(state, event, f"baseline:{get('baseline_id')}", "baseline", f"Baseline {get('baseline_id')}",
-                  state.active_branch, "baseline", status="published")  # fmt: skip
-    elif tag in ("artifact.baseline_attached", "artifact.baseline_confirmed"):
-        verb = tag.rsplit("_", 1)[1]
-        _touch(state, f"baseline:{get('baseline_id')}", event, f"Baseline {verb}", status=verb)
-    elif tag == "artifact.main_experiment_recorded":
-        _new_node(state, event, f"run:{get('run')}", "run", str(get("title") or get("run")), get("branch", "main"),
-                  "experiment", status="recorded")  # fmt: skip
-    elif tag == "artifact.analysis_campaign_created":
-        cid = get("campaign_id")
-        _new_node(state, event, f"campaign:{cid}", "campaign", str(get("title") or cid), get("parent_branch"),
-                  "analysis-campaign", status="open")  # fmt: skip
-        for s in get("slices", []):
-            _new_node(state, event, f"slice:{cid}/{s.get('slice_id')}", "slice", str(s.get("title") or s.get("slice_id")),
-                      str(s.get("branch") or get("parent_branch")), "analysis-campaign", status="pending")  # fmt: skip
-    elif tag == "artifact.analysis_slice_recorded":
-        cid, sid, status = get("campaign_id"), get("slice_id"), get("status")
-        _touch(state, f"slice:{cid}/{sid}", event, f"Slice {status}", status=status)
-        _touch(state, f"campaign:{cid}", event, f"Slice {sid} {status}")
-    elif tag == "git.checkpointed":
-        branch = get("branch")
-        message = (get("message") or "").splitlines()
-        _new_node(state, event, f"checkpoint:{get('sha')}", "checkpoint", message[0] if message else get("sha"),
-                  branch, state.effective_stage)  # fmt: skip
-        node = _branch(state, branch, event)
-        state.branch_nodes[branch] = replace(node, head_sha=get("sha"), checkpoint_count=node.checkpoint_count + 1)
+    if type(event) not in _FOLDED:  # most events (tool calls, shell output, memory) touch no node
+        return state
+    match event:
+        case QuestCreated():
+            _branch(state, "main", event)
+        case QuestAnchorChanged(anchor=anchor):
+            state.anchor = anchor
+            if anchor != "decision":
+                state.effective_stage = anchor
+        case BranchPrepared(branch=name):
+            node = state.branch_nodes.get(name)
+            state.branch_nodes[name] = BranchNode(
+                ref=f"branch:{name}", branch=name, branch_kind=event.branch_kind, parent=event.start_point or None,
+                seq=event.seq, ts=event.ts, head_sha=event.start_sha,
+                checkpoint_count=node.checkpoint_count if node else 0, event_count=node.event_count if node else 0,
+            )  # fmt: skip
+            if event.activate:
+                state.active_branch = name
+        case ArtifactRecorded(kind=kind, artifact_id=artifact_id):
+            title = record_title(event.payload or {}, artifact_id)
+            stage = _RECORD_STAGE.get(kind, state.effective_stage)
+            _new_node(state, event, f"{kind}:{artifact_id}", kind, title, event.branch, stage)
+        case BaselinePublished(baseline_id=baseline_id):
+            _new_node(state, event, f"baseline:{baseline_id}", "baseline", f"Baseline {baseline_id}",
+                      state.active_branch, "baseline", status="published")  # fmt: skip
+        case BaselineAttached() | BaselineConfirmed():
+            verb = event.TAG.rsplit("_", 1)[1]
+            _touch(state, f"baseline:{event.baseline_id}", event, f"Baseline {verb}", status=verb)
+        case MainExperimentRecorded(run=run):
+            _new_node(state, event, f"run:{run}", "run", str(event.title or run), event.branch, "experiment", status="recorded")
+        case AnalysisCampaignCreated(campaign_id=cid, parent_branch=parent):
+            _new_node(state, event, f"campaign:{cid}", "campaign", str(event.title or cid), parent, "analysis-campaign",
+                      status="open")  # fmt: skip
+            for s in event.slices:
+                _new_node(state, event, f"slice:{cid}/{s.get('slice_id')}", "slice", str(s.get("title") or s.get("slice_id")),
+                          str(s.get("branch") or parent), "analysis-campaign", status="pending")  # fmt: skip
+        case AnalysisSliceRecorded(campaign_id=cid, slice_id=sid, status=status):
+            _touch(state, f"slice:{cid}/{sid}", event, f"Slice {status}", status=status)
+            _touch(state, f"campaign:{cid}", event, f"Slice {sid} {status}")
+        case GitCheckpointed(branch=branch, sha=sha):
+            message = (event.message or "").splitlines()
+            _new_node(state, event, f"checkpoint:{sha}", "checkpoint", message[0] if message else sha, branch,
+                      state.effective_stage)  # fmt: skip
+            node = _branch(state, branch, event)
+            state.branch_nodes[branch] = replace(node, head_sha=sha, checkpoint_count=node.checkpoint_count + 1)
     return state
 
 
 # -- private helpers ----------------------------------------------------------------------
+
+# The types apply matches: one set lookup lets every other event pass.
+_FOLDED: frozenset[type[Event]] = frozenset({
+    QuestCreated, QuestAnchorChanged, BranchPrepared, ArtifactRecorded, BaselinePublished, BaselineAttached,
+    BaselineConfirmed, MainExperimentRecorded, AnalysisCampaignCreated, AnalysisSliceRecorded, GitCheckpointed,
+})  # fmt: skip
 
 
 def _branch(state: State, name: str, event: Event) -> BranchNode:
@@ -184,7 +195,7 @@ def _new_node(
 ) -> None:
     action = Action(seq=event.seq, ts=event.ts, type=event.TAG, title=title)
     old = state.event_nodes.pop(ref, None)  # a re-recorded id moves to the newest end
-    actions = (old.actions + [action])[-ACTIONS:] if old else [action]
+    actions = [*old.actions, action][-ACTIONS:] if old else [action]
     state.event_nodes[ref] = EventNode(ref=ref, event_kind=kind, title=title, branch=branch, stage=stage,
                                        seq=event.seq, ts=event.ts, status=status, actions=actions)  # fmt: skip
     state.counts[kind] = state.counts.get(kind, 0) + 1
@@ -208,7 +219,7 @@ def _touch(state: State, ref: str, event: Event, title: str, *, status: str | No
     if node is None:
         return
     action = Action(seq=event.seq, ts=event.ts, type=event.TAG, title=title)
-    changes: dict[str, Any] = {"actions": (node.actions + [action])[-ACTIONS:]}
+    changes: dict[str, Any] = {"actions": [*node.actions, action][-ACTIONS:]}
     if status is not None:
         changes["status"] = status
     state.event_nodes[ref] = replace(node, **changes)

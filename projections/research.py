@@ -14,7 +14,6 @@ Materialises ``ideas/<idea_id>/idea.md`` (the idea as submitted, latest revision
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
 
 import msgspec
 from msgspec.structs import replace
@@ -46,32 +45,22 @@ CONVERSATION_WINDOW = 200  # messages kept in the view; the log keeps them all
 
 
 class Idea(msgspec.Struct, kw_only=True):
-    idea_id: str
-    title: str
-    submission_mode: str = "line"
-    branch: str | None = None
-    branch_no: str | None = None
-    worktree: str | None = None
-    parent_branch: str | None = None
-    lineage_intent: str | None = None
-    foundation_ref: dict[str, Any] = {}
-    foundation_reason: str = ""
-    next_target: str = "experiment"
-    problem: str = ""
-    hypothesis: str = ""
-    mechanism: str = ""
-    method_brief: str = ""
-    expected_gain: str = ""
-    decision_reason: str = ""
-    risks: list[str] = []
-    evidence_paths: list[str] = []
-    draft_markdown: str = ""
-    details: dict[str, Any] = {}
+    """An idea as it stands: its latest submission (the event itself; a revision keeps the
+    lineage the idea was created with, and its foundation_reason when it gives none),
+    how often it was revised, and when it was created."""
+
+    submitted: IdeaSubmitted
     revisions: int = 0
     created_seq: int = 0
     created_at: str = ""
-    updated_seq: int = 0
-    updated_at: str = ""
+
+    @property
+    def updated_seq(self) -> int:
+        return self.submitted.seq
+
+    @property
+    def updated_at(self) -> str:
+        return self.submitted.ts
 
 
 class CampaignProgress(msgspec.Struct, kw_only=True):
@@ -188,19 +177,18 @@ def apply(state: State, event: Event) -> State:
 
 
 def _apply_idea(state: State, event: IdeaSubmitted) -> None:
-    fields = {f: getattr(event, f) for f in Idea.__struct_fields__ if hasattr(event, f) and f != "idea_id"}
     old = state.ideas.get(event.idea_id)
     if event.mode == "revise" and old is not None:
         # The lineage stays what the idea was created with; the text is the new one.
-        keep = ("branch", "branch_no", "worktree", "parent_branch", "lineage_intent", "foundation_ref", "submission_mode")
-        fields.update({k: getattr(old, k) for k in keep})
-        if not event.foundation_reason:
-            fields["foundation_reason"] = old.foundation_reason
-        state.ideas[event.idea_id] = replace(old, **fields, revisions=old.revisions + 1, updated_seq=event.seq,
-                                             updated_at=event.ts)  # fmt: skip
+        was = old.submitted
+        kept = replace(
+            event, branch=was.branch, branch_no=was.branch_no, worktree=was.worktree, parent_branch=was.parent_branch,
+            lineage_intent=was.lineage_intent, foundation_ref=was.foundation_ref, submission_mode=was.submission_mode,
+            foundation_reason=event.foundation_reason or was.foundation_reason,
+        )  # fmt: skip
+        state.ideas[event.idea_id] = replace(old, submitted=kept, revisions=old.revisions + 1)
     else:
-        state.ideas[event.idea_id] = Idea(idea_id=event.idea_id, **fields, created_seq=event.seq, created_at=event.ts,
-                                          updated_seq=event.seq, updated_at=event.ts)  # fmt: skip
+        state.ideas[event.idea_id] = Idea(submitted=event, created_seq=event.seq, created_at=event.ts)
     if event.submission_mode == "candidate" and event.mode == "create":
         return
     state.active_idea_id = event.idea_id
@@ -242,11 +230,12 @@ def render_changed(state: State, events: Iterable[Event]) -> Files:
 
 
 def _idea_files(idea: Idea) -> Files:
-    page, draft = idea_paths(idea.idea_id)
-    return {page: _idea_page(idea).encode(), draft: _idea_draft(idea).encode()}
+    page, draft = idea_paths(idea.submitted.idea_id)
+    return {page: _idea_page(idea).encode(), draft: _idea_draft(idea.submitted).encode()}
 
 
-def _idea_page(idea: Idea) -> str:
+def _idea_page(record: Idea) -> str:
+    idea = record.submitted
     foundation = idea.foundation_ref.get("label") or idea.foundation_ref.get("branch") or "-"
     lines = [
         f"# Idea {idea.idea_id}: {idea.title}",
@@ -255,7 +244,7 @@ def _idea_page(idea: Idea) -> str:
         f"- grows from: `{idea.parent_branch or '-'}` ({idea.lineage_intent or 'lineage not stated'})",
         f"- foundation: {foundation}" + (f" — {idea.foundation_reason}" if idea.foundation_reason else ""),
         f"- next: {idea.next_target}",
-        f"- revisions: {idea.revisions}",
+        f"- revisions: {record.revisions}",
         "",
     ]
     for heading, text in (
@@ -270,7 +259,7 @@ def _idea_page(idea: Idea) -> str:
     return "\n".join(lines)
 
 
-def _idea_draft(idea: Idea) -> str:
+def _idea_draft(idea: IdeaSubmitted) -> str:
     if idea.draft_markdown.strip():
         text = idea.draft_markdown
         return text if text.endswith("\n") else text + "\n"
@@ -283,6 +272,8 @@ def _idea_draft(idea: Idea) -> str:
 
 PROJECTION: Projection[State] = Projection(
     name="research",
+    # 2: an Idea keeps its latest IdeaSubmitted instead of a copy of its fields.
+    version=2,
     state_type=State,
     initial=initial,
     apply=apply,

@@ -4,9 +4,8 @@ files the events say were written.
 Memory is bounded: the newest ``WINDOW`` entries and ``WINDOW`` changed files are kept,
 plus a count per entry kind over the whole history (the full history stays in the log).
 
-Tool-call events (``tool.call_started`` / ``tool.call_finished``, from the MCP handlers)
-are read by tag and attribute, so this module does not import their classes: any event
-whose tag starts with ``tool.`` becomes a ``tool_call`` entry.
+Events are matched by class (the closed union of :mod:`ds_events.events`): a type not
+named here makes no entry.
 """
 
 from __future__ import annotations
@@ -16,7 +15,29 @@ from typing import Any
 import msgspec
 from msgspec.structs import replace
 
-from ds_events.events import Event
+from ds_events.events import (
+    ConversationMessage,
+    Event,
+    QuestAnchorChanged,
+    QuestCompleted,
+    QuestControl,
+    QuestCreated,
+)
+from ds_events.events.artifact import (
+    AnalysisCampaignCreated,
+    AnalysisSliceRecorded,
+    ArtifactRecorded,
+    BaselineAttached,
+    BaselineConfirmed,
+    BaselinePublished,
+    BranchPrepared,
+    GitCheckpointed,
+    MainExperimentRecorded,
+)
+from ds_events.events.bash import BashSessionExited, BashSessionLost, BashSessionStarted
+from ds_events.events.interaction import InteractionReplied, InteractionSent
+from ds_events.events.memory import CardWritten
+from ds_events.events.tool import ToolCallFinished, ToolCallStarted
 
 from .base import Projection
 
@@ -29,7 +50,8 @@ _SUMMARY_CHARS = 200
 class Entry(msgspec.Struct, kw_only=True, omit_defaults=True):
     seq: int
     ts: str
-    entry_kind: str  # quest | message | artifact | run | analysis | baseline | checkpoint | branch | tool_call | bash | memory | interaction
+    # quest | message | artifact | run | analysis | baseline | checkpoint | branch | tool_call | bash | memory | interaction
+    entry_kind: str
     title: str
     summary: str = ""
     ref: str | None = None
@@ -49,6 +71,8 @@ def initial() -> State:
 
 def apply(state: State, event: Event) -> State:
     state.last_seq = event.seq
+    if type(event) not in _ENTRY_TYPES:  # bookkeeping: no entry, and no file written
+        return state
     entry = entry_for(event)
     if entry is not None:
         _add_entry(state, entry)
@@ -59,77 +83,83 @@ def apply(state: State, event: Event) -> State:
 
 def entry_for(event: Event) -> Entry | None:
     """The workflow entry an event makes, or None for bookkeeping events."""
-    tag = _tag(event)
-    get = lambda name, default=None: getattr(event, name, default)  # noqa: E731
-    base: dict[str, Any] = {"seq": event.seq, "ts": event.ts}
-    domain = tag.split(".", 1)[0]
-    if tag == "quest.created":
-        return Entry(**base, entry_kind="quest", title=f"Quest created: {get('title', '')}", summary=_short(get("brief", "")))
-    if tag == "quest.anchor_changed":
-        return Entry(**base, entry_kind="quest", title=f"Stage: {get('anchor')}", summary=_short(get("reason", "")), ref=get("anchor"))
-    if tag == "quest.control":
-        return Entry(**base, entry_kind="quest", title=f"Control: {get('action')}", summary=_short(get("reason", "")), status=get("action"))
-    if tag == "quest.completed":
-        return Entry(**base, entry_kind="quest", title="Quest completed", summary=_short(get("summary", "")), status="completed")
-    if tag == "conversation.message":
-        return Entry(**base, entry_kind="message", title=f"{get('role')} message", summary=_short(get("content", "")))
-    if tag == "artifact.recorded":
-        payload = get("payload", {}) or {}
-        return Entry(**base, entry_kind="artifact", title=f"{get('kind')}: {_short(record_title(payload, get('artifact_id')))}",
-                     summary=_short(str(payload.get("summary") or payload.get("reason") or "")), ref=get("artifact_id"))  # fmt: skip
-    if tag == "artifact.main_experiment_recorded":
-        return Entry(**base, entry_kind="run", title=f"Run {get('run')}: {_short(get('title', ''))}",
-                     summary=_short(get("summary", "") or _metrics(get("metrics_summary", {}))), ref=get("run"))  # fmt: skip
-    if tag == "artifact.analysis_campaign_created":
-        return Entry(**base, entry_kind="analysis", title=f"Analysis campaign: {_short(get('title', ''))}",
-                     summary=_short(get("goal", "")), ref=get("campaign_id"))  # fmt: skip
-    if tag == "artifact.analysis_slice_recorded":
-        return Entry(**base, entry_kind="analysis", title=f"Slice {get('slice_id')} {get('status')}",
-                     summary=_short(get("summary", "") or _metrics(get("metrics_summary", {}))),
-                     ref=f"{get('campaign_id')}/{get('slice_id')}", status=get("status"))  # fmt: skip
-    if tag in ("artifact.baseline_published", "artifact.baseline_attached", "artifact.baseline_confirmed"):
-        verb = tag.rsplit("_", 1)[1]
-        return Entry(**base, entry_kind="baseline", title=f"Baseline {get('baseline_id')} {verb}",
-                     summary=_short(get("summary", "") or ""), ref=get("baseline_id"))  # fmt: skip
-    if tag == "git.checkpointed":
-        return Entry(**base, entry_kind="checkpoint", title=f"Checkpoint on {get('branch')}",
-                     summary=_short((get("message", "") or "").splitlines()[0] if get("message") else ""), ref=get("sha"))  # fmt: skip
-    if tag == "git.branch_prepared":
-        return Entry(**base, entry_kind="branch", title=f"Branch {get('branch')} ({get('branch_kind')})", ref=get("branch"))
-    if domain == "tool":
-        status = get("status") or "in_progress"
-        error = get("error_code") or ""
-        return Entry(**base, entry_kind="tool_call", title=f"{get('namespace', '')}.{get('tool', '')}".strip("."),
-                     summary=_short(error), ref=get("call_id"), status=status)  # fmt: skip
-    if tag == "bash.session_started":
-        return Entry(**base, entry_kind="bash", title=f"bash: {_short(str(get('command', '')))}", ref=get("session_id"), status="running")
-    if tag in ("bash.session_exited", "bash.session_lost"):
-        status = "lost" if tag.endswith("lost") else str(get("status"))
-        return Entry(**base, entry_kind="bash", title=f"bash {get('session_id')} {status}", ref=get("session_id"), status=status)
-    if tag == "memory.card_written":
-        return Entry(**base, entry_kind="memory", title=f"Memory {get('kind')}: {_short(get('title', ''))}", ref=get("card_id"))
-    if tag in ("interaction.sent", "interaction.replied"):
-        return Entry(**base, entry_kind="interaction", title=tag.split(".", 1)[1].capitalize(),
-                     summary=_short(str(get("message", "") or get("text", "") or "")), ref=get("interaction_id"))  # fmt: skip
+    seq, ts = event.seq, event.ts
+    match event:  # most frequent first: every MCP call leaves a tool.call_finished
+        case ToolCallStarted():
+            return _tool_call(event, status="in_progress", error="")
+        case ToolCallFinished():
+            return _tool_call(event, status=event.status or "in_progress", error=event.error_code)
+        case QuestCreated():
+            return Entry(seq=seq, ts=ts, entry_kind="quest", title=f"Quest created: {event.title}", summary=_short(event.brief))
+        case QuestAnchorChanged():
+            return Entry(seq=seq, ts=ts, entry_kind="quest", title=f"Stage: {event.anchor}", summary=_short(event.reason),
+                         ref=event.anchor)  # fmt: skip
+        case QuestControl():
+            return Entry(seq=seq, ts=ts, entry_kind="quest", title=f"Control: {event.action}", summary=_short(event.reason),
+                         status=event.action)  # fmt: skip
+        case QuestCompleted():
+            return Entry(seq=seq, ts=ts, entry_kind="quest", title="Quest completed", summary=_short(event.summary),
+                         status="completed")  # fmt: skip
+        case ConversationMessage():
+            return Entry(seq=seq, ts=ts, entry_kind="message", title=f"{event.role} message", summary=_short(event.content))
+        case ArtifactRecorded():
+            payload = event.payload or {}
+            return Entry(seq=seq, ts=ts, entry_kind="artifact",
+                         title=f"{event.kind}: {_short(record_title(payload, event.artifact_id))}",
+                         summary=_short(str(payload.get("summary") or payload.get("reason") or "")), ref=event.artifact_id)  # fmt: skip
+        case MainExperimentRecorded():
+            return Entry(seq=seq, ts=ts, entry_kind="run", title=f"Run {event.run}: {_short(event.title)}",
+                         summary=_short(event.summary or _metrics(event.metrics_summary)), ref=event.run)  # fmt: skip
+        case AnalysisCampaignCreated():
+            return Entry(seq=seq, ts=ts, entry_kind="analysis", title=f"Analysis campaign: {_short(event.title)}",
+                         summary=_short(event.goal), ref=event.campaign_id)  # fmt: skip
+        case AnalysisSliceRecorded():
+            return Entry(seq=seq, ts=ts, entry_kind="analysis", title=f"Slice {event.slice_id} {event.status}",
+                         summary=_short(event.summary or _metrics(event.metrics_summary)),
+                         ref=f"{event.campaign_id}/{event.slice_id}", status=event.status)  # fmt: skip
+        case BaselinePublished() | BaselineAttached() | BaselineConfirmed():
+            verb = event.TAG.rsplit("_", 1)[1]
+            summary = event.summary if isinstance(event, BaselineConfirmed) else ""  # only a confirmation says one
+            return Entry(seq=seq, ts=ts, entry_kind="baseline", title=f"Baseline {event.baseline_id} {verb}",
+                         summary=_short(summary), ref=event.baseline_id)  # fmt: skip
+        case GitCheckpointed():
+            return Entry(seq=seq, ts=ts, entry_kind="checkpoint", title=f"Checkpoint on {event.branch}",
+                         summary=_short(event.message.splitlines()[0] if event.message else ""), ref=event.sha)  # fmt: skip
+        case BranchPrepared():
+            return Entry(seq=seq, ts=ts, entry_kind="branch", title=f"Branch {event.branch} ({event.branch_kind})", ref=event.branch)
+        case BashSessionStarted():
+            return Entry(seq=seq, ts=ts, entry_kind="bash", title=f"bash: {_short(event.command)}", ref=event.session_id,
+                         status="running")  # fmt: skip
+        case BashSessionExited() | BashSessionLost():
+            ended = "lost" if isinstance(event, BashSessionLost) else event.status
+            return Entry(seq=seq, ts=ts, entry_kind="bash", title=f"bash {event.session_id} {ended}", ref=event.session_id,
+                         status=ended)  # fmt: skip
+        case CardWritten():
+            return Entry(seq=seq, ts=ts, entry_kind="memory", title=f"Memory {event.kind}: {_short(event.title)}", ref=event.card_id)
+        case InteractionSent():
+            return Entry(seq=seq, ts=ts, entry_kind="interaction", title="Sent", summary=_short(event.message),
+                         ref=event.interaction_id)  # fmt: skip
+        case InteractionReplied():
+            return Entry(seq=seq, ts=ts, entry_kind="interaction", title="Replied", summary=_short(event.text),
+                         ref=event.interaction_id)  # fmt: skip
     return None
 
 
 def files_written(event: Event) -> list[str]:
     """Paths (relative to the quest root) an event says were written."""
-    tag = _tag(event)
-    if tag == "artifact.recorded":
-        from .artifacts import KIND_DIRS  # the same layout the artifacts view materialises
+    match event:
+        case ArtifactRecorded(kind=kind, artifact_id=artifact_id):
+            from .artifacts import KIND_DIRS  # the same layout the artifacts view materialises
 
-        kind = getattr(event, "kind", "")
-        paths = [f"artifacts/{KIND_DIRS[kind]}/{getattr(event, 'artifact_id')}.json"] if kind in KIND_DIRS else []
-        named = (getattr(event, "payload", {}) or {}).get("paths")  # files the record says it wrote
-        if isinstance(named, list):
-            paths += [p for p in named if isinstance(p, str) and p]
-        return paths
-    if tag == "artifact.baseline_confirmed":
-        return [getattr(event, "contract_path")]
-    if tag == "memory.card_written":
-        return [f"memory/{getattr(event, 'kind')}/{getattr(event, 'card_id')}.md"]
+            paths = [f"artifacts/{KIND_DIRS[kind]}/{artifact_id}.json"] if kind in KIND_DIRS else []
+            named = (event.payload or {}).get("paths")  # files the record says it wrote
+            if isinstance(named, list):
+                paths += [p for p in named if isinstance(p, str) and p]
+            return paths
+        case BaselineConfirmed():
+            return [event.contract_path]
+        case CardWritten():
+            return [f"memory/{event.kind}/{event.card_id}.md"]
     return []
 
 
@@ -145,11 +175,19 @@ def record_title(payload: dict[str, Any], fallback: str) -> str:
 
 # -- private helpers ----------------------------------------------------------------------
 
+# The types entry_for matches (files_written's are among them): one set lookup lets
+# every other event pass.
+_ENTRY_TYPES: frozenset[type[Event]] = frozenset({
+    QuestCreated, QuestAnchorChanged, QuestControl, QuestCompleted, ConversationMessage, ArtifactRecorded,
+    MainExperimentRecorded, AnalysisCampaignCreated, AnalysisSliceRecorded, BaselinePublished, BaselineAttached,
+    BaselineConfirmed, GitCheckpointed, BranchPrepared, ToolCallStarted, ToolCallFinished, BashSessionStarted,
+    BashSessionExited, BashSessionLost, CardWritten, InteractionSent, InteractionReplied,
+})  # fmt: skip
 
-def _tag(event: Event) -> str:
-    # ``TAG`` is set on every type of ds_events.events; the struct config covers a type
-    # defined elsewhere (a newer domain read before its module is registered).
-    return event.TAG or type(event).__struct_config__.tag  # type: ignore[return-value]
+
+def _tool_call(event: ToolCallStarted | ToolCallFinished, *, status: str, error: str) -> Entry:
+    return Entry(seq=event.seq, ts=event.ts, entry_kind="tool_call", title=f"{event.namespace}.{event.tool}".strip("."),
+                 summary=_short(error), ref=event.call_id, status=status)  # fmt: skip
 
 
 def _add_entry(state: State, entry: Entry) -> None:

@@ -11,14 +11,26 @@ back to the upcaster chain only for lines written by an older schema version.
 
 from __future__ import annotations
 
+import functools
+import operator
 import typing
+from typing import TYPE_CHECKING, TypeAlias
 
 import msgspec
 
-from . import artifact, bash, core, interaction, memory, runner, tool
-from . import research
+from . import artifact, bash, core, interaction, memory, research, runner, tool
 from .base import Event, new_event_id, new_event_ids, utc_now
-from .core import *  # noqa: F403 - re-export the core event classes
+from .core import (
+    EVENTS,
+    ConversationMessage,
+    LogRecovered,
+    LogRepaired,
+    QuestAnchorChanged,
+    QuestCompleted,
+    QuestControl,
+    QuestCreated,
+    QuestRunnerSet,
+)
 from .upcast import upcast
 
 __all__ = [
@@ -34,13 +46,26 @@ __all__ = [
     "new_event_ids",
     "utc_now",
 ]
-__all__ += core.__all__
+# The core event classes (and core's EVENTS), re-exported as ``from .core import *`` did.
+__all__ += [
+    "QuestCreated", "QuestAnchorChanged", "QuestControl", "QuestCompleted", "QuestRunnerSet",
+    "ConversationMessage", "LogRecovered", "LogRepaired", "EVENTS",
+]  # fmt: skip
 
 ALL_EVENT_TYPES: tuple[type[Event], ...] = (
     core.EVENTS + memory.EVENTS + bash.EVENTS + artifact.EVENTS + interaction.EVENTS + tool.EVENTS + runner.EVENTS
     + research.EVENTS
 )
-TYPES_BY_TAG: dict[str, type[Event]] = {t.__struct_config__.tag: t for t in ALL_EVENT_TYPES}
+
+
+def _tag_of(cls: type[Event]) -> str:
+    tag = cls.__struct_config__.tag
+    if not isinstance(tag, str):  # pragma: no cover - programming error
+        raise RuntimeError(f"{cls.__name__} has no string tag")
+    return tag
+
+
+TYPES_BY_TAG: dict[str, type[Event]] = {_tag_of(t): t for t in ALL_EVENT_TYPES}
 for _tag, _cls in TYPES_BY_TAG.items():
     _cls.TAG = _tag
 if len(TYPES_BY_TAG) != len(ALL_EVENT_TYPES):  # pragma: no cover - programming error
@@ -51,7 +76,12 @@ CURRENT_VERSION: dict[str, int] = {
 
 _CURRENT_BY_CLASS: dict[type[Event], int] = {TYPES_BY_TAG[tag]: v for tag, v in CURRENT_VERSION.items()}
 
-AnyEvent = typing.Union[ALL_EVENT_TYPES]  # type: ignore[valid-type]
+# The closed union of every event type, built from the tuple above. The checker cannot
+# follow a union made at run time, so it sees the base class: what a decode returns.
+if TYPE_CHECKING:
+    AnyEvent: TypeAlias = Event
+else:
+    AnyEvent = functools.reduce(operator.or_, ALL_EVENT_TYPES)
 
 _encoder = msgspec.json.Encoder()
 _decoder = msgspec.json.Decoder(AnyEvent)

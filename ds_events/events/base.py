@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import ClassVar, dataclass_transform
 
 import msgspec
@@ -69,7 +69,7 @@ def new_event_ids(count: int) -> list[str]:
 
 def utc_now() -> str:
     """The current time as RFC 3339 UTC with microseconds, e.g. ``2026-11-30T09:34:45.123456Z``."""
-    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 def ts_seconds(ts: str) -> float:

@@ -13,13 +13,60 @@ Git side effects happen once in the service; replay rebuilds the views from thes
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, NotRequired, TypedDict
 
 from .base import Event
 
-__all__ = ["IdeaSubmitted", "BranchActivated", "LineageIntent", "EVENTS"]
+__all__ = [
+    "IdeaSubmitted", "BranchActivated", "Foundation", "IdeaDetails", "IdeaText", "LineageIntent", "FoundationKind",
+    "SubmissionMode", "EVENTS",
+]  # fmt: skip
 
 LineageIntent = Literal["continue_line", "branch_alternative"]
+SubmissionMode = Literal["line", "candidate"]
+FoundationKind = Literal["current_head", "baseline", "idea", "run", "branch"]
+
+
+class Foundation(TypedDict):
+    """What an idea branch starts from, resolved (``IdeaSubmitted.foundation_ref``): the
+    kind of foundation and the ref the caller named, the branch it stands for and a
+    label for people; the id behind it under its own name for an idea, a run or a
+    baseline (stored before ``label``)."""
+
+    kind: FoundationKind
+    ref: str
+    branch: str
+    idea_id: NotRequired[str]
+    run_id: NotRequired[str]
+    baseline_id: NotRequired[str]
+    label: str
+
+
+class IdeaDetails(TypedDict, total=False):
+    """The optional facts of an idea that only its listings show; a key is present only
+    when the caller gave it."""
+
+    selection_scores: dict[str, Any]
+    mechanism_family: str
+    change_layer: str
+    source_lens: str
+    source_candidate_id: str  # the candidate idea this one promotes
+
+
+class IdeaText(TypedDict):
+    """The idea in words, as the caller wrote it: what ``submit_idea`` takes and
+    :class:`IdeaSubmitted` stores under the same names (a revision replaces all of it)."""
+
+    problem: str
+    hypothesis: str
+    mechanism: str
+    method_brief: str
+    expected_gain: str
+    decision_reason: str
+    foundation_reason: str
+    risks: list[str]
+    evidence_paths: list[str]
+    draft_markdown: str
 
 
 class IdeaSubmitted(Event, tag="research.idea_submitted", kw_only=True):
@@ -29,13 +76,14 @@ class IdeaSubmitted(Event, tag="research.idea_submitted", kw_only=True):
     idea_id: str
     title: str
     mode: Literal["create", "revise"] = "create"
-    submission_mode: Literal["line", "candidate"] = "line"
+    submission_mode: SubmissionMode = "line"
     branch: str | None = None  # idea/<quest>-<idea_id>; None for a candidate
     branch_no: str | None = None  # "001", "002" ... in the order idea branches were made
     worktree: str | None = None  # relative to the quest root
     parent_branch: str | None = None  # the branch the idea grows from
     lineage_intent: LineageIntent | None = None
-    foundation_ref: dict[str, Any] = {}  # {"kind", "ref", "branch", "label", ...}
+    # A Foundation (a plain object on the wire: its schema is pinned in event_tags.json).
+    foundation_ref: dict[str, Any] = {}
     foundation_reason: str = ""
     next_target: str = "experiment"
     problem: str = ""
@@ -47,7 +95,7 @@ class IdeaSubmitted(Event, tag="research.idea_submitted", kw_only=True):
     risks: list[str] = []
     evidence_paths: list[str] = []
     draft_markdown: str = ""
-    details: dict[str, Any] = {}  # selection_scores, mechanism_family, change_layer, source_lens, source_candidate_id
+    details: dict[str, Any] = {}  # IdeaDetails (a plain object on the wire, as foundation_ref)
 
 
 class BranchActivated(Event, tag="research.branch_activated", kw_only=True):

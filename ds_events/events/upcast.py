@@ -32,7 +32,7 @@ def upcast(raw: Raw, current_v: int) -> Raw:
     Raises ``LookupError`` when a step is missing: an old line we cannot lift is a
     decoding error, never silently read with the wrong shape.
     """
-    tag = raw.get("type")
+    tag = str(raw.get("type"))
     v = int(raw.get("v", 1))
     while v < current_v:
         step = UPCASTERS.get((tag, v))

@@ -11,11 +11,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import acp
 import pytest
-from acp import schema
 from acp.stdio import spawn_agent_process
 
+import acp
+from acp import schema
 from ds_events.home import Home
 from projections.acp import from_notification
 from tests.helpers import wait_until_async

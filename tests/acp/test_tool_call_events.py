@@ -43,7 +43,7 @@ async def test_a_refused_call_is_logged_with_its_error_and_changes_no_domain_sta
     assert answer.is_error
     payload = json.loads(answer.content[0].text)
     after = [e.type for e in quest.log.read()]
-    assert after == before + ["tool.call_finished"]  # nothing but the record of the refusal
+    assert after == [*before, "tool.call_finished"]  # nothing but the record of the refusal
     (event,) = tool_events(quest)
     assert (event.status, event.error_code) == ("error", payload["error"])
     assert event.error_message == payload["message"] and event.arguments == {"kind": "knowledge", "title": "", "bogus": 1}

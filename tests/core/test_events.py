@@ -12,10 +12,10 @@ from hypothesis import strategies as st
 from ds_events.events import (
     ALL_EVENT_TYPES,
     CURRENT_VERSION,
+    TYPES_BY_TAG,
     ConversationMessage,
     EventDecodeError,
     QuestCreated,
-    TYPES_BY_TAG,
     decode_line,
     encode,
     new_event_id,

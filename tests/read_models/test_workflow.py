@@ -3,31 +3,13 @@ changed files newest first and distinct, a bounded window with exact counts."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from ds_events.events import Event
 from ds_events.events.artifact import ArtifactRecorded, BaselineConfirmed, GitCheckpointed
 from ds_events.events.core import ConversationMessage, LogRecovered, QuestAnchorChanged, QuestCreated
 from ds_events.events.memory import CardWritten
+from ds_events.events.tool import ToolCallFinished, ToolCallStarted
 from projections import fold, quest_projections
 from projections import workflow as wf
-
-
-class _ToolCallFinished(Event, tag="tool.call_finished", kw_only=True):
-    """Stand-in with the shape of the acp helper's tool-call event (being added in parallel)."""
-
-    call_id: str
-    namespace: str
-    tool: str
-    status: str
-    arguments: dict[str, Any] = {}
-    error_code: str = ""
-
-
-class _ToolCallStarted(Event, tag="tool.call_started", kw_only=True):
-    call_id: str
-    namespace: str
-    tool: str
 
 
 def _numbered(events: list[Event]) -> list[Event]:
@@ -77,11 +59,11 @@ def test_changed_files_are_newest_first_distinct_and_come_from_what_events_say()
     ]
 
 
-def test_tool_calls_are_read_by_tag_and_a_finish_updates_its_started_entry() -> None:
+def test_tool_calls_make_entries_and_a_finish_updates_its_started_entry() -> None:
     events = _numbered([
-        _ToolCallStarted(call_id="c1", namespace="bash_exec", tool="bash_exec"),
-        _ToolCallFinished(call_id="c2", namespace="memory", tool="write", status="error", error_code="invalid_kind"),
-        _ToolCallFinished(call_id="c1", namespace="bash_exec", tool="bash_exec", status="ok"),
+        ToolCallStarted(call_id="c1", namespace="bash_exec", tool="bash_exec"),
+        ToolCallFinished(call_id="c2", namespace="memory", tool="write", status="error", error_code="invalid_kind"),
+        ToolCallFinished(call_id="c1", namespace="bash_exec", tool="bash_exec", status="ok"),
     ])  # fmt: skip
     state = fold(wf.PROJECTION, events)
     assert [(e.ref, e.title, e.status, e.summary) for e in state.entries] == [

@@ -4,20 +4,24 @@ stage and runner."""
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Literal
 
 from msgspec import Meta
 
-from ds_events.services.commands import Command
+from ds_events.services.commands import Command, Result
 
 __all__ = [
     "PostMessage", "Control", "ChangeAnchor", "Complete", "SetRunner",
-    "ANCHORS", "CONTROL_ACTIONS", "MAX_MESSAGE_CHARS",
+    "QuestSummary",
+    "ANCHORS", "CONTROL_ACTIONS", "ROLES", "MAX_MESSAGE_CHARS", "ControlAction", "Role",
 ]  # fmt: skip
 
 # The stages a quest moves through (its "anchor"); every skill is named after one.
 ANCHORS = ("scout", "baseline", "idea", "experiment", "analysis-campaign", "write", "finalize", "decision")
-CONTROL_ACTIONS = ("pause", "stop", "resume")
+ControlAction = Literal["pause", "stop", "resume"]
+Role = Literal["user", "assistant", "system"]
+CONTROL_ACTIONS: tuple[ControlAction, ...] = ("pause", "stop", "resume")
+ROLES: tuple[Role, ...] = ("user", "assistant", "system")
 MAX_MESSAGE_CHARS = 100_000
 
 
@@ -53,3 +57,18 @@ class SetRunner(Command):
 
     runner: Annotated[str, Meta(description="codex | claude | acp | scripted, or empty for the home's runner.name.")] = ""
     model: Annotated[str, Meta(description="The model the agent uses, or empty for runner.model / the agent's own.")] = ""
+
+
+# -- results ------------------------------------------------------------------------------
+
+
+class QuestSummary(Result, kw_only=True):
+    """A quest as its list row shows it (``GET /api/quests``, the page's quest list)."""
+
+    quest_id: str
+    title: str
+    status: str  # new | active | paused | stopped | completed
+    anchor: str
+    last_seq: int
+    updated_at: str  # the last event's time
+    open_requests: int  # blocking interactions still waiting for the user

@@ -10,40 +10,39 @@ from __future__ import annotations
 
 from ds_events.config import RUNNER_NAMES
 from ds_events.errors import Conflict, Invalid
-from ds_events.events import ConversationMessage, Event, QuestAnchorChanged, QuestCompleted, QuestControl, QuestRunnerSet
+from ds_events.events import ConversationMessage, QuestAnchorChanged, QuestCompleted, QuestControl, QuestRunnerSet
 from ds_events.home import Quest
 
-from .commands import (
-    ANCHORS, CONTROL_ACTIONS, MAX_MESSAGE_CHARS, ChangeAnchor, Complete, Control, PostMessage, SetRunner,
-)  # fmt: skip
+from .commands import ANCHORS, CONTROL_ACTIONS, MAX_MESSAGE_CHARS, ROLES, ChangeAnchor, Complete, Control, PostMessage, SetRunner
 
 __all__ = ["post_message", "record_control", "change_anchor", "complete", "set_runner"]
 
 
-def post_message(quest: Quest, cmd: PostMessage, *, source: str = "cli") -> Event:
+def post_message(quest: Quest, cmd: PostMessage, *, source: str = "cli") -> ConversationMessage:
     """Append a conversation message; returns it as stored (with its seq)."""
-    text, role = cmd.text, cmd.role
+    text = cmd.text
     if not text.strip():
         raise Invalid("a message needs some text", code="empty_message")
     if len(text) > MAX_MESSAGE_CHARS:
         raise Invalid(f"a message is at most {MAX_MESSAGE_CHARS} characters", code="message_too_long")
-    if role not in ("user", "assistant", "system"):
-        raise Invalid(f"unknown role {role!r}: use user, assistant or system", code="invalid_role")
-    return quest.emit(ConversationMessage(role=role, content=text, source=source))  # type: ignore[arg-type]
+    role = next((r for r in ROLES if r == cmd.role), None)
+    if role is None:
+        raise Invalid(f"unknown role {cmd.role!r}: use user, assistant or system", code="invalid_role")
+    return quest.emit(ConversationMessage(role=role, content=text, source=source))
 
 
-def record_control(quest: Quest, cmd: Control) -> Event:
+def record_control(quest: Quest, cmd: Control) -> QuestControl:
     """Record a pause, stop or resume (nothing else: see the module docstring)."""
-    action, reason = cmd.action, cmd.reason
-    if action not in CONTROL_ACTIONS:
-        raise Invalid(f"unknown control action {action!r}: use pause, stop or resume", code="invalid_action")
+    action = next((a for a in CONTROL_ACTIONS if a == cmd.action), None)
+    if action is None:
+        raise Invalid(f"unknown control action {cmd.action!r}: use pause, stop or resume", code="invalid_action")
     status = quest.state("status").status
     if status == "completed":
         raise Conflict("the quest is completed; it cannot be paused, stopped or resumed", code="quest_completed")
-    return quest.emit(QuestControl(action=action, reason=reason))  # type: ignore[arg-type]
+    return quest.emit(QuestControl(action=action, reason=cmd.reason))
 
 
-def change_anchor(quest: Quest, cmd: ChangeAnchor) -> Event:
+def change_anchor(quest: Quest, cmd: ChangeAnchor) -> QuestAnchorChanged:
     anchor, reason = cmd.anchor, cmd.reason
     if anchor not in ANCHORS:
         raise Invalid(f"unknown anchor {anchor!r}: use one of {', '.join(ANCHORS)}", code="invalid_anchor")
@@ -51,14 +50,14 @@ def change_anchor(quest: Quest, cmd: ChangeAnchor) -> Event:
     return quest.emit(QuestAnchorChanged(anchor=anchor, previous=previous, reason=reason))
 
 
-def complete(quest: Quest, cmd: Complete) -> Event:
+def complete(quest: Quest, cmd: Complete) -> QuestCompleted:
     summary = cmd.summary
     if quest.state("status").status == "completed":
         raise Conflict("the quest is already completed", code="quest_completed")
     return quest.emit(QuestCompleted(summary=summary))
 
 
-def set_runner(quest: Quest, cmd: SetRunner) -> Event:
+def set_runner(quest: Quest, cmd: SetRunner) -> QuestRunnerSet:
     """Record the quest's runner and model; the next turn uses them."""
     if cmd.runner and cmd.runner not in RUNNER_NAMES:
         raise Invalid(f"unknown runner {cmd.runner!r}: use one of {', '.join(RUNNER_NAMES)}", code="unknown_runner")

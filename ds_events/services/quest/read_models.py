@@ -1,5 +1,5 @@
-"""Read models of one quest for the daemon (and anyone else): workflow, node traces,
-Canvas graphs (branch, event, stage) and the Canvas as SVG.
+"""Read models of quests for the daemon (and anyone else): the quest list row, workflow,
+node traces, Canvas graphs (branch, event, stage) and the Canvas as SVG.
 
 Every query catches the quest's views up with the log (events any process appended
 since the last call) and answers from the in-memory projection states: nothing here
@@ -14,30 +14,80 @@ branch|event|stage raises ``Invalid`` (``invalid_view``), a limit out of range r
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Callable, Iterator
+from typing import Any, TypedDict, TypeVar
 
 import msgspec
 
 from ds_events.artifacts.branches import branch_view
 from ds_events.errors import Invalid, NotFound
-from ds_events.home import Quest
+from ds_events.home import Home, Quest
+from projections import artifacts as artifacts_projection
+from projections import interactions as interactions_projection
 from projections import node_traces as traces_projection
+from projections import status as status_projection
 from projections import workflow as workflow_projection
+from projections.base import Projection
 from projections.canvas import VIEWS, event_view, stage_view
 from projections.canvas_svg import render_svg
 
-__all__ = ["workflow", "node_traces", "node_trace", "canvas", "canvas_svg", "VIEWS"]
+from .commands import QuestSummary
 
+__all__ = [
+    "quest_summary", "list_quests", "workflow", "node_traces", "node_trace", "canvas", "canvas_svg", "VIEWS",
+    "WorkflowPage", "NodeTracesPage",
+]  # fmt: skip
+
+S = TypeVar("S")
 _MAX_LIMIT = workflow_projection.WINDOW
 
 
-def workflow(quest: Quest, *, limit: int = 200) -> dict[str, Any]:
+class WorkflowPage(TypedDict):
+    quest_id: str
+    seq: int
+    entries: list[dict[str, Any]]  # workflow entries as JSON (summary always, ref and status when set)
+    changed_files: list[str]
+    counts: dict[str, int]
+
+
+class NodeTracesPage(TypedDict):
+    quest_id: str
+    seq: int
+    nodes: list[dict[str, Any]]  # branch, stage and event nodes as JSON, without their action lists
+    counts: dict[str, int]
+
+
+def quest_summary(quest: Quest) -> QuestSummary:
+    """The quest's list row, from its status and interactions views caught up with the log."""
+    quest.views.catch_up(keep=False)
+    # Lent, not handed out: the page polls the list, and a handed-out state makes the
+    # next event copy it.
+    with _lent_state(quest, status_projection.PROJECTION) as s, _lent_state(quest, interactions_projection.PROJECTION) as inbox:
+        return QuestSummary(
+            quest_id=quest.id, title=s.title, status=s.status, anchor=s.anchor, last_seq=s.last_seq,
+            updated_at=s.updated_at, open_requests=len(inbox.open_requests),
+        )  # fmt: skip
+
+
+def list_quests(home: Home, open_quest: Callable[[str], Quest] | None = None) -> list[QuestSummary]:
+    """A row per quest of ``home``, in the home's order. ``open_quest`` gives the open
+    quest of an id (the daemon passes its own, which keeps quests open between calls);
+    without it each quest is opened read-only for this call and closed again."""
+    if open_quest is not None:
+        return [quest_summary(open_quest(quest_id)) for quest_id in home.quest_ids()]
+    rows = []
+    for quest_id in home.quest_ids():
+        with home.open_quest(quest_id, read_only=True) as quest:
+            rows.append(quest_summary(quest))
+    return rows
+
+
+def workflow(quest: Quest, *, limit: int = 200) -> WorkflowPage:
     """The newest ``limit`` workflow entries (newest first), the changed files (newest
     first) and the count of entries per kind over the whole log."""
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= _MAX_LIMIT:
         raise Invalid(f"limit must be an integer from 1 to {_MAX_LIMIT}, got {limit!r}", code="invalid_limit")
-    with _lent(quest, workflow_projection.PROJECTION.name) as state:
+    with _lent(quest, workflow_projection.PROJECTION) as state:
         return {
             "quest_id": quest.id,
             "seq": state.last_seq,
@@ -47,9 +97,9 @@ def workflow(quest: Quest, *, limit: int = 200) -> dict[str, Any]:
         }
 
 
-def node_traces(quest: Quest) -> dict[str, Any]:
+def node_traces(quest: Quest) -> NodeTracesPage:
     """Every node in the window: branch nodes, stage nodes, then event nodes (newest last)."""
-    with _lent(quest, traces_projection.PROJECTION.name) as state:
+    with _lent(quest, traces_projection.PROJECTION) as state:
         nodes = [_summary(n) for n in _ordered_branches(state)]
         nodes += [_summary(n) for n in sorted(state.stage_nodes.values(), key=lambda n: (n.branch, n.rank, n.first_seq))]
         nodes += [_summary(n) for n in state.event_nodes.values()]
@@ -59,16 +109,14 @@ def node_traces(quest: Quest) -> dict[str, Any]:
 def node_trace(quest: Quest, ref: str) -> dict[str, Any]:
     """One node with its related actions: an event node's own actions; a stage node's
     event nodes; a branch node's stages and newest event nodes."""
-    with _lent(quest, traces_projection.PROJECTION.name) as state:
-        node: Any = state.event_nodes.get(ref) or state.stage_nodes.get(ref)
-        if node is None and ref.startswith("branch:"):
-            node = state.branch_nodes.get(ref.removeprefix("branch:"))
+    with _lent(quest, traces_projection.PROJECTION) as state:
+        node = _node(state, ref)
         if node is None:
             raise NotFound(f"no node {ref!r} in quest {quest.id} (or it left the window)", code="unknown_node", ref=ref)
         out: dict[str, Any] = {"quest_id": quest.id, "seq": state.last_seq, **msgspec.to_builtins(node)}
-        if node.node_kind == "event_node":
+        if isinstance(node, traces_projection.EventNode):
             out["related"] = []
-        elif node.node_kind == "stage_node":
+        elif isinstance(node, traces_projection.StageNode):
             out["related"] = [_summary(state.event_nodes[r]) for r in node.event_refs if r in state.event_nodes]
         else:
             stages = [s for s in state.stage_nodes.values() if s.branch == node.branch]
@@ -83,9 +131,9 @@ def canvas(quest: Quest, view: str) -> dict[str, Any]:
     if view not in VIEWS:
         raise Invalid(f"view must be one of {', '.join(VIEWS)}, got {view!r}", code="invalid_view", view=view)
     if view == "branch":
-        with _lent(quest, "artifacts") as state:
+        with _lent(quest, artifacts_projection.PROJECTION) as state:
             return branch_view(quest.repo(), state, quest.id)
-    with _lent(quest, traces_projection.PROJECTION.name) as traces:
+    with _lent(quest, traces_projection.PROJECTION) as traces:
         return event_view(traces, quest.id) if view == "event" else stage_view(traces, quest.id)
 
 
@@ -98,13 +146,29 @@ def canvas_svg(quest: Quest, view: str) -> str:
 
 
 @contextlib.contextmanager
-def _lent(quest: Quest, name: str) -> Iterator[Any]:
-    """The caught-up state of projection ``name``, lent for the block (no copy of it is
-    made unless an event arrives meanwhile: see ``Views.lend``). Everything returned is
-    built from it inside the block."""
+def _lent(quest: Quest, projection: Projection[S]) -> Iterator[S]:
+    """The caught-up state of ``projection``, lent for the block (no copy of it is made
+    unless an event arrives meanwhile: see ``Views.lend``). Everything returned is built
+    from it inside the block."""
     quest.views.catch_up(keep=False)
-    with quest.views.lend(name) as state:
+    with _lent_state(quest, projection) as state:
         yield state
+
+
+@contextlib.contextmanager
+def _lent_state(quest: Quest, projection: Projection[S]) -> Iterator[S]:
+    """``projection``'s state as it is (no catch-up), lent for the block, with its type."""
+    with quest.views.lend(projection.name) as state:
+        yield state
+
+
+def _node(
+    state: traces_projection.State, ref: str
+) -> traces_projection.EventNode | traces_projection.StageNode | traces_projection.BranchNode | None:
+    found = state.event_nodes.get(ref) or state.stage_nodes.get(ref)
+    if found is None and ref.startswith("branch:"):
+        return state.branch_nodes.get(ref.removeprefix("branch:"))
+    return found
 
 
 def _entry(entry: workflow_projection.Entry) -> dict[str, Any]:
@@ -112,13 +176,13 @@ def _entry(entry: workflow_projection.Entry) -> dict[str, Any]:
     return {"summary": "", **msgspec.to_builtins(entry)}
 
 
-def _ordered_branches(state: traces_projection.State) -> list[Any]:
+def _ordered_branches(state: traces_projection.State) -> list[traces_projection.BranchNode]:
     return sorted(state.branch_nodes.values(), key=lambda n: (n.branch != "main", n.seq, n.branch))
 
 
-def _summary(node: Any) -> dict[str, Any]:
+def _summary(node: msgspec.Struct) -> dict[str, Any]:
     """A node without its action list (the list view stays small)."""
-    data = msgspec.to_builtins(node)
+    data: dict[str, Any] = msgspec.to_builtins(node)
     data.pop("actions", None)
     data.pop("event_refs", None)
     return data

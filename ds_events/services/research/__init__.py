@@ -1,4 +1,7 @@
-"""The research domain: ideas and branches, the research queries (state, scoreboard, frontier, map) and the `git` tool.
+"""The research domain: ideas (``ideas``), branch activation (``branches``), quest
+completion (``completion``), the recovery queries (``queries``, ``overview``) and the
+`git` tool (``git_tool``); ``lineage``, ``refs`` and ``batch`` hold what several of them
+share.
 
 ``commands`` is the domain's contract: the commands and results its MCP tools, HTTP
 routes and CLI commands take and return. The verbs live in the modules beside it and
@@ -11,62 +14,68 @@ from typing import TYPE_CHECKING
 from ds_events.services import lazy_exports
 
 if TYPE_CHECKING:
-    from .commands import (
-        SubmitIdea as SubmitIdea,
-        ActivateBranch as ActivateBranch,
-        ListResearchBranches as ListResearchBranches,
-        ResolveRuntimeRefs as ResolveRuntimeRefs,
-        GetQuestState as GetQuestState,
-        ReadQuestDocuments as ReadQuestDocuments,
-        GetConversationContext as GetConversationContext,
-        GetAnalysisCampaign as GetAnalysisCampaign,
-        GetGlobalStatus as GetGlobalStatus,
-        GetResearchMapStatus as GetResearchMapStatus,
-        Git as Git,
-        CompleteQuest as CompleteQuest,
-        SubmitIdeaResult as SubmitIdeaResult,
-        ActivateBranchResult as ActivateBranchResult,
-        ResearchBranchesResult as ResearchBranchesResult,
-        RuntimeRefsResult as RuntimeRefsResult,
-        QuestStateResult as QuestStateResult,
-        QuestDocumentsResult as QuestDocumentsResult,
-        ConversationContextResult as ConversationContextResult,
-        AnalysisCampaignResult as AnalysisCampaignResult,
-        GlobalStatusResult as GlobalStatusResult,
-        ResearchMapResult as ResearchMapResult,
-        GitResult as GitResult,
-        CompleteQuestResult as CompleteQuestResult,
-        GIT_ACTIONS as GIT_ACTIONS,
-        DOCUMENT_NAMES as DOCUMENT_NAMES,
-    )
-    from .ideas import (
-        submit_idea as submit_idea,
-        activate_branch as activate_branch,
-        complete_quest as complete_quest,
-        resolve_foundation as resolve_foundation,
-        branch_kind_of as branch_kind_of,
-        has_branch as has_branch,
-        baseline_gate as baseline_gate,
-        COMPLETION_DECISION_TYPE as COMPLETION_DECISION_TYPE,
-    )
-    from .queries import (
-        list_research_branches as list_research_branches,
-        resolve_runtime_refs as resolve_runtime_refs,
-        get_quest_state as get_quest_state,
-        read_quest_documents as read_quest_documents,
-        get_conversation_context as get_conversation_context,
-        get_analysis_campaign as get_analysis_campaign,
-        get_global_status as get_global_status,
-        get_research_map_status as get_research_map_status,
-    )
-    from .git_tool import (
-        git as git,
-        changed_files as changed_files,
-    )
+    from .branches import activate_branch as activate_branch
+    from .commands import DOCUMENT_NAMES as DOCUMENT_NAMES
+    from .commands import GIT_ACTIONS as GIT_ACTIONS
+    from .commands import ActivateBranch as ActivateBranch
+    from .commands import ActivateBranchResult as ActivateBranchResult
+    from .commands import AnalysisCampaignResult as AnalysisCampaignResult
+    from .commands import CompleteQuest as CompleteQuest
+    from .commands import CompleteQuestResult as CompleteQuestResult
+    from .commands import ConversationContextResult as ConversationContextResult
+    from .commands import GetAnalysisCampaign as GetAnalysisCampaign
+    from .commands import GetConversationContext as GetConversationContext
+    from .commands import GetGlobalStatus as GetGlobalStatus
+    from .commands import GetQuestState as GetQuestState
+    from .commands import GetResearchMapStatus as GetResearchMapStatus
+    from .commands import Git as Git
+    from .commands import GitResult as GitResult
+    from .commands import GlobalStatusResult as GlobalStatusResult
+    from .commands import ListResearchBranches as ListResearchBranches
+    from .commands import QuestDocumentsResult as QuestDocumentsResult
+    from .commands import QuestStateResult as QuestStateResult
+    from .commands import ReadQuestDocuments as ReadQuestDocuments
+    from .commands import ResearchBranchesResult as ResearchBranchesResult
+    from .commands import ResearchMapResult as ResearchMapResult
+    from .commands import ResolveRuntimeRefs as ResolveRuntimeRefs
+    from .commands import RuntimeRefsResult as RuntimeRefsResult
+    from .commands import SubmitIdea as SubmitIdea
+    from .commands import SubmitIdeaResult as SubmitIdeaResult
+    from .completion import COMPLETION_DECISION_TYPE as COMPLETION_DECISION_TYPE
+    from .completion import complete_quest as complete_quest
+    from .git_tool import changed_files as changed_files
+    from .git_tool import git as git
+    from .ideas import resolve_foundation as resolve_foundation
+    from .ideas import submit_idea as submit_idea
+    from .lineage import baseline_gate as baseline_gate
+    from .lineage import branch_kind_of as branch_kind_of
+    from .lineage import has_branch as has_branch
+    from .lineage import workspace_branch as workspace_branch
+    from .overview import get_global_status as get_global_status
+    from .overview import get_quest_state as get_quest_state
+    from .overview import get_research_map_status as get_research_map_status
+    from .queries import get_analysis_campaign as get_analysis_campaign
+    from .queries import get_conversation_context as get_conversation_context
+    from .queries import list_research_branches as list_research_branches
+    from .queries import read_quest_documents as read_quest_documents
+    from .queries import resolve_runtime_refs as resolve_runtime_refs
 
 __all__, __getattr__ = lazy_exports(__name__, {
-    "commands": ("SubmitIdea", "ActivateBranch", "ListResearchBranches", "ResolveRuntimeRefs", "GetQuestState", "ReadQuestDocuments", "GetConversationContext", "GetAnalysisCampaign", "GetGlobalStatus", "GetResearchMapStatus", "Git", "CompleteQuest", "SubmitIdeaResult", "ActivateBranchResult", "ResearchBranchesResult", "RuntimeRefsResult", "QuestStateResult", "QuestDocumentsResult", "ConversationContextResult", "AnalysisCampaignResult", "GlobalStatusResult", "ResearchMapResult", "GitResult", "CompleteQuestResult", "GIT_ACTIONS", "DOCUMENT_NAMES"),
-    "ideas": ("submit_idea", "activate_branch", "complete_quest", "resolve_foundation", "branch_kind_of", "has_branch", "baseline_gate", "COMPLETION_DECISION_TYPE"),
-    "queries": ("list_research_branches", "resolve_runtime_refs", "get_quest_state", "read_quest_documents", "get_conversation_context", "get_analysis_campaign", "get_global_status", "get_research_map_status"),
+    "commands": (
+        "SubmitIdea", "ActivateBranch", "ListResearchBranches", "ResolveRuntimeRefs", "GetQuestState", "ReadQuestDocuments",
+        "GetConversationContext", "GetAnalysisCampaign", "GetGlobalStatus", "GetResearchMapStatus", "Git", "CompleteQuest",
+        "SubmitIdeaResult", "ActivateBranchResult", "ResearchBranchesResult", "RuntimeRefsResult", "QuestStateResult",
+        "QuestDocumentsResult", "ConversationContextResult", "AnalysisCampaignResult", "GlobalStatusResult",
+        "ResearchMapResult", "GitResult", "CompleteQuestResult", "GIT_ACTIONS", "DOCUMENT_NAMES",
+    ),
+    "ideas": ("submit_idea", "resolve_foundation"),
+    "branches": ("activate_branch",),
+    "completion": ("complete_quest", "COMPLETION_DECISION_TYPE"),
+    "lineage": ("branch_kind_of", "has_branch", "baseline_gate", "workspace_branch"),
+    "queries": (
+        "list_research_branches", "resolve_runtime_refs", "read_quest_documents", "get_conversation_context",
+        "get_analysis_campaign",
+    ),
+    "overview": ("get_quest_state", "get_global_status", "get_research_map_status"),
     "git_tool": ("git", "changed_files"),
-})
+})  # fmt: skip

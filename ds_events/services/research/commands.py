@@ -4,9 +4,9 @@ ideas and lineage, turn-start recovery, the ``git`` tool, quest completion.
 Names, arguments and key result fields follow DeepScientist's research loop, so agents
 and skills written against it call these as they are. Every command also takes
 ``comment`` (DeepScientist's note on why a call is made; on the base Command): it is
-kept in the call's ``tool.call_finished`` record and changes nothing else. Services:
-:mod:`ds_events.services.research.ideas` (commands that emit), :mod:`ds_events.services.research.queries`
-(read-only queries), :mod:`ds_events.services.research.git_tool` (``git``).
+kept in the call's ``tool.call_finished`` record and changes nothing else. Services, in
+this package: ``ideas`` (submit_idea), ``branches`` (activate_branch), ``completion``
+(complete_quest), ``queries`` and ``overview`` (read-only), ``git_tool`` (``git``).
 """
 
 from __future__ import annotations

@@ -12,25 +12,53 @@ the HEAD of a checkout that exists, so no one's uncommitted work is overwritten.
 
 Error codes: ``invalid_git_action``, ``missing_fields``, ``unknown_ref``,
 ``invalid_limit``, ``checkout_needs_branch``, plus those of :mod:`.git` and
-:mod:`.research` (``activate_branch``).
+:mod:`.branches` (``activate_branch``).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import pygit2
 
 from ds_events.errors import Conflict, Invalid, NotFound
 from ds_events.home import Quest
-
 from ds_events.services.artifacts import checkpoints as git_service
-from ds_events.services.research import ideas as research
-from ds_events.services.artifacts.commands import Checkpoint, PrepareBranch
+from ds_events.services.artifacts.commands import Checkpoint, PrepareBranch, RenderGitGraph
+from ds_events.services.research.branches import activate_branch
 from ds_events.services.research.commands import GIT_ACTIONS, ActivateBranch, Git, GitResult
+from ds_events.services.research.lineage import has_branch, workspace_branch
 
-__all__ = ["git", "changed_files"]
+__all__ = ["git", "changed_files", "ChangedFiles", "FileChange"]
+
+
+class FileChange(TypedDict):
+    """One file of a diff, as ``git(action="diff")`` lists it."""
+
+    path: str
+    old_path: str
+    status: str  # added | deleted | modified | renamed | copied | typechange | changed
+    additions: int
+    deletions: int
+    binary: bool | None  # None when the bindings could not tell
+
+
+class ChangedFiles(TypedDict):
+    """What :func:`changed_files` answers: the files ``head`` changed against ``base``."""
+
+    base: str | None
+    head: str
+    files: list[FileChange]
+    file_count: int
+    truncated: bool
+
+
+class _DiffFiles(TypedDict):
+    files: list[FileChange]
+    file_count: int
+    patch: str | None
+    truncated: bool
 
 _MAX_LOG = 500
 _MAX_PATCH_BYTES = 200_000  # diff text returned per call; the rest is cut (``truncated``)
@@ -65,7 +93,7 @@ def git(quest: Quest, cmd: Git) -> GitResult:
         target = cmd.sha or cmd.ref or cmd.head
         if not target:
             raise Invalid("show needs sha (or ref)", code="missing_fields", missing=["sha"])
-        result = _commit_detail(repo, _commit(repo, target), cmd.path, patch=True)
+        result = _commit_detail(_commit(repo, target), cmd.path)
     elif action == "diff":
         result = _diff(repo, cmd)
     elif action == "commit":
@@ -73,10 +101,7 @@ def git(quest: Quest, cmd: Git) -> GitResult:
     elif action == "branch":
         result, seq = _branch(quest, cmd, branch)
     elif action == "graph":  # DeepScientist's graph action: the same snapshot as render_git_graph
-        from ds_events.services.artifacts.checkpoints import render_git_graph
-        from ds_events.services.artifacts.commands import RenderGitGraph
-
-        drawn = render_git_graph(quest, RenderGitGraph(max_commits=min(max(cmd.limit, 1), 2000)))
+        drawn = git_service.render_git_graph(quest, RenderGitGraph(max_commits=min(max(cmd.limit, 1), 2000)))
         result, seq = {"graph": drawn.graph, "json_path": drawn.json_path, "svg_path": drawn.svg_path}, drawn.seq
     else:
         result, seq = _checkout(quest, cmd, branch)
@@ -89,7 +114,7 @@ def git(quest: Quest, cmd: Git) -> GitResult:
 # -- the workspace ------------------------------------------------------------------------
 
 
-def changed_files(repo: pygit2.Repository, base: str | None, head: str) -> dict[str, Any]:
+def changed_files(repo: pygit2.Repository, base: str | None, head: str) -> ChangedFiles:
     """What ``git(action="diff")`` lists, without the patch: the files ``head`` changed
     against ``base`` (``base`` None: the commit ``head`` against its parent).
     Returns base, head, files (path, old_path, status, additions, deletions, binary),
@@ -97,19 +122,19 @@ def changed_files(repo: pygit2.Repository, base: str | None, head: str) -> dict[
     commit = _commit(repo, head)
     if base is None:
         parent = commit.parents[0] if commit.parents else None
-        diff = repo.diff(parent.tree, commit.tree) if parent is not None else commit.tree.diff_to_tree(swap=True)
+        diff = _against_parent(commit)
         base = str(parent.id) if parent is not None else None
     else:
-        diff = repo.diff(_commit(repo, base).tree, commit.tree)
+        diff = _commit(repo, base).tree.diff_to_tree(commit.tree)
     files = _files(diff, None, patch=False)
-    files.pop("patch")
-    return {"base": base, "head": str(commit.id), **files}
+    return {"base": base, "head": str(commit.id), "files": files["files"], "file_count": files["file_count"],
+            "truncated": files["truncated"]}  # fmt: skip
 
 
 def _workspace(quest: Quest) -> tuple[str, Path]:
     """The branch the agent works on and the directory checked out for it."""
     state, artifacts = quest.state("research"), quest.state("artifacts")
-    branch = research.workspace_branch(state, artifacts)
+    branch = workspace_branch(state, artifacts)
     rel = state.current_workspace if state.current_workspace_branch == branch else None
     if rel is None and branch in artifacts.branches and branch == artifacts.active_branch:
         rel = artifacts.active_worktree
@@ -127,6 +152,12 @@ def _head(repo: pygit2.Repository) -> str | None:
         return str(repo.head.target)
     except pygit2.GitError:
         return None
+
+
+def _against_parent(commit: pygit2.Commit) -> pygit2.Diff:
+    """A commit against its first parent (a root commit: against the empty tree)."""
+    parent = commit.parents[0] if commit.parents else None
+    return parent.tree.diff_to_tree(commit.tree) if parent is not None else commit.tree.diff_to_tree(swap=True)
 
 
 def _commit(repo: pygit2.Repository, ref: str) -> pygit2.Commit:
@@ -169,7 +200,7 @@ def _log(repo: pygit2.Repository, cmd: Git, branch: str) -> dict[str, Any]:
     walker = repo.walk(head.id, pygit2.enums.SortMode.TOPOLOGICAL | pygit2.enums.SortMode.TIME)
     if cmd.base:
         walker.hide(_commit(repo, cmd.base).id)
-    commits = []
+    commits: list[dict[str, Any]] = []
     for commit in walker:
         if len(commits) == cmd.limit:
             return {"ref": ref, "base": cmd.base, "commits": commits, "count": len(commits), "truncated": True}
@@ -179,10 +210,10 @@ def _log(repo: pygit2.Repository, cmd: Git, branch: str) -> dict[str, Any]:
 
 def _diff(repo: pygit2.Repository, cmd: Git) -> dict[str, Any]:
     if cmd.sha:
-        return _commit_detail(repo, _commit(repo, cmd.sha), cmd.path, patch=True)
+        return _commit_detail(_commit(repo, cmd.sha), cmd.path)
     if cmd.base and cmd.head:
         base, head = _commit(repo, cmd.base), _commit(repo, cmd.head)
-        diff = repo.diff(base.tree, head.tree)
+        diff = base.tree.diff_to_tree(head.tree)
         return {"base": str(base.id), "head": str(head.id), **_files(diff, cmd.path, patch=True)}
     raise Invalid("diff needs sha (a commit against its parent) or base and head", code="missing_fields",
                   missing=["sha"] if not (cmd.base or cmd.head) else ["head" if cmd.base else "base"])  # fmt: skip
@@ -199,15 +230,17 @@ def _summary(commit: pygit2.Commit) -> dict[str, Any]:
     }
 
 
-def _commit_detail(repo: pygit2.Repository, commit: pygit2.Commit, path: str | None, *, patch: bool) -> dict[str, Any]:
-    parent = commit.parents[0] if commit.parents else None
-    diff = repo.diff(parent.tree, commit.tree) if parent is not None else commit.tree.diff_to_tree(swap=True)
-    return {**_summary(commit), "message": commit.message, **_files(diff, path, patch=patch)}
+def _commit_detail(commit: pygit2.Commit, path: str | None) -> dict[str, Any]:
+    return {**_summary(commit), "message": commit.message, **_files(_against_parent(commit), path, patch=True)}
 
 
-def _files(diff: pygit2.Diff, path: str | None, *, patch: bool) -> dict[str, Any]:
-    files, text, size, cut = [], [], 0, False
+def _files(diff: pygit2.Diff, path: str | None, *, patch: bool) -> _DiffFiles:
+    files: list[FileChange] = []
+    text: list[str] = []
+    size, cut = 0, False
     for p in diff:
+        if p is None:  # the bindings may yield no patch for a delta they cannot load
+            continue
         name = p.delta.new_file.path
         if path is not None and name != path and p.delta.old_file.path != path:
             continue
@@ -272,11 +305,10 @@ def _checkout(quest: Quest, cmd: Git, branch: str) -> tuple[dict[str, Any], int 
             raise Invalid("checkout works on branches: the workspace never detaches; use show or diff to read a commit",
                           code="checkout_needs_branch")  # fmt: skip
         raise Invalid("checkout needs branch (or ref)", code="missing_fields", missing=["branch"])
-    if not research.has_branch(quest.repo(), target):
+    if not has_branch(quest.repo(), target):
         raise NotFound(f"no branch {target[:250]!r} in the quest repository: checkout works on branches",
                        code="unknown_branch", branch=target[:250])  # fmt: skip
-    done = research.activate_branch(quest, ActivateBranch(branch=target, anchor=None), activated_by="checkout",
-                                    anchor_change=False)  # fmt: skip
+    done = activate_branch(quest, ActivateBranch(branch=target, anchor=None), activated_by="checkout", anchor_change=False)
     return {
         "ok": True, "target": target, "target_ref": target, "before_branch": branch, "after_branch": done.branch,
         "branch": done.branch, "worktree": done.worktree, "worktree_root": done.worktree_root,

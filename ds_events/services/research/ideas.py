@@ -1,35 +1,28 @@
-"""Research-line commands of the `artifact` namespace: ``submit_idea``,
-``activate_branch``, ``complete_quest``.
+"""``submit_idea`` of the `artifact` namespace, and where an idea's branch starts from.
 
-- ``submit_idea`` (create, line): a new branch ``idea/<quest>-<idea_id>`` with its
-  worktree, started from the branch the lineage names (``lineage_intent`` or
-  ``foundation_ref``), numbered ("001", "002" ...) in the order idea branches are made;
-  the idea's page and draft are materialised as ``ideas/<idea_id>/idea.md`` and
-  ``draft.md``; the idea branch becomes the research head and the workspace, and the
-  quest moves to ``next_target``. Candidates record the idea without a branch; revise
-  rewrites the active idea's text. The branch and worktree are made before the log's
-  lock and undone if the events do not reach the log (as in :mod:`.git`).
-- ``activate_branch``: an existing branch becomes the workspace again (a worktree made
-  for it if it has none), optionally the research head; the quest moves to the stage
-  its state calls for.
-- ``complete_quest``: only after the user approved it explicitly, answering a blocking
-  decision request whose ``reply_schema`` names ``decision_type:
-  quest_completion_approval``; emits ``quest.completed`` through
-  :func:`ds_events.services.quest.lifecycle.complete`.
+- create, line: a new branch ``idea/<quest>-<idea_id>`` with its worktree, started from
+  the branch the lineage names (``lineage_intent`` or ``foundation_ref``), numbered
+  ("001", "002" ...) in the order idea branches are made; the idea's page and draft are
+  materialised as ``ideas/<idea_id>/idea.md`` and ``draft.md``; the idea branch becomes
+  the research head and the workspace, and the quest moves to ``next_target``. The
+  branch and worktree are made before the log's lock and undone if the events do not
+  reach the log (:func:`.batch.append_batch`).
+- create, candidate: the idea is recorded without a branch (promote it later with
+  mode=create and the same idea_id).
+- revise: the active idea's text is rewritten; its lineage stays.
+
+The event carries the command's text as it was validated (:class:`IdeaText`), and the
+view keeps that event (:class:`projections.research.Idea`).
 
 Error codes: ``invalid_mode``, ``invalid_submission_mode``, ``invalid_lineage_intent``,
 ``lineage_not_revisable``, ``invalid_foundation_ref``, ``unknown_foundation``,
-``baseline_gate_closed``, ``idea_exists``, ``unknown_idea``, ``idea_has_no_branch``,
-``unknown_run``, ``unknown_branch``, ``missing_fields``, ``invalid_anchor``,
-``campaign_active``, ``worktree_missing``, ``worktree_exists``, ``approval_required``,
-``waiting_for_user``, ``approval_not_explicit``, plus those of :mod:`.git` and
-:mod:`ds_events.artifacts.validate`.
+``baseline_gate_closed``, ``idea_exists``, ``unknown_idea``, ``invalid_field``, plus
+those of :mod:`ds_events.artifacts.git` and :mod:`ds_events.artifacts.validate`.
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable
+from collections.abc import Sequence
 from typing import Any
 
 import pygit2
@@ -37,50 +30,29 @@ import pygit2
 from ds_events.artifacts import git as git_ops
 from ds_events.artifacts.validate import check_id, check_materialised, check_text, optional_id
 from ds_events.errors import Conflict, Invalid, NotFound
-from ds_events.events import Event, QuestAnchorChanged, new_event_id
+from ds_events.events import Event, QuestAnchorChanged
 from ds_events.events.artifact import ArtifactRecorded, BranchPrepared
-from ds_events.events.research import BranchActivated, IdeaSubmitted
+from ds_events.events.research import Foundation, FoundationKind, IdeaDetails, IdeaSubmitted, IdeaText, LineageIntent, SubmissionMode
 from ds_events.home import Quest
-from ds_events.log import LogError
+from ds_events.services.quest.commands import ANCHORS
+from ds_events.services.research.batch import append_batch
+from ds_events.services.research.commands import SubmitIdea, SubmitIdeaResult
+from ds_events.services.research.lineage import baseline_gate, has_branch, idea_on, workspace_branch
 from ds_events.store import StoreTransaction
-from ds_events.paths import confined
+from projections.artifacts import State as ArtifactsState
+from projections.research import State as ResearchState
 from projections.research import format_branch_no, idea_paths
 
-from ds_events.services import quest as quests
-from ds_events.services.quest.commands import ANCHORS
-from ds_events.services.research.commands import (
-    ActivateBranch,
-    ActivateBranchResult,
-    CompleteQuest,
-    CompleteQuestResult,
-    SubmitIdea,
-    SubmitIdeaResult,
-)
+__all__ = ["submit_idea", "resolve_foundation"]
 
-__all__ = [
-    "submit_idea",
-    "activate_branch",
-    "complete_quest",
-    "resolve_foundation",
-    "branch_kind_of",
-    "has_branch",
-    "baseline_gate",
-    "COMPLETION_DECISION_TYPE",
-]
-
-COMPLETION_DECISION_TYPE = "quest_completion_approval"
-_LINEAGE_ALIASES = {
+_LINEAGE_ALIASES: dict[str, LineageIntent] = {
     "continue_line": "continue_line", "continue": "continue_line", "continue-line": "continue_line",
     "child": "continue_line", "branch_alternative": "branch_alternative", "branch": "branch_alternative",
     "branch-alternative": "branch_alternative", "alternative": "branch_alternative", "sibling": "branch_alternative",
 }  # fmt: skip
-_FOUNDATION_KINDS = ("current_head", "baseline", "idea", "run", "branch")
-_ANCHOR_ALIASES = {"analysis": "analysis-campaign"}
+_FOUNDATION_KINDS: tuple[FoundationKind, ...] = ("current_head", "baseline", "idea", "run", "branch")
 _MAX_LIST = 50
 _MAX_SHORT = 300
-
-
-# -- submit_idea --------------------------------------------------------------------------
 
 
 def submit_idea(quest: Quest, cmd: SubmitIdea) -> SubmitIdeaResult:
@@ -88,9 +60,7 @@ def submit_idea(quest: Quest, cmd: SubmitIdea) -> SubmitIdeaResult:
     mode = cmd.mode.strip().lower()
     if mode not in ("create", "revise"):
         raise Invalid(f"mode must be create or revise, got {cmd.mode!r}", code="invalid_mode")
-    submission_mode = cmd.submission_mode.strip().lower() or "line"
-    if submission_mode not in ("line", "candidate"):
-        raise Invalid(f"submission_mode must be line or candidate, got {cmd.submission_mode!r}", code="invalid_submission_mode")
+    submission_mode = _submission_mode(cmd.submission_mode)
     intent = _lineage(cmd.lineage_intent)
     text = _idea_text(cmd)
     if baseline_gate(quest.state("artifacts")) == "pending":
@@ -116,17 +86,17 @@ def submit_idea(quest: Quest, cmd: SubmitIdea) -> SubmitIdeaResult:
         parent = foundation["branch"]
         intent = intent or _inferred_lineage(parent, active, _idea_parent(research, active))
     next_anchor = cmd.next_target if cmd.next_target in ANCHORS else "experiment"
-    source_candidate = optional_id(cmd.source_candidate_id, "source_candidate_id")
+    details = _details(cmd, optional_id(cmd.source_candidate_id, "source_candidate_id"))
+    title = cmd.title.strip()
 
     if submission_mode == "candidate":
-        event = IdeaSubmitted(
-            idea_id=idea_id, title=cmd.title.strip(), submission_mode="candidate", parent_branch=parent,
-            lineage_intent=intent, foundation_ref=foundation, next_target=next_anchor,  # type: ignore[arg-type]
-            details=_details(cmd, source_candidate), **text,
+        candidate = IdeaSubmitted(
+            idea_id=idea_id, title=title, submission_mode="candidate", parent_branch=parent, lineage_intent=intent,
+            foundation_ref=dict(foundation), next_target=next_anchor, details=dict(details), **text,
         )  # fmt: skip
         with quest.transaction() as txn:
             _check_new_idea(quest.state("research"), idea_id)
-            stored = txn.append(event)[0]
+            stored = _submitted(txn.append(candidate))
         return _idea_result(quest, stored, mode, next_anchor, promotable=True)
 
     name = git_ops.validate_branch_name(f"idea/{quest.id}-{idea_id}", "idea")
@@ -142,14 +112,13 @@ def submit_idea(quest: Quest, cmd: SubmitIdea) -> SubmitIdeaResult:
         batch: list[Event] = [
             BranchPrepared(branch=name, branch_kind="idea", start_sha=start_sha, start_point=start_label,
                            worktree=worktree, idea_id=idea_id, activate=True),
-            IdeaSubmitted(idea_id=idea_id, title=cmd.title.strip(), branch=name, branch_no=format_branch_no(number),
-                          worktree=worktree, parent_branch=parent, lineage_intent=intent,  # type: ignore[arg-type]
-                          foundation_ref=foundation, next_target=next_anchor, details=_details(cmd, source_candidate),
-                          **text),
+            IdeaSubmitted(idea_id=idea_id, title=title, branch=name, branch_no=format_branch_no(number),
+                          worktree=worktree, parent_branch=parent, lineage_intent=intent, foundation_ref=dict(foundation),
+                          next_target=next_anchor, details=dict(details), **text),
         ]  # fmt: skip
         if not artifacts_now.id_taken(idea_id):
-            payload = {"title": cmd.title.strip(), "summary": text["hypothesis"] or text["problem"], "idea_id": idea_id,
-                       "lineage_intent": intent, "parent_branch": parent, "foundation_ref": foundation,
+            payload = {"title": title, "summary": text["hypothesis"] or text["problem"], "idea_id": idea_id,
+                       "lineage_intent": intent, "parent_branch": parent, "foundation_ref": dict(foundation),
                        "flow_type": "idea_submission"}  # fmt: skip
             batch.append(ArtifactRecorded(artifact_id=idea_id, kind="idea", payload=payload, branch=name))
         if status.anchor != next_anchor:
@@ -158,300 +127,25 @@ def submit_idea(quest: Quest, cmd: SubmitIdea) -> SubmitIdeaResult:
 
     with git_ops.Rollback() as undo:
         git_ops.create_branches(quest.root, repo, [spec], start_sha, undo)
-        stored = append_batch(quest, undo, decide)
-    submitted = next(e for e in stored if isinstance(e, IdeaSubmitted))
-    return _idea_result(quest, submitted, mode, next_anchor, promotable=False)
+        stored_batch = append_batch(quest, undo, decide)
+    return _idea_result(quest, _submitted(stored_batch), mode, next_anchor, promotable=False)
 
 
-def _revise(quest: Quest, cmd: SubmitIdea, text: dict[str, Any], intent: str | None, submission_mode: str) -> SubmitIdeaResult:
-    if intent is not None:
-        raise Invalid("mode=revise keeps the idea's lineage: omit lineage_intent (use mode=create for a new line)",
-                      code="lineage_not_revisable")  # fmt: skip
-    if submission_mode != "line":
-        raise Invalid("mode=revise takes submission_mode=line", code="invalid_submission_mode")
-    title = check_text(cmd.title, "title", required=False, max_chars=_MAX_SHORT).strip()
-    with quest.transaction() as txn:
-        research = quest.state("research")
-        idea_id = optional_id(cmd.idea_id, "idea_id") or research.active_idea_id
-        if idea_id is None:
-            raise NotFound("there is no active idea to revise: pass idea_id or create one", code="unknown_idea")
-        old = research.ideas.get(idea_id)
-        if old is None:
-            raise NotFound(f"no idea {idea_id!r} in this quest", code="unknown_idea", idea_id=idea_id)
-        check_materialised(quest.root, list(idea_paths(idea_id)))
-        next_anchor = cmd.next_target if cmd.next_target in ANCHORS else old.next_target
-        event = IdeaSubmitted(
-            idea_id=idea_id, title=title or old.title, mode="revise", submission_mode=old.submission_mode,  # type: ignore[arg-type]
-            branch=old.branch, branch_no=old.branch_no, worktree=old.worktree, parent_branch=old.parent_branch,
-            lineage_intent=old.lineage_intent, foundation_ref=old.foundation_ref,  # type: ignore[arg-type]
-            next_target=next_anchor, details={**old.details, **_details(cmd, None)}, **text,
-        )  # fmt: skip
-        stored = txn.append(event)[0]
-    return _idea_result(quest, stored, "revise", next_anchor, promotable=old.branch is None)
-
-
-def _idea_result(quest: Quest, event: Any, mode: str, next_anchor: str, *, promotable: bool) -> SubmitIdeaResult:
-    page, draft = idea_paths(event.idea_id)
-    return SubmitIdeaResult(
-        ok=True, mode=mode, submission_mode=event.submission_mode, idea_id=event.idea_id, title=event.title,
-        branch=event.branch, branch_no=event.branch_no, worktree=event.worktree,
-        worktree_root=str(quest.root / event.worktree) if event.worktree else None,
-        lineage_intent=event.lineage_intent, parent_branch=event.parent_branch, foundation_ref=event.foundation_ref,
-        foundation_reason=event.foundation_reason or None, idea_md_path=str(quest.root / page),
-        idea_draft_path=str(quest.root / draft), next_anchor=next_anchor, promotable=promotable,
-        source_candidate_id=event.details.get("source_candidate_id"), seq=event.seq,
-    )  # fmt: skip
-
-
-# -- activate_branch ----------------------------------------------------------------------
-
-
-def activate_branch(quest: Quest, cmd: ActivateBranch, *, activated_by: str | None = None, anchor_change: bool = True) -> ActivateBranchResult:
-    """Make an existing branch the workspace again. ``activated_by="checkout"`` and
-    ``anchor_change=False`` serve the ``git`` tool's checkout."""
-    research, artifacts = quest.state("research"), quest.state("artifacts")
-    if research.active_campaign_id is not None:
-        raise Conflict(
-            f"analysis campaign {research.active_campaign_id} is still open: record its remaining slices first",
-            code="campaign_active", campaign_id=research.active_campaign_id,
-        )  # fmt: skip
-    repo = quest.repo()
-    branch, by = _activation_target(repo, research, artifacts, cmd)
-    kind = branch_kind_of(branch)
-    if kind != "paper" and baseline_gate(artifacts) == "pending" and anchor_change:
-        raise Conflict("activate_branch needs a confirmed or waived baseline first", code="baseline_gate_closed")
-    idea = next((i for i in reversed(research.ideas.values()) if i.branch == branch), None)
-    runs = [r for r in artifacts.runs.values() if r.branch == branch]
-    latest_run = max(runs, key=lambda r: r.seq) if runs else None
-    idea_id = idea.idea_id if idea else (latest_run.idea_id if latest_run else None)
-    next_anchor = _activation_anchor(cmd.anchor, kind, bool(idea_id), latest_run is not None) if anchor_change else ""
-    recorded = research.worktrees.get(branch) or (artifacts.branches[branch].worktree if branch in artifacts.branches else None)
-    with git_ops.Rollback() as undo:
-        worktree, created = _ensure_worktree(quest, repo, branch, recorded, cmd.create_worktree_if_missing, undo)
-
-        def decide(txn: StoreTransaction) -> list[Event]:
-            if quest.state("research").active_campaign_id is not None:
-                raise Conflict("an analysis campaign opened meanwhile: record its slices first", code="campaign_active")
-            batch: list[Event] = [BranchActivated(
-                branch=branch, worktree=worktree, worktree_created=created, idea_id=idea_id,
-                run_id=latest_run.run if latest_run else None, anchor=next_anchor,
-                promote_to_head=cmd.promote_to_head, activated_by=activated_by or by,
-            )]  # fmt: skip
-            previous = quest.state("status").anchor
-            if next_anchor and next_anchor != previous:
-                batch.append(QuestAnchorChanged(anchor=next_anchor, previous=previous, reason=f"branch {branch} activated"))
-            return batch
-
-        stored = append_batch(quest, undo, decide)
-    page, draft = idea_paths(idea_id) if idea_id else (None, None)
-    return ActivateBranchResult(
-        ok=True, branch=branch, branch_kind=kind, worktree=worktree,
-        worktree_root=str(quest.root / worktree) if worktree else str(quest.root), worktree_created=created,
-        idea_id=idea_id, latest_main_run_id=latest_run.run if latest_run else None,
-        source_parent_branch=idea.parent_branch if idea else None,
-        idea_md_path=str(quest.root / page) if page else None, idea_draft_path=str(quest.root / draft) if draft else None,
-        workspace_mode=kind, next_anchor=next_anchor or quest.state("status").anchor,
-        promote_to_head=cmd.promote_to_head, seq=stored[0].seq,
-    )  # fmt: skip
-
-
-def _activation_target(repo: pygit2.Repository, research: Any, artifacts: Any, cmd: ActivateBranch) -> tuple[str, str]:
-    if cmd.branch is not None:
-        if not has_branch(repo, cmd.branch):
-            raise NotFound(f"no branch {str(cmd.branch)[:250]!r} in the quest repository", code="unknown_branch",
-                           branch=str(cmd.branch)[:250])  # fmt: skip
-        return cmd.branch, "branch"
-    if cmd.idea_id is not None:
-        idea = research.ideas.get(cmd.idea_id)
-        if idea is None:
-            raise NotFound(f"no idea {cmd.idea_id!r} in this quest", code="unknown_idea", idea_id=cmd.idea_id)
-        if idea.branch is None:
-            raise Conflict(f"idea {cmd.idea_id!r} is a candidate without a branch: submit it with mode=create first",
-                           code="idea_has_no_branch", idea_id=cmd.idea_id)  # fmt: skip
-        return idea.branch, "idea_id"
-    if cmd.run_id is not None:
-        run = artifacts.runs.get(cmd.run_id)
-        if run is None:
-            raise NotFound(f"no main experiment {cmd.run_id!r} in this quest", code="unknown_run", run_id=cmd.run_id)
-        return run.branch, "run_id"
-    raise Invalid("say which branch: branch, idea_id or run_id", code="missing_fields", missing=["branch"])
-
-
-def _activation_anchor(anchor: str | None, kind: str, has_idea: bool, has_result: bool) -> str:
-    wanted = (anchor or "auto").strip().lower()
-    if wanted == "auto":
-        if kind == "paper":
-            return "write"
-        return "decision" if has_result else "experiment" if has_idea else "idea"
-    wanted = _ANCHOR_ALIASES.get(wanted, wanted)
-    if wanted not in ANCHORS:
-        raise Invalid(f"unknown anchor {anchor!r}: use auto or one of {', '.join(ANCHORS)}", code="invalid_anchor")
-    return wanted
-
-
-def _ensure_worktree(
-    quest: Quest, repo: pygit2.Repository, branch: str, recorded: str | None, create: bool, undo: git_ops.Rollback
-) -> tuple[str | None, bool]:
-    """The branch's worktree (relative), made now if it has none and ``create``."""
-    if branch == "main" or (repo.head_is_detached is False and repo.head.shorthand == branch):
-        return None, False  # the quest root itself
-    for rel in [recorded, git_ops.worktree_path(branch)]:
-        if rel is None:
-            continue
-        path = confined(quest.root, rel, field="worktree")
-        if (path / ".git").is_file() and not path.is_symlink():
-            return rel, False
-    if not create:
-        raise NotFound(f"branch {branch!r} has no worktree: pass create_worktree_if_missing=true",
-                       code="worktree_missing", branch=branch)  # fmt: skip
-    rel = git_ops.worktree_path(branch)
-    path = confined(quest.root, rel, field="worktree")
-    if path.exists() or path.is_symlink():
-        raise Conflict(f"something is in the way at {rel}", code="worktree_exists", worktree=rel)
-    name = git_ops.worktree_name(branch)
-    if name in repo.list_worktrees():  # its directory is gone: forget it before adding it again
-        repo.lookup_worktree(name).prune(True)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        repo.add_worktree(name, str(path), repo.branches.local[branch])
-    except (pygit2.GitError, OSError, ValueError) as exc:
-        raise Conflict(f"could not check out {branch!r} at {rel}: {exc}", code="worktree_exists", worktree=rel) from None
-    undo.add(_remove_worktree, quest, repo, branch, rel)
-    return rel, True
-
-
-def _remove_worktree(quest: Quest, repo: pygit2.Repository, branch: str, rel: str) -> None:
-    import shutil
-
-    path = quest.root / rel
-    if path.is_dir() and not path.is_symlink():
-        shutil.rmtree(path, ignore_errors=True)
-    try:
-        repo.lookup_worktree(git_ops.worktree_name(branch)).prune(True)
-    except (KeyError, pygit2.GitError):
-        pass
-
-
-# -- complete_quest -----------------------------------------------------------------------
-
-_YES = re.compile(r"\b(yes|yep|approve|approved|agree|agreed|confirm|confirmed|accept|accepted|ok|okay|complete it|go ahead|lgtm)\b")
-_NO = re.compile(r"\b(no|not|don't|dont|do not|reject|rejected|deny|denied|wait|later|continue|keep going|hold)\b")
-_YES_CJK = ("同意", "确认", "批准", "可以结束", "完成吧")
-_NO_CJK = ("不同意", "不要", "不行", "别", "暂不", "继续")
-_YES_OPTIONS = {"yes", "approve", "approved", "complete", "confirm", "accept", "agree", "done", "finish", "end"}
-
-
-def complete_quest(quest: Quest, cmd: CompleteQuest) -> CompleteQuestResult:
-    """Mark the quest completed, only after an explicit user approval."""
-    summary = check_text(cmd.summary, "summary", required=False, max_chars=20_000).strip()
-    status = quest.state("status")
-    if status.status == "completed":
-        return CompleteQuestResult(ok=True, status="already_completed", quest_id=quest.id, interaction_id=None,
-                                   approval_message_id=None, message="the quest is already completed", seq=None)  # fmt: skip
-    request, reply = completion_approval(quest.state("interactions"))
-    summary = summary or "The research line is complete and the user approved ending the quest."
-    stored = quests.complete(quest, quests.Complete(summary=f"{summary} (approved by the user in {request.interaction_id})"))
-    return CompleteQuestResult(
-        ok=True, status="completed", quest_id=quest.id, interaction_id=request.interaction_id,
-        approval_message_id=reply.id, message=summary, seq=stored.seq,
-    )  # fmt: skip
-
-
-def completion_approval(interactions: Any) -> tuple[Any, Any]:
-    """The completion request and the user's reply approving it, or the refusal that says
-    what is missing (``approval_required``, ``waiting_for_user``, ``approval_not_explicit``)."""
-    ask = (
-        "ask first: interact(kind=\"decision_request\", reply_mode=\"blocking\", "
-        f"reply_schema={{\"decision_type\": \"{COMPLETION_DECISION_TYPE}\"}}, message=\"May I end the quest?\")"
-    )
-    requests = [r for r in interactions.interactions.values() if _is_completion_request(r)]
-    if not requests:
-        raise Conflict(f"completing the quest needs the user's explicit approval: {ask}", code="approval_required",
-                       status="approval_required", decision_type=COMPLETION_DECISION_TYPE)  # fmt: skip
-    request = requests[-1]
-    replies = [interactions.inbound[i] for i in request.replies if i in interactions.inbound]
-    if not replies:
-        raise Conflict(f"the completion request {request.interaction_id} waits for the user's answer",
-                       code="waiting_for_user", status="waiting_for_user", interaction_id=request.interaction_id)  # fmt: skip
-    reply = replies[-1]
-    if not _approves(reply.text, reply.option_id):
-        raise Conflict(
-            f"the user's answer to {request.interaction_id} is not an explicit approval ({reply.text[:120]!r}): "
-            f"continue the work, or {ask}",
-            code="approval_not_explicit", status="approval_not_explicit", interaction_id=request.interaction_id,
-            approval_message_id=reply.id,
-        )  # fmt: skip
-    return request, reply
-
-
-def _is_completion_request(record: Any) -> bool:
-    if record.kind != "decision_request" or record.reply_mode != "blocking":
-        return False
-    schema = record.reply_schema or {}
-    if schema.get("decision_type") == COMPLETION_DECISION_TYPE:
-        return True
-    prop = (schema.get("properties") or {}).get("decision_type") if isinstance(schema.get("properties"), dict) else None
-    return isinstance(prop, dict) and (prop.get("const") == COMPLETION_DECISION_TYPE or prop.get("enum") == [COMPLETION_DECISION_TYPE])
-
-
-def _approves(text: str, option_id: str | None) -> bool:
-    if option_id is not None:
-        return option_id.strip().lower() in _YES_OPTIONS
-    said = text.strip().lower()
-    if any(w in said for w in _NO_CJK) or _NO.search(said):
-        return False
-    return any(w in said for w in _YES_CJK) or bool(_YES.search(said))
-
-
-# -- shared helpers -----------------------------------------------------------------------
-
-
-def baseline_gate(artifacts: Any) -> str:
-    """confirmed | waived | pending: whether ideas may be submitted yet."""
-    gate = getattr(artifacts, "baseline_gate", None)  # kept by the artifacts view once waiving exists
-    if isinstance(gate, str) and gate in ("confirmed", "waived"):
-        return gate
-    if getattr(artifacts, "baseline_waived", False):
-        return "waived"
-    return "confirmed" if artifacts.confirmed_baseline is not None else "pending"
-
-
-def has_branch(repo: pygit2.Repository, name: Any) -> bool:
-    """Whether ``name`` is a local branch; any string may be asked (a huge or malformed
-    name is simply not one)."""
-    if not isinstance(name, str) or not name or len(name) > 250 or "\x00" in name:
-        return False
-    try:
-        return repo.branches.local.get(name) is not None
-    except (ValueError, KeyError, pygit2.GitError, pygit2.InvalidSpecError):
-        return False
-
-
-def branch_kind_of(branch: str | None) -> str:
-    """idea | run | analysis | paper | main | other, from the branch name's scheme."""
-    if not branch or branch == "main":
-        return "main"
-    head = branch.split("/", 1)[0]
-    return head if head in git_ops.BRANCH_KINDS else "other"
-
-
-def workspace_branch(research: Any, artifacts: Any) -> str:
-    """The branch the agent works on: the research view's workspace, else the active one."""
-    return research.current_workspace_branch or artifacts.active_branch or "main"
-
-
-def resolve_foundation(repo: pygit2.Repository, research: Any, artifacts: Any, ref: dict[str, Any] | str) -> dict[str, Any]:
-    """``foundation_ref`` (a branch name, or {kind, ref}) as {kind, ref, branch, label, ...}."""
+def resolve_foundation(
+    repo: pygit2.Repository, research: ResearchState, artifacts: ArtifactsState, ref: dict[str, Any] | str
+) -> Foundation:
+    """``foundation_ref`` (a branch name, or {kind, ref}) as the :class:`Foundation` it names."""
     if isinstance(ref, str):
-        kind, value = ("branch", ref.strip()) if ref.strip() else ("current_head", None)
+        asked, value = ("branch", ref.strip()) if ref.strip() else ("current_head", None)
     else:
-        kind = str(ref.get("kind") or "current_head").strip().lower()
+        asked = str(ref.get("kind") or "current_head").strip().lower()
         raw = next((ref.get(k) for k in ("ref", "branch", "idea_id", "run_id", "baseline_id") if ref.get(k)), None)
         value = raw.strip() if isinstance(raw, str) and raw.strip() else None
-    if kind in ("current_branch", "head"):
-        kind = "current_head"
-    if kind not in _FOUNDATION_KINDS:
-        raise Invalid(f"foundation_ref kind must be one of {', '.join(_FOUNDATION_KINDS)}, got {kind!r}",
+    if asked in ("current_branch", "head"):
+        asked = "current_head"
+    kind = next((k for k in _FOUNDATION_KINDS if k == asked), None)
+    if kind is None:
+        raise Invalid(f"foundation_ref kind must be one of {', '.join(_FOUNDATION_KINDS)}, got {asked!r}",
                       code="invalid_foundation_ref")  # fmt: skip
     if kind == "current_head":
         branch = research.research_head_branch or workspace_branch(research, artifacts)
@@ -464,9 +158,10 @@ def resolve_foundation(repo: pygit2.Repository, research: Any, artifacts: Any, r
         raise Invalid(f"foundation_ref of kind {kind} needs a ref", code="invalid_foundation_ref")
     if kind == "idea":
         idea = research.ideas.get(value)
-        if idea is None or idea.branch is None:
+        if idea is None or idea.submitted.branch is None:
             raise NotFound(f"no idea branch for {value!r}", code="unknown_foundation", kind=kind, ref=value)
-        return {"kind": "idea", "ref": value, "branch": idea.branch, "idea_id": value, "label": f"idea {value} on {idea.branch}"}
+        on = idea.submitted.branch
+        return {"kind": "idea", "ref": value, "branch": on, "idea_id": value, "label": f"idea {value} on {on}"}
     if kind == "run":
         run = artifacts.runs.get(value)
         if run is None:
@@ -477,29 +172,76 @@ def resolve_foundation(repo: pygit2.Repository, research: Any, artifacts: Any, r
     return {"kind": "branch", "ref": value, "branch": value, "label": f"branch {value}"}
 
 
-def _default_foundation(repo: pygit2.Repository, research: Any, artifacts: Any, branch: str) -> dict[str, Any]:
+# -- private helpers ----------------------------------------------------------------------
+
+
+def _revise(
+    quest: Quest, cmd: SubmitIdea, text: IdeaText, intent: LineageIntent | None, submission_mode: SubmissionMode
+) -> SubmitIdeaResult:
+    if intent is not None:
+        raise Invalid("mode=revise keeps the idea's lineage: omit lineage_intent (use mode=create for a new line)",
+                      code="lineage_not_revisable")  # fmt: skip
+    if submission_mode != "line":
+        raise Invalid("mode=revise takes submission_mode=line", code="invalid_submission_mode")
+    title = check_text(cmd.title, "title", required=False, max_chars=_MAX_SHORT).strip()
+    with quest.transaction() as txn:
+        research = quest.state("research")
+        idea_id = optional_id(cmd.idea_id, "idea_id") or research.active_idea_id
+        if idea_id is None:
+            raise NotFound("there is no active idea to revise: pass idea_id or create one", code="unknown_idea")
+        record = research.ideas.get(idea_id)
+        if record is None:
+            raise NotFound(f"no idea {idea_id!r} in this quest", code="unknown_idea", idea_id=idea_id)
+        old = record.submitted
+        check_materialised(quest.root, list(idea_paths(idea_id)))
+        next_anchor = cmd.next_target if cmd.next_target in ANCHORS else old.next_target
+        revision = IdeaSubmitted(
+            idea_id=idea_id, title=title or old.title, mode="revise", submission_mode=old.submission_mode,
+            branch=old.branch, branch_no=old.branch_no, worktree=old.worktree, parent_branch=old.parent_branch,
+            lineage_intent=old.lineage_intent, foundation_ref=old.foundation_ref,
+            next_target=next_anchor, details={**old.details, **_details(cmd, None)}, **text,
+        )  # fmt: skip
+        stored = _submitted(txn.append(revision))
+    return _idea_result(quest, stored, "revise", next_anchor, promotable=old.branch is None)
+
+
+def _idea_result(quest: Quest, event: IdeaSubmitted, mode: str, next_anchor: str, *, promotable: bool) -> SubmitIdeaResult:
+    page, draft = idea_paths(event.idea_id)
+    return SubmitIdeaResult(
+        ok=True, mode=mode, submission_mode=event.submission_mode, idea_id=event.idea_id, title=event.title,
+        branch=event.branch, branch_no=event.branch_no, worktree=event.worktree,
+        worktree_root=str(quest.root / event.worktree) if event.worktree else None,
+        lineage_intent=event.lineage_intent, parent_branch=event.parent_branch, foundation_ref=event.foundation_ref,
+        foundation_reason=event.foundation_reason or None, idea_md_path=str(quest.root / page),
+        idea_draft_path=str(quest.root / draft), next_anchor=next_anchor, promotable=promotable,
+        source_candidate_id=event.details.get("source_candidate_id"), seq=event.seq,
+    )  # fmt: skip
+
+
+def _submitted(stored: Sequence[Event]) -> IdeaSubmitted:
+    """The idea event of an appended batch, as stored (with its seq)."""
+    return next(e for e in stored if isinstance(e, IdeaSubmitted))
+
+
+def _default_foundation(repo: pygit2.Repository, research: ResearchState, artifacts: ArtifactsState, branch: str) -> Foundation:
     """What a new idea on ``branch`` stands on: its latest main result, else its idea, else the branch."""
     runs = [r for r in artifacts.runs.values() if r.branch == branch]
     if runs:
         return resolve_foundation(repo, research, artifacts, {"kind": "run", "ref": max(runs, key=lambda r: r.seq).run})
-    idea = _idea_on(research, branch)
+    idea = idea_on(research, branch)
     if idea is not None:
-        return resolve_foundation(repo, research, artifacts, {"kind": "idea", "ref": idea.idea_id})
+        return resolve_foundation(repo, research, artifacts, {"kind": "idea", "ref": idea.submitted.idea_id})
     if not has_branch(repo, branch):
         raise NotFound(f"the workspace branch {branch!r} is not in the quest repository", code="unknown_foundation")
     return {"kind": "branch", "ref": branch, "branch": branch, "label": f"branch {branch}"}
 
 
-def _idea_on(research: Any, branch: str) -> Any:
-    return next((i for i in reversed(research.ideas.values()) if i.branch == branch), None)
+def _idea_parent(research: ResearchState, branch: str) -> str | None:
+    idea = idea_on(research, branch)
+    return idea.submitted.parent_branch if idea is not None else None
 
 
-def _idea_parent(research: Any, branch: str) -> str | None:
-    idea = _idea_on(research, branch)
-    return idea.parent_branch if idea is not None else None
-
-
-def _inferred_lineage(parent: str, active: str, active_parent: str | None) -> str | None:
+def _inferred_lineage(parent: str, active: str, active_parent: str | None) -> LineageIntent | None:
     if parent == active:
         return "continue_line"
     if active_parent is not None and parent == active_parent:
@@ -507,7 +249,16 @@ def _inferred_lineage(parent: str, active: str, active_parent: str | None) -> st
     return None
 
 
-def _lineage(value: str | None) -> str | None:
+def _submission_mode(value: str) -> SubmissionMode:
+    wanted = value.strip().lower() or "line"
+    if wanted == "line":
+        return "line"
+    if wanted == "candidate":
+        return "candidate"
+    raise Invalid(f"submission_mode must be line or candidate, got {value!r}", code="invalid_submission_mode")
+
+
+def _lineage(value: str | None) -> LineageIntent | None:
     if value is None or not value.strip():
         return None
     found = _LINEAGE_ALIASES.get(value.strip().lower())
@@ -517,24 +268,36 @@ def _lineage(value: str | None) -> str | None:
     return found
 
 
-def _idea_text(cmd: SubmitIdea) -> dict[str, Any]:
-    text = {f: check_text(getattr(cmd, f), f, required=False) for f in
-            ("problem", "hypothesis", "mechanism", "method_brief", "expected_gain", "decision_reason", "foundation_reason")}  # fmt: skip
-    text["draft_markdown"] = check_text(cmd.draft_markdown, "draft_markdown", required=False, max_chars=100_000)
-    for name in ("risks", "evidence_paths"):
-        items = getattr(cmd, name) or []
-        if len(items) > _MAX_LIST:
-            raise Invalid(f"{name} takes at most {_MAX_LIST} items", code="invalid_field", field=name)
-        text[name] = [check_text(i, name, max_chars=1000).strip() for i in items]
-    return text
+def _idea_text(cmd: SubmitIdea) -> IdeaText:
+    """The command's text, checked, as the event stores it."""
+    return IdeaText(
+        problem=check_text(cmd.problem, "problem", required=False),
+        hypothesis=check_text(cmd.hypothesis, "hypothesis", required=False),
+        mechanism=check_text(cmd.mechanism, "mechanism", required=False),
+        method_brief=check_text(cmd.method_brief, "method_brief", required=False),
+        expected_gain=check_text(cmd.expected_gain, "expected_gain", required=False),
+        decision_reason=check_text(cmd.decision_reason, "decision_reason", required=False),
+        foundation_reason=check_text(cmd.foundation_reason, "foundation_reason", required=False),
+        draft_markdown=check_text(cmd.draft_markdown, "draft_markdown", required=False, max_chars=100_000),
+        risks=_text_list(cmd.risks, "risks"),
+        evidence_paths=_text_list(cmd.evidence_paths, "evidence_paths"),
+    )
 
 
-def _details(cmd: SubmitIdea, source_candidate: str | None) -> dict[str, Any]:
-    details: dict[str, Any] = {}
-    for name in ("mechanism_family", "change_layer", "source_lens"):
-        value = check_text(getattr(cmd, name), name, required=False, max_chars=_MAX_SHORT).strip()
-        if value:
-            details[name] = value
+def _text_list(items: list[str] | None, name: str) -> list[str]:
+    if items and len(items) > _MAX_LIST:
+        raise Invalid(f"{name} takes at most {_MAX_LIST} items", code="invalid_field", field=name)
+    return [check_text(i, name, max_chars=1000).strip() for i in items or []]
+
+
+def _details(cmd: SubmitIdea, source_candidate: str | None) -> IdeaDetails:
+    details: IdeaDetails = {}
+    if family := _short(cmd.mechanism_family, "mechanism_family"):
+        details["mechanism_family"] = family
+    if layer := _short(cmd.change_layer, "change_layer"):
+        details["change_layer"] = layer
+    if lens := _short(cmd.source_lens, "source_lens"):
+        details["source_lens"] = lens
     if cmd.selection_scores:
         if len(cmd.selection_scores) > _MAX_LIST:
             raise Invalid(f"selection_scores takes at most {_MAX_LIST} entries", code="invalid_field", field="selection_scores")
@@ -544,53 +307,20 @@ def _details(cmd: SubmitIdea, source_candidate: str | None) -> dict[str, Any]:
     return details
 
 
-def _fresh_idea_id(research: Any, artifacts: Any) -> str:
+def _short(value: str, name: str) -> str:
+    return check_text(value, name, required=False, max_chars=_MAX_SHORT).strip()
+
+
+def _fresh_idea_id(research: ResearchState, artifacts: ArtifactsState) -> str:
     n = len(research.ideas) + 1
     while f"idea-{n:04d}" in research.ideas or artifacts.id_taken(f"idea-{n:04d}"):
         n += 1
     return f"idea-{n:04d}"
 
 
-def _check_new_idea(research: Any, idea_id: str) -> None:
+def _check_new_idea(research: ResearchState, idea_id: str) -> None:
     check_id(idea_id, "idea_id")
     old = research.ideas.get(idea_id)
-    if old is not None and old.branch is not None:
-        raise Conflict(f"idea {idea_id!r} already has its branch {old.branch}: use mode=revise, or another idea_id",
-                       code="idea_exists", idea_id=idea_id, branch=old.branch)  # fmt: skip
-
-
-def append_batch(quest: Quest, undo: git_ops.Rollback, decide: Callable[[StoreTransaction], list[Event]]) -> list[Event]:
-    """Append the events ``decide`` returns (under the log's lock) that record the side
-    effects registered on ``undo``: they stand if the events are in the log, else they
-    are undone. As in :func:`ds_events.services.artifacts.checkpoints.append_recording`, "in the log" is
-    judged by the file: a failed sync may still have left the lines there."""
-    before = 0
-    batch: list[Event] = []
-    try:
-        with quest.transaction() as txn:
-            before = txn.last_seq
-            batch = [e if e.id else _with_id(e) for e in decide(txn)]
-            stored = txn.append(batch)
-            undo.keep()
-    except BaseException as exc:
-        if batch and not undo.kept and _reached_log(quest, batch[0].id, before):
-            undo.keep()
-            exc.add_note(f"the {batch[0].type} event reached the log although the append failed, so what it records was kept")
-        raise
-    return stored
-
-
-def _with_id(event: Event) -> Event:
-    import msgspec
-
-    return msgspec.structs.replace(event, id=new_event_id())
-
-
-def _reached_log(quest: Quest, event_id: str, after_seq: int) -> bool:
-    try:
-        for _seq, line in quest.log.iter_lines(after_seq=after_seq):
-            if f'"id":"{event_id}"'.encode() in line:
-                return True
-    except (OSError, LogError):
-        return False
-    return False
+    if old is not None and old.submitted.branch is not None:
+        raise Conflict(f"idea {idea_id!r} already has its branch {old.submitted.branch}: use mode=revise, or another idea_id",
+                       code="idea_exists", idea_id=idea_id, branch=old.submitted.branch)  # fmt: skip

@@ -16,21 +16,75 @@ Refs: a branch node is ``branch:<name>``; event and stage nodes use their Canvas
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypedDict
 
 import msgspec
+import pygit2
 
 from ds_events.artifacts.branches import branch_view
 from ds_events.errors import NotFound
 from ds_events.home import Quest
+from ds_events.services.quest import read_models
+from ds_events.services.research.git_tool import ChangedFiles, FileChange, changed_files
+from projections.artifacts import MainRun, Slice
+from projections.artifacts import State as ArtifactsState
 
-from ds_events.services.quest import read_models as read_models
-from ds_events.services.research.git_tool import changed_files
-
-__all__ = ["node_details"]
+__all__ = ["node_details", "NodeDetails", "ArtifactDoc", "Metrics", "BranchGit", "NodeChanges"]
 
 
-def node_details(quest: Quest, ref: str) -> dict[str, Any]:
+class ArtifactDoc(TypedDict):
+    kind: str  # run | baseline | campaign | slice | checkpoint | a record's kind
+    id: str
+    payload: dict[str, Any]  # the artifacts view's record, as JSON
+
+
+class Metrics(TypedDict):
+    baseline_id: str | None
+    primary_metric: str | None
+    metrics_summary: dict[str, float]
+    comparisons: dict[str, Any]  # metric -> {baseline, value, delta, direction, better}
+    progress: dict[str, Any]
+
+
+class BranchGit(TypedDict):
+    branch: str
+    branch_kind: str
+    head_commit: str | None
+    subject: str
+    parent_ref: str | None
+    compare_base: str | None
+    ahead: int
+    behind: int
+    commit_count: int
+    current_ref: str
+    is_current: bool
+    worktree_root: str | None
+
+
+class NodeChanges(TypedDict):
+    """:class:`ChangedFiles` with what they were measured against (``scope``)."""
+
+    base: str | None
+    head: str
+    files: list[FileChange]
+    file_count: int
+    truncated: bool
+    scope: str  # since_parent | head_commit
+
+
+class NodeDetails(TypedDict):
+    quest_id: str
+    seq: int
+    ref: str
+    node_kind: str
+    node: dict[str, Any] | None  # the node trace (read_models.node_trace), when the traces know it
+    artifact: ArtifactDoc | None
+    metrics: Metrics | None
+    git: BranchGit | None
+    changed_files: NodeChanges | None
+
+
+def node_details(quest: Quest, ref: str) -> NodeDetails:
     """Everything the page shows for the node ``ref`` (see the module docstring)."""
     try:
         node: dict[str, Any] | None = read_models.node_trace(quest, ref)
@@ -38,31 +92,33 @@ def node_details(quest: Quest, ref: str) -> dict[str, Any]:
         node = None  # a git branch the traces never saw (e.g. made by hand) still has a git state
     repo = quest.repo()
     quest.views.catch_up(keep=False)
-    with quest.views.lend("artifacts") as state:
+    with quest.views.lend("artifacts") as lent:
+        state: ArtifactsState = lent
         branches = {n["id"]: n for n in branch_view(repo, state, quest.id)["nodes"]}
         name = ref.removeprefix("branch:") if ref.startswith("branch:") else None
         if node is None and (name is None or name not in branches):
             raise NotFound(f"no node {ref!r} in quest {quest.id} (or it left the window)", code="unknown_node", ref=ref)
         branch = name if name is not None else (node or {}).get("branch")
-        artifact, metrics = _artifact(state, ref, branches.get(branch) if branch else None)
-        out = {
-            "quest_id": quest.id,
-            "seq": state.last_seq,
-            "ref": ref,
-            "node_kind": node["node_kind"] if node else "branch_node",
-            "node": node,
-            "artifact": artifact,
-            "metrics": metrics,
-            "git": _git(branches.get(branch), state.active_branch) if branch else None,
-        }
-    out["changed_files"] = _changed(repo, ref, branches.get(branch) if branch else None)
-    return out
+        bnode = branches.get(branch) if branch else None
+        artifact, metrics = _artifact(state, ref, bnode)
+        seq, git = state.last_seq, _git(bnode, state.active_branch) if branch else None
+    return {
+        "quest_id": quest.id,
+        "seq": seq,
+        "ref": ref,
+        "node_kind": node["node_kind"] if node else "branch_node",
+        "node": node,
+        "artifact": artifact,
+        "metrics": metrics,
+        "git": git,
+        "changed_files": _changed(repo, ref, bnode),
+    }
 
 
 # -- private helpers ----------------------------------------------------------------------
 
 
-def _artifact(state: Any, ref: str, bnode: dict[str, Any] | None) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+def _artifact(state: ArtifactsState, ref: str, bnode: dict[str, Any] | None) -> tuple[ArtifactDoc | None, Metrics | None]:
     """(artifact, metrics) behind a node: the record, run, baseline, campaign, slice or
     checkpoint its ref names; for a branch node, the branch's run or slice."""
     kind, _, key = ref.partition(":")
@@ -79,8 +135,10 @@ def _artifact(state: Any, ref: str, bnode: dict[str, Any] | None) -> tuple[dict[
     if kind == "baseline" and key in state.baselines:
         base = state.baselines[key]
         conf = base.confirmed
-        metrics = None if conf is None else {"baseline_id": key, "primary_metric": conf.primary_metric,
-                                             "metrics_summary": dict(conf.metrics_summary), "comparisons": {}, "progress": {}}  # fmt: skip
+        metrics: Metrics | None = None if conf is None else {
+            "baseline_id": key, "primary_metric": conf.primary_metric, "metrics_summary": dict(conf.metrics_summary),
+            "comparisons": {}, "progress": {},
+        }  # fmt: skip
         return _doc("baseline", key, base), metrics
     if kind == "campaign" and key in state.campaigns:
         return _doc("campaign", key, state.campaigns[key]), None
@@ -98,11 +156,11 @@ def _artifact(state: Any, ref: str, bnode: dict[str, Any] | None) -> tuple[dict[
     return None, None
 
 
-def _doc(kind: str, key: str, value: Any) -> dict[str, Any]:
+def _doc(kind: str, key: str, value: msgspec.Struct) -> ArtifactDoc:
     return {"kind": kind, "id": key, "payload": msgspec.to_builtins(value)}
 
 
-def _run_metrics(run: Any) -> dict[str, Any]:
+def _run_metrics(run: MainRun) -> Metrics:
     return {
         "baseline_id": run.baseline_id, "primary_metric": run.primary_metric or None,
         "metrics_summary": dict(run.metrics_summary), "comparisons": msgspec.to_builtins(run.comparisons),
@@ -110,13 +168,13 @@ def _run_metrics(run: Any) -> dict[str, Any]:
     }  # fmt: skip
 
 
-def _slice_metrics(state: Any, slice_: Any) -> dict[str, Any] | None:
+def _slice_metrics(state: ArtifactsState, slice_: Slice) -> Metrics | None:
     """A slice's metrics against the confirmed baseline's contract values (the same
     comparison a main run gets when it is recorded)."""
     if not slice_.metrics_summary:
         return None
     base_id = state.confirmed_baseline
-    conf = state.baselines[base_id].confirmed if base_id in state.baselines else None
+    conf = state.baselines[base_id].confirmed if base_id is not None and base_id in state.baselines else None
     contract = (conf.contract.get("metrics") or {}) if conf is not None else {}
     comparisons = {}
     for metric, value in sorted(slice_.metrics_summary.items()):
@@ -131,7 +189,7 @@ def _slice_metrics(state: Any, slice_: Any) -> dict[str, Any] | None:
             "comparisons": comparisons, "progress": {}}  # fmt: skip
 
 
-def _git(bnode: dict[str, Any] | None, active: str) -> dict[str, Any] | None:
+def _git(bnode: dict[str, Any] | None, active: str) -> BranchGit | None:
     if bnode is None:
         return None
     return {
@@ -142,7 +200,7 @@ def _git(bnode: dict[str, Any] | None, active: str) -> dict[str, Any] | None:
     }  # fmt: skip
 
 
-def _changed(repo: Any, ref: str, bnode: dict[str, Any] | None) -> dict[str, Any] | None:
+def _changed(repo: pygit2.Repository, ref: str, bnode: dict[str, Any] | None) -> NodeChanges | None:
     """A branch (or a run or slice on one): what its head changed since it left its parent
     (the merge base), ``scope`` ``since_parent``. A checkpoint, main, and a branch that
     adds no commit to its parent (a run recorded at its idea's head, as
@@ -150,9 +208,13 @@ def _changed(repo: Any, ref: str, bnode: dict[str, Any] | None) -> dict[str, Any
     ``scope`` ``head_commit``. Other nodes: None."""
     kind, _, key = ref.partition(":")
     if kind == "checkpoint":
-        return changed_files(repo, None, key) | {"scope": "head_commit"}
+        return _scoped(changed_files(repo, None, key), "head_commit")
     if bnode is None or kind not in ("branch", "run", "slice"):
         return None
     if bnode["compare_base"] is None or bnode["compare_base"] == bnode["head"]:
-        return changed_files(repo, None, bnode["head"]) | {"scope": "head_commit"}
-    return changed_files(repo, bnode["compare_base"], bnode["head"]) | {"scope": "since_parent"}
+        return _scoped(changed_files(repo, None, bnode["head"]), "head_commit")
+    return _scoped(changed_files(repo, bnode["compare_base"], bnode["head"]), "since_parent")
+
+
+def _scoped(changes: ChangedFiles, scope: str) -> NodeChanges:
+    return {**changes, "scope": scope}

@@ -13,8 +13,7 @@ import pygit2
 import pytest
 
 from ds_events.home import Home, Quest
-
-from .research_support import LogWatch, artifact_client, confirm_baseline, ok, refused, stdio_artifact
+from tests.compat.research_support import LogWatch, artifact_client, confirm_baseline, ok, refused, stdio_artifact
 
 
 @pytest.mark.slow

@@ -11,8 +11,7 @@ import pytest
 from ds_events.home import Home, Quest
 from ds_events.services.interactions.commands import Reply
 from ds_events.services.interactions.mailbox import reply
-
-from .research_support import LogWatch, artifact_client, ok, refused, stdio_artifact
+from tests.compat.research_support import LogWatch, artifact_client, ok, refused, stdio_artifact
 
 _ASK = {
     "kind": "decision_request", "message": "May I end this quest now?", "reply_mode": "blocking",

@@ -14,8 +14,8 @@ import pytest
 
 from ds_events.home import Home, Quest
 from ds_events.replay import replay_quest
+from tests.compat.research_support import LogWatch, artifact_client, confirm_baseline, ok, refused, stdio_artifact
 
-from .research_support import LogWatch, artifact_client, confirm_baseline, ok, refused, stdio_artifact
 
 @pytest.mark.slow
 async def test_the_idea_lineage_loop_through_a_stdio_client(home: Home, quest: Quest) -> None:

@@ -1,0 +1,37 @@
+"""The quest domain's error codes: what each means to whoever got it, and its HTTP status
+(400 ``Invalid``, 404 ``NotFound``, 409 ``Conflict``).
+
+Every code raised in ``ds_events/services/quest/`` is in ``CODES`` or, where another
+catalogue holds it already, named in ``ELSEWHERE``: one code, one entry. Every code in
+``CODES`` is raised here. The quest domain is the lowest, so a code it shares with a
+domain above it and that no catalogue holds yet (``invalid_anchor``, ``invalid_action``,
+``unknown_runner``) is catalogued here, in words that fit every raise."""
+
+from __future__ import annotations
+
+from ds_events.errors import ErrorCode, catalogue
+
+__all__ = ["CODES", "ELSEWHERE"]
+
+# Raised here, catalogued where another domain that raises them put them first.
+ELSEWHERE: dict[str, str] = {
+    "invalid_limit": "ds_events.services.interactions.errors",  # many domains raise it
+    "empty_message": "ds_events.services.interactions.errors",
+    "message_too_long": "ds_events.services.interactions.errors",
+}
+
+CODES = catalogue(
+    # lifecycle: messages, control, stage, completion, runner
+    ErrorCode("invalid_role", 400, "A message's role is user, assistant or system."),
+    ErrorCode("invalid_action", 400, "Not an action the call takes (a control: pause, stop or resume; a decision: "
+                                     "allowed lists them)."),
+    ErrorCode("quest_completed", 409, "The quest is completed: it cannot be paused, stopped, resumed or completed again."),
+    ErrorCode("invalid_anchor", 400, "Not one of the quest's stages (scout, baseline, idea, experiment, analysis-campaign, "
+                                     "write, finalize, decision)."),
+    ErrorCode("unknown_runner", 400, "Not a runner this installation can start: codex, claude, acp or scripted "
+                                     "(or empty for the home's)."),
+    ErrorCode("invalid_model", 400, "A model is a name without spaces, at most 200 characters."),
+    # read models: workflow, node traces, Canvas
+    ErrorCode("unknown_node", 404, "No such node in the quest, or it left the view's window: list the nodes again."),
+    ErrorCode("invalid_view", 400, "A Canvas view is branch, event or stage."),
+)  # fmt: skip
