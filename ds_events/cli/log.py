@@ -47,7 +47,7 @@ def events_tail(
 
     Example: ds events tail tok-abl --after 10 --limit 5 --format acp
     """
-    as_json = _formatter(fmt, quest_id) if fmt == "acp" else (as_json or fmt == "raw")
+    shown: bool | Callable[[bytes], bytes] = _formatter(fmt, quest_id) if fmt == "acp" else (as_json or fmt == "raw")
     _log_path(home, quest_id)
     log = home.open_log(quest_id, actor="cli", read_only=True)  # never recovers or writes
     try:
@@ -55,7 +55,7 @@ def events_tail(
         if after is None:
             after = max(0, log.last_seq - (limit or 20))
         for seq, line in log.iter_lines(after_seq=after):
-            _print_line(line, as_json)
+            _print_line(line, shown)
             after = seq
             if limit is not None and not follow:
                 limit -= 1
@@ -65,7 +65,7 @@ def events_tail(
             import asyncio  # only following needs a loop
 
             try:
-                asyncio.run(_follow(log, after, as_json))
+                asyncio.run(_follow(log, after, shown))
             except KeyboardInterrupt:
                 pass
     finally:
