@@ -14,7 +14,7 @@ import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypedDict, TypeVar
+from typing import Any, TypedDict, TypeVar, cast
 
 import click
 
@@ -93,7 +93,7 @@ def pass_home(fn: F) -> F:
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         return fn(click.get_current_context().find_object(Home), *args, **kwargs)
 
-    return wrapper  # type: ignore[return-value]
+    return cast(F, wrapper)  # functools.wraps keeps the signature; the type checker cannot see it
 
 
 def json_option(fn: F) -> F:

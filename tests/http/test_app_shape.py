@@ -14,7 +14,7 @@ from aiohttp.test_utils import TestClient
 
 from ds_events.errors import LogError
 from ds_events.home import Home, Quest
-from ds_events.services.quest.lifecycle import PostMessage, post_message
+from ds_events.services.quest import PostMessage, post_message
 from handlers.http import make_app
 from handlers.http.app import HUB, SETTINGS, running_hub
 from handlers.http.settings import Settings, StreamSettings
@@ -78,7 +78,9 @@ def test_the_knobs_are_one_frozen_settings_value(home: Home) -> None:
     assert make_app(home)[SETTINGS] == Settings()
 
 
-@pytest.mark.parametrize("knob", [{"workers": 0}, {"max_body": 0}, {"queue_size": 0}, {"keepalive": 0.0}, {"poll_interval": -1.0}, {"retry_ms": -1}])
+@pytest.mark.parametrize(
+    "knob", [{"workers": 0}, {"max_body": 0}, {"queue_size": 0}, {"keepalive": 0.0}, {"poll_interval": -1.0}, {"retry_ms": -1}]
+)
 def test_a_knob_out_of_range_is_refused_when_the_app_is_built(home: Home, knob: dict[str, Any]) -> None:
     with pytest.raises(ValueError, match=next(iter(knob))):
         make_app(home, **knob)
@@ -120,6 +122,9 @@ def test_no_module_of_the_http_edge_reads_a_projection_itself() -> None:
 
 
 def test_the_projection_import_check_sees_a_planted_one() -> None:
-    planted = "from projections import interactions as view\nimport projections.status\n\ndef f():\n    from projections.artifacts import newest_records\n"
+    planted = (
+        "from projections import interactions as view\nimport projections.status\n\n"
+        "def f():\n    from projections.artifacts import newest_records\n"
+    )
     assert sorted(projection_imports(planted)) == ["projections", "projections.artifacts", "projections.status"]
     assert projection_imports("from ds_events.services.artifacts import listing\nimport json\n") == []

@@ -8,17 +8,22 @@ import msgspec
 from ds_events.home import Quest
 from ds_events.services.interactions import mailbox
 from ds_events.services.interactions.queries import InteractionsList, list_interactions
-from ds_events.services.quest.lifecycle import PostMessage, post_message
+from ds_events.services.quest import PostMessage, post_message
 
 
 def _ask(quest: Quest, text: str) -> str:
     cmd = mailbox.Interact(kind="decision_request", message=text, reply_mode="blocking",
                            options=[{"id": "a", "label": "A"}, {"id": "b", "label": "B"}])  # fmt: skip
-    return mailbox.interact(quest, cmd).interaction_id
+    return _id(mailbox.interact(quest, cmd))
 
 
 def _tell(quest: Quest, text: str) -> str:
-    return mailbox.interact(quest, mailbox.Interact(kind="progress", message=text)).interaction_id
+    return _id(mailbox.interact(quest, mailbox.Interact(kind="progress", message=text)))
+
+
+def _id(sent: mailbox.InteractResult) -> str:
+    assert sent.interaction_id is not None
+    return sent.interaction_id
 
 
 def test_open_requests_recent_interactions_and_pending_messages(quest: Quest) -> None:

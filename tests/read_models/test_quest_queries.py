@@ -7,9 +7,9 @@ import msgspec
 
 from ds_events.home import Home, Quest
 from ds_events.services.interactions import mailbox
+from ds_events.services.quest import PostMessage, post_message
 from ds_events.services.quest.event_pages import EventPage, event_page
 from ds_events.services.quest.listing import QuestRow, list_quests, quest_row, show_quest
-from ds_events.services.quest.lifecycle import PostMessage, post_message
 from projections.status import StatusState
 
 
