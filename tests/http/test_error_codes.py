@@ -28,7 +28,7 @@ JSON = {"Content-Type": "application/json"}
 Case = Callable[[Home], Awaitable[tuple[int, dict[str, Any]]]]
 
 
-async def _served(app: web.Application, send: Callable[[TestClient], Awaitable[Any]]) -> tuple[int, dict[str, Any]]:
+async def _served(app: web.Application, send: Callable[[TestClient[Any, Any]], Awaitable[Any]]) -> tuple[int, dict[str, Any]]:
     client = TestClient(DaemonTestServer(app))
     await client.start_server()
     try:
