@@ -41,8 +41,8 @@ __all__ = ["QuestAgent", "serve", "DEFAULT_QUIET_SECONDS"]
 
 DEFAULT_QUIET_SECONDS = 2.0
 _TURN_ENDERS = {"quest.completed"}
-StopReason = Literal["end_turn", "cancelled"]  # the ones of the SDK's a prompt of ours ends with
 _PAUSES = {"pause", "stop"}
+StopReason = Literal["end_turn", "cancelled"]  # the SDK's stop reasons a prompt here ends with
 
 
 class QuestAgent:

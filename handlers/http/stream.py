@@ -39,7 +39,7 @@ from aiohttp import web
 from ds_events.errors import Invalid
 from ds_events.events import Event
 from ds_events.home import Quest
-from ds_events.services.quest.event_pages import EventFormat, event_json, event_page
+from ds_events.services.quest.event_pages import EventFormat, EventPage, event_json, event_page
 
 from .errors import client_gone
 from .hub import Hub
@@ -122,11 +122,12 @@ async def events(request: web.Request) -> web.StreamResponse:
                 code="cursor_beyond_head", argument=given, last_seq=head,
             )  # fmt: skip
     if query.mode == "json":
-        return await answer(hub, lambda: event_page(
-            quest, after=query.after, before=query.before, limit=query.limit, tail=query.tail, types=query.types,
-            fmt=query.format,
-        ))  # fmt: skip
+        return await answer(hub, lambda: _page(quest, query))
     return await _stream(request, hub, quest, query)
+
+
+def _page(quest: Quest, q: EventsQuery) -> EventPage:
+    return event_page(quest, after=q.after, before=q.before, limit=q.limit, tail=q.tail, types=q.types, fmt=q.format)
 
 
 # -- streams ------------------------------------------------------------------------------
