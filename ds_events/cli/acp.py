@@ -6,7 +6,7 @@ import click
 
 from ds_events.home import Home
 
-from .common import cli, pass_home
+from .common import TurnOptions, cli, pass_home
 
 __all__ = ["acp"]
 
@@ -39,5 +39,5 @@ def acp(
 
     if quiet_seconds is None:
         quiet_seconds = float(os.environ.get("DS_ACP_QUIET_SECONDS", DEFAULT_QUIET_SECONDS))
-    turns = None if no_turns else {"runner": runner, "model": model, "trajectory": trajectory}
+    turns = None if no_turns else TurnOptions(runner=runner, model=model, trajectory=trajectory)
     asyncio.run(serve(home, quest_id=quest_id, quiet_seconds=quiet_seconds, turns=turns))

@@ -14,13 +14,13 @@ import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypedDict, TypeVar, cast
 
 import click
 
 from ds_events.home import Home, Quest
 
-__all__ = ["cli", "LazyGroup", "CliError", "json_option", "pass_home", "open_quest", "emit_json", "out"]
+__all__ = ["cli", "LazyGroup", "CliError", "TurnOptions", "json_option", "pass_home", "open_quest", "emit_json", "out"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -29,6 +29,15 @@ class CliError(click.ClickException):
     """A failure the user can fix; its message says how."""
 
     exit_code = 1
+
+
+class TurnOptions(TypedDict):
+    """How ``ds serve`` and ``ds acp`` host turns: the Fleet's runner options (None: the
+    config's)."""
+
+    runner: str | None
+    model: str | None
+    trajectory: str | None
 
 
 class LazyGroup(click.Group):
@@ -84,7 +93,7 @@ def pass_home(fn: F) -> F:
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         return fn(click.get_current_context().find_object(Home), *args, **kwargs)
 
-    return wrapper  # type: ignore[return-value]
+    return cast(F, wrapper)  # functools.wraps keeps the signature; the type checker cannot see it
 
 
 def json_option(fn: F) -> F:

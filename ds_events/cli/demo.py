@@ -19,6 +19,7 @@ from pathlib import Path
 
 import click
 
+from ds_events.events.runner import AgentMessage
 from ds_events.home import Home, Quest
 from ds_events.replay import replay_quest
 from ds_events.services import quest as quest_service
@@ -127,7 +128,7 @@ async def _answer_blocking_requests(quest: Quest) -> None:
 
 
 def _last_agent_message(quest: Quest, run_id: str) -> str:
-    said = [e.text for e in quest.log.read(types=["runner.agent_message"]) if e.run_id == run_id]
+    said = [e.text for e in quest.log.read(types=[AgentMessage.TAG]) if isinstance(e, AgentMessage) and e.run_id == run_id]
     text = said[-1] if said else "(nothing)"
     return text if len(text) <= 90 else text[:87] + "..."
 

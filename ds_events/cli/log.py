@@ -9,7 +9,7 @@ from pathlib import Path
 
 import click
 
-from ds_events.events import decode_line
+from ds_events.events import Event, decode_line
 from ds_events.home import Home
 from ds_events.store import EventStore
 from ds_events.stores import REGISTRY_LOG, is_file_store, require_file_store
@@ -47,7 +47,7 @@ def events_tail(
 
     Example: ds events tail tok-abl --after 10 --limit 5 --format acp
     """
-    as_json = _formatter(fmt, quest_id) if fmt == "acp" else (as_json or fmt == "raw")
+    shown: bool | Callable[[bytes], bytes] = _formatter(fmt, quest_id) if fmt == "acp" else (as_json or fmt == "raw")
     _log_path(home, quest_id)
     log = home.open_log(quest_id, actor="cli", read_only=True)  # never recovers or writes
     try:
@@ -55,7 +55,7 @@ def events_tail(
         if after is None:
             after = max(0, log.last_seq - (limit or 20))
         for seq, line in log.iter_lines(after_seq=after):
-            _print_line(line, as_json)
+            _print_line(line, shown)
             after = seq
             if limit is not None and not follow:
                 limit -= 1
@@ -65,7 +65,7 @@ def events_tail(
             import asyncio  # only following needs a loop
 
             try:
-                asyncio.run(_follow(log, after, as_json))
+                asyncio.run(_follow(log, after, shown))
             except KeyboardInterrupt:
                 pass
     finally:
@@ -82,10 +82,10 @@ async def _follow(log: EventStore, after: int, as_json: bool | Callable[[bytes],
 def warn_if_torn(log: EventStore, quest_id: str) -> None:
     """Say on stderr that a read-only command left a torn tail in place, and what fixes it
     (a file log's; a database has no torn tail)."""
-    torn = getattr(log, "torn", None)
+    torn = getattr(log, "torn", None)  # only a file log has these two
     if torn is not None:
         click.echo(
-            f"warning: {log.path} ends in a torn tail at byte {torn.offset} ({torn.reason}); "  # type: ignore[attr-defined]
+            f"warning: {getattr(log, 'path', 'the log')} ends in a torn tail at byte {torn.offset} ({torn.reason}); "
             f"shown: the events before it. `ds repair {quest_id}` quarantines it",
             err=True,
         )
@@ -117,11 +117,11 @@ def _print_line(line: bytes, as_json: bool | Callable[[bytes], bytes]) -> None:
     out(f"{event.seq:>7} {event.ts} {event.type:<24} {event.actor:<12} {body}")
 
 
-def _payload(event: object) -> dict[str, object]:
+def _payload(event: Event) -> dict[str, object]:
     import msgspec
 
     envelope = {"seq", "id", "ts", "v", "quest_id", "actor", "run_id", "prev", "more", "type"}
-    return {k: v for k, v in msgspec.structs.asdict(event).items() if k not in envelope}  # type: ignore[arg-type]
+    return {k: v for k, v in msgspec.structs.asdict(event).items() if k not in envelope}
 
 
 def _short(value: object, width: int = 60) -> str:

@@ -9,8 +9,8 @@ import click
 
 from ds_events.home import Home
 from ds_events.memory.store import MemoryContext
-from ds_events.services.memory import cards as memory_service
 from ds_events.services.commands import decode_command, to_builtins
+from ds_events.services.memory import cards as memory_service
 from ds_events.services.memory.audit import audit_memory, import_hand_edits
 from ds_events.services.memory.commands import (
     AuditMemory,

@@ -15,17 +15,19 @@ import click
 
 from ds_events.home import Home
 
-from .common import CliError, cli, out, pass_home
+from .common import CliError, TurnOptions, cli, out, pass_home
 
 __all__ = ["serve", "serve_home", "is_loopback"]
 
 
 @cli.command()
-@click.option("--home", "home_override", type=click.Path(file_okay=False, path_type=Path), default=None, help="The ds-events home (same as `ds --home`).")
+@click.option("--home", "home_override", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="The ds-events home (same as `ds --home`).")  # fmt: skip
 @click.option("--host", default=None, help="Address to listen on (default: config serve.host, 127.0.0.1).")
 @click.option("--port", type=int, default=None, help="Port (default: config serve.port, 8765; 0 picks a free one).")
 @click.option("--token", default=None, help="Require Authorization: Bearer TOKEN (or set DS_TOKEN, or serve.token in config).")
-@click.option("--runner", "-r", default=None, help="The agent that runs turns: codex | claude | acp | scripted (default: config runner.name).")
+@click.option("--runner", "-r", default=None,
+              help="The agent that runs turns: codex | claude | acp | scripted (default: config runner.name).")  # fmt: skip
 @click.option("--model", "-m", default=None, help="The model the agent uses (default: config runner.model).")
 @click.option("--trajectory", type=click.Path(dir_okay=False), default=None, help="The scripted runner's trajectory file.")
 @click.option("--no-turns", is_flag=True, help="Serve the API only: run no turns (another process hosts them).")
@@ -54,7 +56,7 @@ def serve(
             f"refusing to listen on {host} without a token: anyone who can reach it could steer your quests; "
             "pass --token T (or set DS_TOKEN, or serve.token in config.yaml), or use --host 127.0.0.1"
         )
-    turns = None if no_turns else {"runner": runner, "model": model, "trajectory": trajectory}
+    turns = None if no_turns else TurnOptions(runner=runner, model=model, trajectory=trajectory)
     if turns is not None and (runner or trajectory):  # refuse a bad --runner/--trajectory before listening
         from ds_events.runners import make_runner
 
@@ -65,7 +67,7 @@ def serve(
     serve_home(home, host, port, token, turns)
 
 
-def serve_home(home: Home, host: str, port: int, token: str | None, turns: dict[str, str | None] | None) -> None:
+def serve_home(home: Home, host: str, port: int, token: str | None, turns: TurnOptions | None) -> None:
     """Serve ``home`` until SIGINT/SIGTERM (``turns``: host its quests' turns with these
     runner options; None hosts none)."""
     asyncio.run(_run(home, host, port, token, turns))
@@ -92,7 +94,7 @@ def _log_to_stderr(level: str) -> None:
     logging.getLogger("ds_events").setLevel(level.upper())
 
 
-async def _run(home: Home, host: str, port: int, token: str | None, turns: dict[str, str | None] | None) -> None:
+async def _run(home: Home, host: str, port: int, token: str | None, turns: TurnOptions | None) -> None:
     from aiohttp import web
 
     from handlers.http import make_app
@@ -115,11 +117,12 @@ async def _run(home: Home, host: str, port: int, token: str | None, turns: dict[
     fleet_task = None
     if turns is not None:
         from ds_events.runners.fleet import Fleet
-        from handlers.http.app import HUB
+        from handlers.http.app import running_hub
 
-        # The scheduler works on the hub's open quests: each is opened once, and a message
-        # posted over HTTP wakes its scheduler at once (the same log handle).
-        fleet_task = asyncio.create_task(Fleet(home, opener=app[HUB].quest, **turns).run())
+        # The scheduler works on the hub's open quests (the hub exists from the runner's
+        # setup on): each is opened once, and a message posted over HTTP wakes its
+        # scheduler at once (the same log handle).
+        fleet_task = asyncio.create_task(Fleet(home, opener=running_hub(app).quest, **turns).run())
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):

@@ -38,7 +38,7 @@ def migrate(
     """
     from ds_events.migrate import migrate_log  # only this command needs it
 
-    chosen = [n for n, on in ((quest_id, quest_id is not None), (GLOBAL_LOG, global_), (REGISTRY_LOG, registry)) if on]
+    chosen = [n for n, on in ((quest_id, quest_id is not None), (GLOBAL_LOG, global_), (REGISTRY_LOG, registry)) if on and n is not None]
     if len(chosen) != 1:
         raise click.UsageError("give one quest id, or --global, or --registry")
     name = chosen[0]

@@ -23,11 +23,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, Literal
 
 import acp
 from acp import schema
-
 from ds_events.errors import ServiceError
 from ds_events.events import Event
 from ds_events.home import Home, Quest
@@ -42,6 +42,7 @@ __all__ = ["QuestAgent", "serve", "DEFAULT_QUIET_SECONDS"]
 DEFAULT_QUIET_SECONDS = 2.0
 _TURN_ENDERS = {"quest.completed"}
 _PAUSES = {"pause", "stop"}
+StopReason = Literal["end_turn", "cancelled"]  # the SDK's stop reasons a prompt here ends with
 
 
 class QuestAgent:
@@ -53,7 +54,7 @@ class QuestAgent:
         *,
         quest_id: str | None = None,
         quiet_seconds: float = DEFAULT_QUIET_SECONDS,
-        turns: dict[str, Any] | None = None,
+        turns: Mapping[str, Any] | None = None,
     ) -> None:
         """``turns``: host the sessions' turns with these Fleet options (runner, model,
         trajectory); None hosts none (another process does)."""
@@ -120,7 +121,7 @@ class QuestAgent:
 
     # -- private helpers ------------------------------------------------------------
 
-    async def _stream_turn(self, quest: Quest, session_id: str, *, after_seq: int) -> str:
+    async def _stream_turn(self, quest: Quest, session_id: str, *, after_seq: int) -> StopReason:
         """Send every event after ``after_seq`` until the quest completes, pauses or goes
         quiet; the stop reason for the prompt's answer."""
         queue: asyncio.Queue[Event] = asyncio.Queue()
@@ -136,10 +137,10 @@ class QuestAgent:
                 try:
                     timeout = None if running else self.quiet_seconds
                     event = await asyncio.wait_for(queue.get(), timeout=timeout)
-                except asyncio.TimeoutError:
+                except TimeoutError:
                     if self._has_work(quest):
                         continue  # a retry or a queued turn is coming: keep streaming
-                    return "cancelled" if session_id in self._cancelled else "end_turn"
+                    return self._ended(session_id)
                 await self._send(session_id, event)
                 if event.type == "runner.turn_started":
                     running = True
@@ -147,15 +148,19 @@ class QuestAgent:
                     running = quest.state("turns").running is not None
                     status, turns, inbox = quest.state("status"), quest.state("turns"), quest.state("interactions")
                     if not running and next_action(status.status, turns, inbox).kind == "idle":
-                        return "cancelled" if session_id in self._cancelled else "end_turn"
+                        return self._ended(session_id)
                 elif event.type in _TURN_ENDERS:
                     return "end_turn"
                 elif event.type == "quest.control" and getattr(event, "action", "") in _PAUSES and not running:
-                    return "cancelled" if session_id in self._cancelled else "end_turn"
+                    return self._ended(session_id)
         finally:
             follower.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await follower
+
+    def _ended(self, session_id: str) -> StopReason:
+        """How a prompt whose turn is over ends: ``cancelled`` when this client paused it."""
+        return "cancelled" if session_id in self._cancelled else "end_turn"
 
     @staticmethod
     def _has_work(quest: Quest) -> bool:
@@ -212,11 +217,13 @@ async def serve(
     *,
     quest_id: str | None = None,
     quiet_seconds: float = DEFAULT_QUIET_SECONDS,
-    turns: dict[str, Any] | None = None,
+    turns: Mapping[str, Any] | None = None,
 ) -> None:
     """Run the agent on this process's stdin/stdout until the client disconnects."""
     agent = QuestAgent(home, quest_id=quest_id, quiet_seconds=quiet_seconds, turns=turns)
     try:
-        await acp.run_agent(agent)
+        # The SDK dispatches by getattr (a method the agent lacks answers method_not_found);
+        # its Agent protocol lists every method, of which this agent implements a subset.
+        await acp.run_agent(agent)  # type: ignore[arg-type]
     finally:
         await agent.aclose()

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import hmac
-from typing import Any
 
 from aiohttp import web
+from aiohttp.typedefs import Handler, Middleware
 
 from .errors import error_response
 from .page import is_public
@@ -13,7 +13,7 @@ from .page import is_public
 __all__ = ["auth_middleware"]
 
 
-def auth_middleware(token: str) -> Any:
+def auth_middleware(token: str) -> Middleware:
     """A middleware refusing (401 ``unauthorized``) any request without ``Authorization:
     Bearer <token>``, except for the web page's own files (they hold no data, and the page
     must load to ask for the token). The comparison is constant-time, so timing reveals
@@ -21,7 +21,7 @@ def auth_middleware(token: str) -> Any:
     expected = token.encode()
 
     @web.middleware
-    async def check(request: web.Request, handler: Any) -> web.StreamResponse:
+    async def check(request: web.Request, handler: Handler) -> web.StreamResponse:
         if request.method in ("GET", "HEAD") and is_public(request.path):
             return await handler(request)
         scheme, _, given = request.headers.get("Authorization", "").partition(" ")

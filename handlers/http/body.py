@@ -46,7 +46,9 @@ def parse_json(raw: bytes) -> Any:
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise Invalid(f"the body is not UTF-8 text (byte {exc.start} is {raw[exc.start]:#04x}): send JSON as UTF-8", code="invalid_json") from None
+        raise Invalid(
+            f"the body is not UTF-8 text (byte {exc.start} is {raw[exc.start]:#04x}): send JSON as UTF-8", code="invalid_json"
+        ) from None
     try:
         return json.loads(text, parse_constant=_no_constant, parse_float=_finite)
     except ValueError as exc:  # json.JSONDecodeError, an int of more than 4300 digits, ours

@@ -51,9 +51,9 @@ A configured token is still required after these checks (``auth.py``).
 from __future__ import annotations
 
 import ipaddress
-from typing import Any
 
 from aiohttp import web
+from aiohttp.typedefs import Handler, Middleware
 
 from .errors import error_response
 from .page import is_public
@@ -66,14 +66,14 @@ _FOREIGN_SITES = frozenset({"cross-site", "same-site"})
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 
 
-def guard_middleware(host: str | None = None) -> Any:
+def guard_middleware(host: str | None = None) -> Middleware:
     """The middleware refusing requests by ``Host``, ``Origin``, ``Sec-Fetch-Site`` and
     ``Content-Type`` (see the module docstring); ``host``: the address the daemon was told
     to listen on (``--host``), one more of its own names."""
     names = frozenset(_name(n) for n in (*LOOPBACK_NAMES, *([host] if host else [])))
 
     @web.middleware
-    async def guard(request: web.Request, handler: Any) -> web.StreamResponse:
+    async def guard(request: web.Request, handler: Handler) -> web.StreamResponse:
         refusal = _refusal(request, names)
         return refusal if refusal is not None else await handler(request)
 

@@ -24,17 +24,18 @@ import contextlib
 import functools
 import threading
 from collections.abc import AsyncIterator, Callable
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from ds_events.errors import LogError
 from ds_events.events import Event
 from ds_events.home import Home, Quest
 from ds_events.memory.store import MemoryContext
 
+from .settings import DEFAULT_POLL_INTERVAL, DEFAULT_QUEUE_SIZE, DEFAULT_WORKERS
+
 __all__ = ["Hub", "Subscription", "DEFAULT_WORKERS"]
 
 T = TypeVar("T")
-DEFAULT_WORKERS = 8  # threads for blocking calls; streams never wait for them
 _CLOSE_WAIT = 30.0  # seconds shutdown waits for calls still running on worker threads
 
 
@@ -105,7 +106,12 @@ class Hub:
     follower per streamed quest."""
 
     def __init__(
-        self, home: Home, *, poll_interval: float = 0.05, queue_size: int = 1000, workers: int = DEFAULT_WORKERS
+        self,
+        home: Home,
+        *,
+        poll_interval: float = DEFAULT_POLL_INTERVAL,
+        queue_size: int = DEFAULT_QUEUE_SIZE,
+        workers: int = DEFAULT_WORKERS,
     ) -> None:
         self.home = home
         self.poll_interval = poll_interval
@@ -116,7 +122,7 @@ class Hub:
         self._subs: set[Subscription] = set()
         self.closing = False
         self._executor = concurrent.futures.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="ds-http")
-        self._running: set[concurrent.futures.Future[object]] = set()
+        self._running: set[concurrent.futures.Future[Any]] = set()
         # Guards the dicts below; a per-quest lock is held for as long as one quest opens
         # (a replay of its log) or one memory call runs, so other quests never wait.
         self._locks_guard = threading.Lock()
@@ -135,8 +141,8 @@ class Hub:
             future = self._executor.submit(functools.partial(fn, *args))
         except RuntimeError:  # closed: the quests are closing or closed
             raise LogError("the daemon is shutting down") from None
-        self._running.add(future)  # type: ignore[arg-type]
-        future.add_done_callback(self._running.discard)  # type: ignore[arg-type]
+        self._running.add(future)
+        future.add_done_callback(self._running.discard)
         return await asyncio.shield(asyncio.wrap_future(future))
 
     def quest(self, quest_id: str) -> Quest:

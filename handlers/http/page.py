@@ -12,7 +12,9 @@ from pathlib import Path
 
 from aiohttp import web
 
-__all__ = ["add_routes", "STATIC_DIR", "is_public"]
+from .keys import STATIC_FILES
+
+__all__ = ["routes", "static_files", "STATIC_DIR", "is_public"]
 
 STATIC_DIR = Path(__file__).resolve().parent / "static"
 
@@ -24,7 +26,11 @@ _TYPES = {
     ".png": "image/png",
 }
 # Everything the page loads comes from this origin: no inline script, no remote asset.
-_CSP = "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; object-src 'none'; base-uri 'none'; frame-ancestors 'none'"
+_CSP = (
+    "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; object-src 'none'; base-uri 'none'; "
+    "frame-ancestors 'none'"
+)
+routes = web.RouteTableDef()
 
 
 def is_public(path: str) -> bool:
@@ -32,22 +38,27 @@ def is_public(path: str) -> bool:
     return path == "/" or path.startswith("/static/")
 
 
-def add_routes(app: web.Application) -> None:
-    files = {p.name: p for p in STATIC_DIR.iterdir() if p.is_file() and p.suffix in _TYPES}
+def static_files() -> dict[str, Path]:
+    """The files the page may load, by name: those in ``static/`` now, of a known type."""
+    return {p.name: p for p in STATIC_DIR.iterdir() if p.is_file() and p.suffix in _TYPES}
 
-    def send(path: Path) -> web.Response:
-        # no-cache: the browser revalidates, so an upgraded daemon never serves a stale module
-        headers = {"Cache-Control": "no-cache", "X-Content-Type-Options": "nosniff", "Content-Security-Policy": _CSP}
-        return web.Response(body=path.read_bytes(), content_type=_TYPES[path.suffix], charset="utf-8" if path.suffix != ".png" else None, headers=headers)
 
-    async def index(request: web.Request) -> web.Response:
-        return send(files["index.html"])
+@routes.get("/")
+async def index(request: web.Request) -> web.Response:
+    return _send(request.app[STATIC_FILES]["index.html"])
 
-    async def static(request: web.Request) -> web.Response:
-        name = request.match_info["name"]
-        if name not in files:
-            raise web.HTTPNotFound()  # the error middleware answers it as {"error": "not_found", ...}
-        return send(files[name])
 
-    app.router.add_get("/", index)
-    app.router.add_get("/static/{name}", static)
+@routes.get("/static/{name}")
+async def static(request: web.Request) -> web.Response:
+    files = request.app[STATIC_FILES]
+    name = request.match_info["name"]
+    if name not in files:
+        raise web.HTTPNotFound()  # the error middleware answers it as {"error": "not_found", ...}
+    return _send(files[name])
+
+
+def _send(path: Path) -> web.Response:
+    # no-cache: the browser revalidates, so an upgraded daemon never serves a stale module
+    headers = {"Cache-Control": "no-cache", "X-Content-Type-Options": "nosniff", "Content-Security-Policy": _CSP}
+    charset = "utf-8" if path.suffix != ".png" else None
+    return web.Response(body=path.read_bytes(), content_type=_TYPES[path.suffix], charset=charset, headers=headers)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import overload
 
 from aiohttp import web
 
@@ -11,12 +11,22 @@ from ds_events.errors import Invalid
 __all__ = ["int_param", "flag_param"]
 
 
-def int_param(request: web.Request, name: str, default: int | None, *, lo: int = 0, hi: int | None = None, code: str = "invalid_argument") -> int | None:
+@overload
+def int_param(request: web.Request, name: str, default: int, *, lo: int = 0, hi: int | None = None, code: str = ...) -> int: ...
+@overload
+def int_param(
+    request: web.Request, name: str, default: None, *, lo: int = 0, hi: int | None = None, code: str = ...
+) -> int | None: ...
+
+
+def int_param(
+    request: web.Request, name: str, default: int | None, *, lo: int = 0, hi: int | None = None, code: str = "invalid_argument"
+) -> int | None:
     """``?name=`` as an int in ``[lo, hi]``, ``default`` when absent, else ``Invalid(code)``."""
-    q: Any = request.query
-    if name not in q:
+    query = request.query
+    if name not in query:
         return default
-    raw = q[name]
+    raw = query[name]
     try:
         value = int(raw)
     except ValueError:

@@ -4,7 +4,6 @@ event loop (see :meth:`Hub.run`), only the finished bytes go out on it."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 import msgspec
 from aiohttp import web
@@ -14,8 +13,9 @@ from .hub import Hub
 __all__ = ["answer"]
 
 
-async def answer(hub: Hub, work: Callable[[], Any], *, status: int = 200) -> web.Response:
-    """``work()`` (the service call) on a worker thread, its result as a JSON response.
+async def answer(hub: Hub, work: Callable[[], object], *, status: int = 200) -> web.Response:
+    """``work()`` (the service call) on a worker thread, its result (builtins, a msgspec
+    Struct, a TypedDict) as a JSON response.
 
     A domain error raised by ``work`` propagates to the error middleware as before.
     """

@@ -29,6 +29,8 @@ from aiohttp import web
 from aiohttp.http_exceptions import BadHttpMessage, HttpProcessingError, LineTooLong
 from aiohttp.web_protocol import RequestHandler
 
+from .errors import error_body
+
 __all__ = ["make_runner", "MAX_REQUEST_LINE", "MAX_HEADER_FIELD", "MAX_HEADERS"]
 
 MAX_REQUEST_LINE = 8190  # aiohttp's default
@@ -58,10 +60,10 @@ class _JsonErrors(RequestHandler):
             self.log_debug("Refused a malformed request from %s: %s", request.remote, exc)
             status, body = _parse_error(exc)
         elif status == 504:
-            body = {"error": "timeout", "message": "the request took too long"}
+            body = error_body(code="timeout", message="the request took too long")
         else:  # an error no middleware caught: ours
             log.error("unhandled error on %s", getattr(request, "path", "?"), exc_info=exc)
-            body = {"error": "internal_error", "message": f"{type(exc).__name__}: {exc}" if exc else "internal error"}
+            body = error_body(code="internal_error", message=f"{type(exc).__name__}: {exc}" if exc else "internal error")
         resp = web.json_response(body, status=status)
         resp.force_close()
         return resp
@@ -71,15 +73,15 @@ def _parse_error(exc: HttpProcessingError) -> tuple[int, dict[str, Any]]:
     if isinstance(exc, LineTooLong):
         limit = exc.args[1] if len(exc.args) > 1 else None
         if limit == MAX_REQUEST_LINE:
-            return 414, {"error": "request_line_too_long", "max_bytes": MAX_REQUEST_LINE,
-                         "message": f"the request line (method, path and query) is longer than {MAX_REQUEST_LINE} bytes"}  # fmt: skip
-        return 431, {"error": "headers_too_large", "max_bytes": MAX_HEADER_FIELD,
-                     "message": f"a header (name and value) is longer than {MAX_HEADER_FIELD} bytes"}  # fmt: skip
+            message = f"the request line (method, path and query) is longer than {MAX_REQUEST_LINE} bytes"
+            return 414, error_body(code="request_line_too_long", max_bytes=MAX_REQUEST_LINE, message=message)
+        message = f"a header (name and value) is longer than {MAX_HEADER_FIELD} bytes"
+        return 431, error_body(code="headers_too_large", max_bytes=MAX_HEADER_FIELD, message=message)
     text = str(getattr(exc, "message", "") or exc)
     if isinstance(exc, BadHttpMessage) and "too many headers" in text.lower():
-        return 431, {"error": "headers_too_large", "max_headers": MAX_HEADERS,
-                     "message": f"the request has more than {MAX_HEADERS} headers"}  # fmt: skip
-    return 400, {"error": "bad_request", "message": f"the request is not valid HTTP/1.1: {text}"}
+        message = f"the request has more than {MAX_HEADERS} headers"
+        return 431, error_body(code="headers_too_large", max_headers=MAX_HEADERS, message=message)
+    return 400, error_body(code="bad_request", message=f"the request is not valid HTTP/1.1: {text}")
 
 
 class _Server(web.Server):
@@ -94,5 +96,5 @@ class _Runner(web.AppRunner):
         plain = await super()._make_server()
         return _Server(
             plain.request_handler, request_factory=plain.request_factory,
-            handler_cancellation=plain.handler_cancellation, loop=plain._loop, **plain._kwargs,  # noqa: SLF001
+            handler_cancellation=plain.handler_cancellation, loop=plain._loop, **plain._kwargs,
         )  # fmt: skip

@@ -3,8 +3,8 @@
 Query: ``format=raw|acp``, ``after=<seq>``, ``before=<seq>`` (pages only), ``limit``,
 ``tail=1`` (the last ``limit`` events), ``types=a,b`` (event type tags).
 
-A page costs what it returns: it reads by position through the log's seq index
-(``EventLog.read`` / ``read_reverse``), never from the start.
+A page is the quest domain's (:func:`ds_events.services.quest.event_pages.event_page`):
+it costs what it returns, reading by position through the log's seq index.
 
 A stream is catch-up then live with no gap and no duplicate at the seam: it subscribes
 to the quest's follower FIRST (live events buffer from that moment), then reads the log
@@ -30,46 +30,47 @@ import asyncio
 import collections
 import json
 import logging
-from typing import Any
+from collections.abc import Mapping
+from typing import Literal
 
 import msgspec
 from aiohttp import web
 
 from ds_events.errors import Invalid
 from ds_events.events import Event
+from ds_events.home import Quest
+from ds_events.services.quest.event_pages import EventFormat, EventPage, event_json, event_page
 
 from .errors import client_gone
 from .hub import Hub
+from .keys import HUB, SETTINGS
 from .params import int_param
 from .respond import answer
 
-__all__ = ["events_route", "EventsQuery", "parse_query", "MAX_LIMIT", "STREAM_SETTINGS"]
+__all__ = ["routes", "events", "EventsQuery", "parse_query", "MAX_LIMIT"]
 
 DEFAULT_LIMIT = 100
 MAX_LIMIT = 1000
 CATCH_UP_PAGE = 500
-# {"keepalive": seconds, "retry_ms": int}, set by make_app
-STREAM_SETTINGS = web.AppKey("ds_stream_settings", dict)
 
 log = logging.getLogger("ds_events.http.stream")
+routes = web.RouteTableDef()
 
 
 class EventsQuery(msgspec.Struct, kw_only=True):
-    format: str = "raw"
+    format: EventFormat = "raw"
     after: int = 0
     before: int | None = None
     limit: int = DEFAULT_LIMIT
     tail: bool = False
     types: list[str] | None = None
-    mode: str = "json"  # json | sse | ndjson
+    mode: Literal["json", "sse", "ndjson"] = "json"
 
 
 def parse_query(request: web.Request) -> EventsQuery:
     """Validated query parameters, or ``Invalid`` with the code of what is wrong."""
     q = request.query
-    fmt = q.get("format", "raw")
-    if fmt not in ("raw", "acp"):
-        raise Invalid(f"unknown format {fmt!r}: use raw or acp", code="invalid_format", argument="format")
+    fmt = _format(q.get("format", "raw"))
     after = int_param(request, "after", 0, code="invalid_cursor")
     last_id = request.headers.get("Last-Event-ID")
     if last_id is not None and "after" not in q:
@@ -89,9 +90,12 @@ def parse_query(request: web.Request) -> EventsQuery:
         types = [t for t in q["types"].split(",") if t]
         bad = [t for t in types if not _valid_type(t)]
         if not types or bad:
-            raise Invalid(f"types must be comma-separated event types such as conversation.message, got {q['types']!r}", code="invalid_filter", argument="types")
+            raise Invalid(
+                f"types must be comma-separated event types such as conversation.message, got {q['types']!r}",
+                code="invalid_filter", argument="types",
+            )  # fmt: skip
     accept = request.headers.get("Accept", "")
-    mode = "json"
+    mode: Literal["json", "sse", "ndjson"] = "json"
     if _flag(q, "stream") or "text/event-stream" in accept:
         mode = "sse"
     elif "application/x-ndjson" in accept:
@@ -103,8 +107,9 @@ def parse_query(request: web.Request) -> EventsQuery:
     return EventsQuery(format=fmt, after=after, before=before, limit=limit, tail=tail, types=types, mode=mode)
 
 
-async def events_route(request: web.Request, hub: Hub) -> web.StreamResponse:
-    quest_id = request.match_info["quest_id"]
+@routes.get("/api/quests/{quest_id}/events")
+async def events(request: web.Request) -> web.StreamResponse:
+    hub, quest_id = request.app[HUB], request.match_info["quest_id"]
     query = parse_query(request)
     quest = await hub.run(hub.quest, quest_id)  # opening replays: never on the loop
     if query.after and not query.tail:
@@ -121,41 +126,16 @@ async def events_route(request: web.Request, hub: Hub) -> web.StreamResponse:
     return await _stream(request, hub, quest, query)
 
 
-# -- pages --------------------------------------------------------------------------------
-
-
-def _page(quest: Any, q: EventsQuery) -> dict[str, Any]:
-    log = quest.log
-    if q.tail:
-        events = log.tail(q.limit, types=q.types)
-        has_more = bool(events) and bool(log.read_reverse(events[0].seq, limit=1, types=q.types))
-    elif q.before is not None:
-        newest_first = log.read_reverse(q.before, limit=q.limit + 1, types=q.types)
-        has_more = len(newest_first) > q.limit  # older events remain
-        events = newest_first[: q.limit][::-1]
-        events = [e for e in events if e.seq > q.after]
-    else:
-        events = log.read(q.after, limit=q.limit + 1, types=q.types)
-        has_more = len(events) > q.limit
-        events = events[: q.limit]
-    next_after = events[-1].seq if events else (q.after if q.before is None else q.after)
-    return {"events": [_encode(e, q.format, quest.id) for e in events], "next_after": next_after, "has_more": has_more}
-
-
-def _encode(event: Event, fmt: str, quest_id: str) -> dict[str, Any]:
-    if fmt == "acp":
-        from projections.acp import to_notification  # the acp helper's mapping (layer 1)
-
-        return to_notification(event, session_id=quest_id)
-    return msgspec.to_builtins(event)
+def _page(quest: Quest, q: EventsQuery) -> EventPage:
+    return event_page(quest, after=q.after, before=q.before, limit=q.limit, tail=q.tail, types=q.types, fmt=q.format)
 
 
 # -- streams ------------------------------------------------------------------------------
 
 
-async def _stream(request: web.Request, hub: Hub, quest: Any, q: EventsQuery) -> web.StreamResponse:
+async def _stream(request: web.Request, hub: Hub, quest: Quest, q: EventsQuery) -> web.StreamResponse:
     quest_id = quest.id
-    cfg = request.app[STREAM_SETTINGS]
+    cfg = request.app[SETTINGS].stream
     wanted = set(q.types) if q.types else None
     sse = q.mode == "sse"
     resp = web.StreamResponse(headers={
@@ -167,7 +147,7 @@ async def _stream(request: web.Request, hub: Hub, quest: Any, q: EventsQuery) ->
         async with hub.subscribe(quest_id) as sub:  # live events buffer from here on: no gap
             await resp.prepare(request)
             if sse:
-                await resp.write(f"retry: {cfg['retry_ms']}\n\n".encode())
+                await resp.write(f"retry: {cfg.retry_ms}\n\n".encode())
             last = q.after  # every seq <= last has been handled (sent or filtered out)
             if q.tail:
                 start = await hub.run(quest.log.tail, q.limit, q.types)
@@ -201,7 +181,7 @@ async def _stream(request: web.Request, hub: Hub, quest: Any, q: EventsQuery) ->
                 if sub.dropped or sub.closed:
                     continue
                 before = len(sub.buffer)
-                await sub.wait(cfg["keepalive"])
+                await sub.wait(cfg.keepalive)
                 if not sub.buffer and not sub.dropped and not sub.closed and before == 0:
                     await resp.write(b": keep-alive\n\n" if sse else b"\n")
         await resp.write_eof()
@@ -228,11 +208,11 @@ _ENCODED: collections.OrderedDict[tuple[str, int, str, str], str] = collections.
 _ENCODED_MAX = 4096
 
 
-def _encoded(event: Event, fmt: str, quest_id: str) -> str:
+def _encoded(event: Event, fmt: EventFormat, quest_id: str) -> str:
     key = (quest_id, event.seq, event.id, fmt)  # the id too: a repaired log may reuse a seq
     data = _ENCODED.get(key)
     if data is None:
-        data = json.dumps(_encode(event, fmt, quest_id), ensure_ascii=False, separators=(",", ":"))
+        data = json.dumps(event_json(event, fmt, quest_id), ensure_ascii=False, separators=(",", ":"))
         _ENCODED[key] = data
         if len(_ENCODED) > _ENCODED_MAX:
             _ENCODED.popitem(last=False)
@@ -253,7 +233,15 @@ def _dropped_frame(last: int, sse: bool, reason: str) -> bytes:
     return f"event: dropped\ndata: {data}\n\n".encode() if sse else (data + "\n").encode()
 
 
-def _flag(q: Any, name: str) -> bool:
+def _format(raw: str) -> EventFormat:
+    if raw == "raw":
+        return "raw"
+    if raw == "acp":
+        return "acp"
+    raise Invalid(f"unknown format {raw!r}: use raw or acp", code="invalid_format", argument="format")
+
+
+def _flag(q: Mapping[str, str], name: str) -> bool:
     raw = q.get(name, "0")
     if raw not in ("0", "1", "true", "false", ""):
         raise Invalid(f"{name} must be 1 or 0, got {raw!r}", code="invalid_argument", argument=name)

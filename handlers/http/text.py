@@ -16,10 +16,10 @@ the header's name).
 from __future__ import annotations
 
 import re
-from typing import Any
 from urllib.parse import unquote_to_bytes
 
 from aiohttp import web
+from aiohttp.typedefs import Handler
 
 from ds_events.errors import Invalid
 from ds_events.services.commands import printable
@@ -32,7 +32,7 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 @web.middleware
-async def text_middleware(request: web.Request, handler: Any) -> web.StreamResponse:
+async def text_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
     path, _, query = request.raw_path.partition("?")
     if _decoded(path, plus=False) is None:
         raise _invalid("the path", "path")

@@ -1,4 +1,4 @@
-"""The quest list row (services.quest.read_models): one typed row per quest of the home,
+"""The quest list row (services.quest.listing): one typed row per quest of the home,
 from its status and interactions views, the same whether the caller keeps quests open
 (the daemon) or not (a script)."""
 
@@ -9,7 +9,7 @@ import msgspec
 from ds_events.home import Home
 from ds_events.services import interactions as interaction_service
 from ds_events.services import quest as quest_service
-from ds_events.services.quest import read_models
+from ds_events.services.quest import listing
 
 
 def test_a_row_says_title_status_stage_last_event_and_the_requests_waiting_for_the_user(home: Home) -> None:
@@ -25,7 +25,7 @@ def test_a_row_says_title_status_stage_last_event_and_the_requests_waiting_for_t
         quest_service.record_control(second, quest_service.Control(action="pause"))
         last = first.log.read(after_seq=first.log.last_seq - 1)[-1]
 
-        row = read_models.quest_summary(first)
+        row = listing.quest_summary(first)
 
         assert isinstance(row, quest_service.QuestSummary)
         assert msgspec.to_builtins(row) == {
@@ -34,7 +34,7 @@ def test_a_row_says_title_status_stage_last_event_and_the_requests_waiting_for_t
         }  # fmt: skip
         # The JSON keeps the order the quest list has always had.
         assert list(msgspec.to_builtins(row)) == ["quest_id", "title", "status", "anchor", "last_seq", "updated_at", "open_requests"]
-        paused = read_models.quest_summary(second)
+        paused = listing.quest_summary(second)
         assert (paused.status, paused.open_requests, paused.last_seq) == ("paused", 0, second.log.last_seq)
     finally:
         first.close()
@@ -45,18 +45,18 @@ def test_the_list_has_a_row_per_quest_with_or_without_the_callers_open_quests(ho
     opened = {qid: home.create_quest(f"Quest {qid}", quest_id=qid) for qid in ("qc", "qa", "qb")}
     try:
         quest_service.post_message(opened["qb"], quest_service.PostMessage(text="hello"))
-        by_the_daemon = read_models.list_quests(home, opened.__getitem__)
-        on_its_own = read_models.list_quests(home)  # opens each quest read-only, and closes it
+        by_the_daemon = listing.list_quests(home, opened.__getitem__).quests
+        on_its_own = listing.list_quests(home).quests  # opens each quest read-only, and closes it
         assert [r.quest_id for r in by_the_daemon] == home.quest_ids() == ["qa", "qb", "qc"]
         assert on_its_own == by_the_daemon
         assert {r.quest_id: r.last_seq for r in on_its_own} == {q.id: q.log.last_seq for q in opened.values()}
         # A quest added since is listed at the next call.
         with home.create_quest("Late quest", quest_id="qd"):
-            assert [r.title for r in read_models.list_quests(home)][-1] == "Late quest"
+            assert [r.title for r in listing.list_quests(home).quests][-1] == "Late quest"
     finally:
         for q in opened.values():
             q.close()
 
 
 def test_an_empty_home_lists_no_quests(home: Home) -> None:
-    assert read_models.list_quests(home) == []
+    assert listing.list_quests(home).quests == []

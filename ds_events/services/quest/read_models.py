@@ -1,4 +1,4 @@
-"""Read models of quests for the daemon (and anyone else): the quest list row, workflow,
+"""Read models of a quest for the daemon (and anyone else): workflow,
 node traces, Canvas graphs (branch, event, stage) and the Canvas as SVG.
 
 Every query catches the quest's views up with the log (events any process appended
@@ -14,27 +14,23 @@ branch|event|stage raises ``Invalid`` (``invalid_view``), a limit out of range r
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any, TypedDict, TypeVar
 
 import msgspec
 
 from ds_events.artifacts.branches import branch_view
 from ds_events.errors import Invalid, NotFound
-from ds_events.home import Home, Quest
+from ds_events.home import Quest
 from projections import artifacts as artifacts_projection
-from projections import interactions as interactions_projection
 from projections import node_traces as traces_projection
-from projections import status as status_projection
 from projections import workflow as workflow_projection
 from projections.base import Projection
 from projections.canvas import VIEWS, event_view, stage_view
 from projections.canvas_svg import render_svg
 
-from .commands import QuestSummary
-
 __all__ = [
-    "quest_summary", "list_quests", "workflow", "node_traces", "node_trace", "canvas", "canvas_svg", "VIEWS",
+    "workflow", "node_traces", "node_trace", "canvas", "canvas_svg", "VIEWS",
     "WorkflowPage", "NodeTracesPage",
 ]  # fmt: skip
 
@@ -55,31 +51,6 @@ class NodeTracesPage(TypedDict):
     seq: int
     nodes: list[dict[str, Any]]  # branch, stage and event nodes as JSON, without their action lists
     counts: dict[str, int]
-
-
-def quest_summary(quest: Quest) -> QuestSummary:
-    """The quest's list row, from its status and interactions views caught up with the log."""
-    quest.views.catch_up(keep=False)
-    # Lent, not handed out: the page polls the list, and a handed-out state makes the
-    # next event copy it.
-    with _lent_state(quest, status_projection.PROJECTION) as s, _lent_state(quest, interactions_projection.PROJECTION) as inbox:
-        return QuestSummary(
-            quest_id=quest.id, title=s.title, status=s.status, anchor=s.anchor, last_seq=s.last_seq,
-            updated_at=s.updated_at, open_requests=len(inbox.open_requests),
-        )  # fmt: skip
-
-
-def list_quests(home: Home, open_quest: Callable[[str], Quest] | None = None) -> list[QuestSummary]:
-    """A row per quest of ``home``, in the home's order. ``open_quest`` gives the open
-    quest of an id (the daemon passes its own, which keeps quests open between calls);
-    without it each quest is opened read-only for this call and closed again."""
-    if open_quest is not None:
-        return [quest_summary(open_quest(quest_id)) for quest_id in home.quest_ids()]
-    rows = []
-    for quest_id in home.quest_ids():
-        with home.open_quest(quest_id, read_only=True) as quest:
-            rows.append(quest_summary(quest))
-    return rows
 
 
 def workflow(quest: Quest, *, limit: int = 200) -> WorkflowPage:

@@ -1,0 +1,69 @@
+"""Pages of a quest's event log as the edges serve them: each event as stored, or as the
+Agent Client Protocol notification it maps to (:mod:`projections.acp`).
+
+A page costs what it returns: it reads by position through the log's seq index
+(``read`` / ``read_reverse`` / ``tail``), never from the start. The HTTP route
+``GET /api/quests/{id}/events`` answers a page with :func:`event_page`; its streams
+frame each event with :func:`event_json`."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import msgspec
+
+from ds_events.events import Event
+from ds_events.home import Quest
+from projections.acp import to_notification
+
+__all__ = ["EventPage", "EventFormat", "FORMATS", "event_page", "event_json"]
+
+EventFormat = Literal["raw", "acp"]
+FORMATS: tuple[EventFormat, ...] = ("raw", "acp")
+
+
+class EventPage(msgspec.Struct, kw_only=True):
+    events: list[dict[str, Any]]  # each event in the page's format, oldest first
+    next_after: int  # the cursor of the next page forward
+    has_more: bool  # events remain beyond this page (older ones for tail and before)
+
+
+def event_page(
+    quest: Quest,
+    *,
+    after: int = 0,
+    before: int | None = None,
+    limit: int,
+    tail: bool = False,
+    types: list[str] | None = None,
+    fmt: EventFormat = "raw",
+) -> EventPage:
+    """At most ``limit`` events of ``types`` (every type when None), oldest first:
+
+    - ``tail``: the last ones (``after`` and ``before`` are not used);
+    - ``before``: the newest ones with a seq below ``before`` and above ``after``;
+    - else the first ones after ``after``.
+    """
+    log = quest.log
+    if tail:
+        events = log.tail(limit, types=types)
+        has_more = bool(events) and bool(log.read_reverse(events[0].seq, limit=1, types=types))
+    elif before is not None:
+        newest_first = log.read_reverse(before, limit=limit + 1, types=types)
+        has_more = len(newest_first) > limit  # older events remain
+        events = [e for e in newest_first[:limit][::-1] if e.seq > after]
+    else:
+        events = log.read(after, limit=limit + 1, types=types)
+        has_more = len(events) > limit
+        events = events[:limit]
+    next_after = events[-1].seq if events else after
+    return EventPage(events=[event_json(e, fmt, quest.id) for e in events], next_after=next_after, has_more=has_more)
+
+
+def event_json(event: Event, fmt: EventFormat, quest_id: str) -> dict[str, Any]:
+    """``event`` as JSON-ready builtins: as stored (``raw``), or its ACP notification
+    (``acp``, the session being the quest)."""
+    if fmt == "acp":
+        return to_notification(event, session_id=quest_id)
+    encoded: dict[str, Any] = msgspec.to_builtins(event)
+    return encoded

@@ -1,0 +1,65 @@
+"""The quest domain's answers about quests as a whole: a row per quest of the home (what
+the page's quest list and ``ds quest list`` show) and one quest's status with where its
+files are.
+
+Queries: they read views and append nothing. The HTTP routes ``GET /api/quests`` and
+``GET /api/quests/{id}`` answer with these, encoded as they are."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import msgspec
+
+from ds_events.home import Home, Quest
+from projections.interactions import PROJECTION as INTERACTIONS
+from projections.interactions import State as InteractionsState
+from projections.status import PROJECTION as STATUS
+from projections.status import StatusState
+
+from .commands import QuestSummary
+
+__all__ = ["QuestList", "QuestShown", "list_quests", "quest_summary", "show_quest"]
+
+
+class QuestList(msgspec.Struct, kw_only=True):
+    quests: list[QuestSummary]
+
+
+class QuestShown(StatusState, kw_only=True):
+    """The quest's status view, every field of it, and its root directory."""
+
+    root: str
+
+
+def quest_summary(quest: Quest) -> QuestSummary:
+    """The quest's list row, from its status and interactions views caught up with the log."""
+    quest.views.catch_up(keep=False)
+    # Lent, not handed out: the page polls the list, and a handed-out state makes the
+    # next event copy it.
+    s: StatusState
+    inbox: InteractionsState
+    with quest.views.lend(STATUS.name) as s, quest.views.lend(INTERACTIONS.name) as inbox:
+        return QuestSummary(
+            quest_id=quest.id, title=s.title, status=s.status, anchor=s.anchor, last_seq=s.last_seq,
+            updated_at=s.updated_at, open_requests=len(inbox.open_requests),
+        )  # fmt: skip
+
+
+def list_quests(home: Home, open_quest: Callable[[str], Quest] | None = None) -> QuestList:
+    """A row per quest of ``home``, in the home's order. ``open_quest`` gives the open
+    quest of an id (the daemon passes its own, which keeps quests open between calls);
+    without it each quest is opened read-only for this call and closed again."""
+    if open_quest is not None:
+        return QuestList(quests=[quest_summary(open_quest(quest_id)) for quest_id in home.quest_ids()])
+    rows = []
+    for quest_id in home.quest_ids():
+        with home.open_quest(quest_id, read_only=True) as quest:
+            rows.append(quest_summary(quest))
+    return QuestList(quests=rows)
+
+
+def show_quest(quest: Quest) -> QuestShown:
+    """The quest's status view with its root (a shallow copy of the view's fields)."""
+    status = quest.state("status")
+    return QuestShown(**msgspec.structs.asdict(status), root=str(quest.root))
