@@ -43,17 +43,19 @@ _FOREIGN = re.compile(r"validation error|Traceback|pydantic|Input should be|For 
 
 
 def discover_tools() -> list[tuple[str, Any]]:
-    """(namespace, tool) for every tool every namespace lists, in listing order.
+    """(namespace, tool) for every tool every namespace lists, in listing order, as a
+    client sees them.
 
-    Listing needs no quest: the servers are built for a home that does not exist and
-    never started (their lifespan, which opens the quest, runs only for a client).
+    Listing needs no quest: the servers are bound to a home that does not exist (the
+    quest's opening, started by the server, fails and nothing asks for it).
     """
     nowhere = QuestBinding(home=Path("/nonexistent/ds-home"), quest_id="q1")
-    found: list[tuple[str, Any]] = []
-    for namespace in NAMESPACES:
-        tools = asyncio.run(build_server(namespace, nowhere).list_tools())
-        found.extend((namespace, tool) for tool in tools)
-    return found
+
+    async def listed(namespace: str) -> list[Any]:
+        async with mcp.Client(build_server(namespace, nowhere)) as client:
+            return list((await client.list_tools()).tools)
+
+    return [(namespace, tool) for namespace in NAMESPACES for tool in asyncio.run(listed(namespace))]
 
 
 def tool_ids(tools: list[tuple[str, Any]]) -> list[str]:
