@@ -16,7 +16,7 @@ import anyio.to_thread
 from ds_events.home import Quest
 from ds_events.services import tool_calls
 
-from .context import ToolContext
+from .context import NamespaceState, ToolContext
 
 __all__ = ["CallRecord", "LONG_RUNNING"]
 
@@ -35,7 +35,7 @@ class CallRecord:
     the reason goes to stderr.
     """
 
-    def __init__(self, tc: ToolContext[Any], namespace: str, tool: str, arguments: dict[str, Any]) -> None:
+    def __init__(self, tc: ToolContext[NamespaceState], namespace: str, tool: str, arguments: dict[str, Any]) -> None:
         self.tc, self.namespace, self.tool, self.arguments = tc, namespace, tool, arguments
         self.call_id = tool_calls.new_call_id()
         self.started = False

@@ -20,7 +20,7 @@ from ds_events.home import Home, Quest
 
 from .binding import QuestBinding
 
-__all__ = ["NamespaceState", "StateT", "ToolContext"]
+__all__ = ["NamespaceState", "StateT", "OpenState", "ToolContext"]
 
 
 class NamespaceState:
@@ -32,12 +32,15 @@ class NamespaceState:
 
 
 StateT = TypeVar("StateT", bound=NamespaceState)
+# A context only hands its state out, so one with a namespace's own state is a
+# ToolContext[NamespaceState] too (what the call log and the dispatch take).
+_StateT_co = TypeVar("_StateT_co", bound=NamespaceState, covariant=True)
 
 # Builds a namespace's state from the quest just opened and the actor its events carry.
 OpenState = Callable[[Quest, str], StateT]
 
 
-class ToolContext(Generic[StateT]):
+class ToolContext(Generic[_StateT_co]):
     """The open quest and the namespace's state, for one server.
 
     :attr:`quest` and :attr:`state` wait for the background opening (or open the quest
@@ -45,12 +48,12 @@ class ToolContext(Generic[StateT]):
     :meth:`quest_async` instead, off the loop.
     """
 
-    def __init__(self, binding: QuestBinding, actor: str, open_state: OpenState[StateT]) -> None:
+    def __init__(self, binding: QuestBinding, actor: str, open_state: OpenState[_StateT_co]) -> None:
         self.binding = binding
         self.actor = actor
         self._open_state = open_state
         self._quest: Quest | None = None
-        self._state: StateT | None = None
+        self._state: _StateT_co | None = None
         self._error: BaseException | None = None
         self._lock = threading.Lock()
         self._closed = False
@@ -60,7 +63,7 @@ class ToolContext(Generic[StateT]):
         return self._opened()[0]
 
     @property
-    def state(self) -> StateT:
+    def state(self) -> _StateT_co:
         return self._opened()[1]
 
     @property
@@ -91,7 +94,7 @@ class ToolContext(Generic[StateT]):
                 self._quest.close()
                 self._quest = None
 
-    def _opened(self) -> tuple[Quest, StateT]:
+    def _opened(self) -> tuple[Quest, _StateT_co]:
         with self._lock:
             if self._state is None and self._error is None:
                 if self._closed:

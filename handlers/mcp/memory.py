@@ -1,7 +1,7 @@
 """The `memory` MCP namespace: durable knowledge cards the agent writes and finds again.
 
 Thin adapters: each tool decodes its arguments, calls one service function and returns
-its answer. Domain errors become ``ToolError``s with a stable ``error`` code.
+its answer. Domain errors become error answers with a stable ``error`` code (:mod:`.errors`).
 """
 
 from __future__ import annotations

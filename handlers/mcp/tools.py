@@ -31,7 +31,7 @@ from mcp.types import CallToolResult, TextContent, Tool, ToolAnnotations
 from ds_events.services.commands import Command, decode_command
 
 from .calls import CallRecord
-from .context import ToolContext
+from .context import NamespaceState, ToolContext
 from .errors import error_payload, error_result
 from .schema import input_schema, output_schema, returns_paragraph
 
@@ -96,7 +96,7 @@ class ServiceTool:
             is_async=inspect.iscoroutinefunction(handler), serial=serial,
         )  # fmt: skip
 
-    async def call(self, tc: ToolContext[Any], arguments: dict[str, Any]) -> CallToolResult:
+    async def call(self, tc: ToolContext[NamespaceState], arguments: dict[str, Any]) -> CallToolResult:
         """Run one call with ``arguments`` as received and answer it; never raises for
         what the caller or the quest got wrong."""
         record = CallRecord(tc, self.namespace, self.name, arguments)
@@ -108,16 +108,16 @@ class ServiceTool:
                 result = await self.handler(tc, cmd)
             else:
                 result = await anyio.to_thread.run_sync(self._call_blocking, tc, cmd)
+            data = msgspec.to_builtins(result)
         except Exception as exc:  # not BaseException: a cancellation is not the model's business
             payload = error_payload(exc, tool=self.name)
             await record.finish(error=payload)
             return error_result(payload)
-        data = msgspec.to_builtins(result)
         await record.finish(result=data)
         text = json.dumps(data, ensure_ascii=False)
         return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=data)
 
-    def _call_blocking(self, tc: ToolContext[Any], cmd: Command) -> Any:
+    def _call_blocking(self, tc: ToolContext[NamespaceState], cmd: Command) -> Any:
         if self.serial is None:
             return self.handler(tc, cmd)
         with self.serial:
