@@ -26,6 +26,7 @@ from handlers.mcp import NAMESPACES, QuestBinding, build_server
 from handlers.mcp import artifact as artifact_ns
 
 __all__ = [
+    "SCENE",
     "discover_tools",
     "tool_ids",
     "open_clients",
@@ -42,18 +43,43 @@ __all__ = [
 _FOREIGN = re.compile(r"validation error|Traceback|pydantic|Input should be|For further information|Error executing tool")
 
 
-def discover_tools() -> list[tuple[str, Any]]:
-    """(namespace, tool) for every tool every namespace lists, in listing order.
+CONTRACT = {"metrics": {"top1": {"description": "top-1 accuracy", "derivation": "correct / n", "source_ref": "paper"}},
+            "evaluation_protocol": {"split": "test"}}  # fmt: skip
 
-    Listing needs no quest: the servers are built for a home that does not exist and
-    never started (their lifespan, which opens the quest, runs only for a client).
+# (namespace, tool, arguments): calls that give a quest state worth reading: a card and a
+# record in memory, an idea, a confirmed baseline, a main run on its branch, an open
+# analysis campaign and a request waiting for the user.
+SCENE: list[tuple[str, str, dict[str, Any]]] = [
+    ("memory", "write", {"kind": "knowledge", "title": "ViT needs warmup", "body": "diverged without", "tags": ["vit"]}),
+    ("memory", "append_memory", {"record_type": "mistake_fix", "summary": "stale tokenizer cache", "detail": "clear it",
+                                 "session_id": "s1"}),
+    ("artifact", "record", {"payload": {"kind": "idea", "title": "label smoothing", "artifact_id": "idea-0001"}}),
+    ("artifact", "publish_baseline", {"payload": {"baseline_id": "resnet20", "title": "ResNet-20", "variants": ["c10"]}}),
+    ("artifact", "confirm_baseline", {"baseline_path": "baselines/resnet20", "baseline_id": "resnet20",
+                                      "metric_contract": CONTRACT, "metrics_summary": {"top1": 0.9}, "primary_metric": "top1"}),
+    ("artifact", "prepare_branch", {"run_id": "r1", "idea_id": "idea-0001"}),
+    ("artifact", "checkpoint", {"message": "r1", "allow_empty": True}),
+    ("artifact", "record_main_experiment", {"run_id": "r1", "title": "LS", "metrics_summary": {"top1": 0.92}}),
+    ("artifact", "create_analysis_campaign", {"campaign_title": "why", "campaign_goal": "find out", "slices": ["a", "b"]}),
+    ("artifact", "interact", {"message": "pick one", "kind": "decision_request",
+                              "options": [{"id": "a", "label": "A"}, {"id": "b", "label": "B"}]}),
+]  # fmt: skip
+
+
+def discover_tools() -> list[tuple[str, Any]]:
+    """(namespace, tool) for every tool every namespace lists, in listing order, as a
+    client sees them.
+
+    Listing needs no quest: the servers are bound to a home that does not exist (the
+    quest's opening, started by the server, fails and nothing asks for it).
     """
     nowhere = QuestBinding(home=Path("/nonexistent/ds-home"), quest_id="q1")
-    found: list[tuple[str, Any]] = []
-    for namespace in NAMESPACES:
-        tools = asyncio.run(build_server(namespace, nowhere).list_tools())
-        found.extend((namespace, tool) for tool in tools)
-    return found
+
+    async def listed(namespace: str) -> list[Any]:
+        async with mcp.Client(build_server(namespace, nowhere)) as client:
+            return list((await client.list_tools()).tools)
+
+    return [(namespace, tool) for namespace in NAMESPACES for tool in asyncio.run(listed(namespace))]
 
 
 def tool_ids(tools: list[tuple[str, Any]]) -> list[str]:

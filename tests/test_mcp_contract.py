@@ -4,6 +4,7 @@ servers list them (a new tool is covered without a line here):
 - an unknown argument is refused with ``unknown_argument`` naming it, and writes nothing;
 - a lone surrogate in any string (a value, a nested value, a name) is refused with
   ``invalid_text`` naming its path, and writes nothing but the call's record;
+- an unknown tool is refused with ``unknown_tool``, naming the namespace's tools;
 - every parameter with a default says it in its description (the Codex CLI strips
   ``default`` from the schema the model sees);
 - every object-typed parameter has a real schema (a type, and properties or a description
@@ -102,6 +103,26 @@ async def test_a_lone_surrogate_anywhere_is_invalid_text_and_changes_nothing_but
     records = list(quest.log.read(before_seq))
     assert [(e.type, e.status, e.error_code) for e in records] == [("tool.call_finished", "error", "invalid_text")] * len(forms)
     assert records[0].arguments["comment"] == "a\\ud800b"
+    assert [p for p in changed(before, snapshot(home.root)) if not _is_log_file(p)] == []
+
+
+@pytest.mark.parametrize("namespace", sorted({namespace for namespace, _ in TOOLS}))
+async def test_an_unknown_tool_is_refused_in_our_shape_naming_the_tools_and_changes_nothing(
+    namespace: str, home: Home, quest: Quest
+) -> None:
+    async with open_clients(home) as clients:
+        client = clients[namespace]
+        warm_tool, warm_args = _WARM_UP[namespace]
+        await client.call_tool(warm_tool, warm_args)
+        before_seq = quest.log.last_seq
+        before = snapshot(home.root)
+        result = await client.call_tool("zz_no_such_tool", {"x": 1})
+    assert unstructured_reason(result) is None, unstructured_reason(result)
+    payload = json.loads(result.content[0].text)
+    assert (payload["error"], payload["tool"]) == ("unknown_tool", "zz_no_such_tool")
+    assert payload["tools"] == [tool.name for ns, tool in TOOLS if ns == namespace]
+    # No tool ran, so there is no call to record either.
+    assert list(quest.log.read(before_seq)) == []
     assert [p for p in changed(before, snapshot(home.root)) if not _is_log_file(p)] == []
 
 

@@ -40,7 +40,16 @@ from hypothesis import strategies as st
 from ds_events.home import Home, Quest
 
 from .helpers import DS, ds_env
-from .mcp_support import changed, discover_tools, error_of, open_clients, snapshot, unstructured_reason, verify_every_log
+from .mcp_support import (
+    SCENE,
+    changed,
+    discover_tools,
+    error_of,
+    open_clients,
+    snapshot,
+    unstructured_reason,
+    verify_every_log,
+)
 
 TOOLS = discover_tools()
 
@@ -231,24 +240,12 @@ def _fuzz_tool(portal: Any, client: Any, namespace: str, tool: Any, world: World
 
 # A few ordinary calls first, so the fuzzed ones meet a quest with cards, a confirmed
 # baseline, a main experiment, a campaign, an interaction and a session.
-_CONTRACT = {"metrics": {"top1": {"description": "top-1 accuracy", "derivation": "correct / n", "source_ref": "paper"}},
-             "evaluation_protocol": {"split": "test"}}  # fmt: skip
+# The shared scene (a card, a record, a confirmed baseline, a main run, a campaign, a
+# waiting request), then a finished shell session.
 _SCENE: list[tuple[str, str, dict[str, Any]]] = [
-    ("memory", "write", {"kind": "knowledge", "title": "ViT needs warmup", "body": "diverged without", "tags": ["vit"]}),
-    ("memory", "append_memory", {"record_type": "mistake_fix", "summary": "stale tokenizer cache", "detail": "clear it",
-                                 "session_id": "s1"}),
-    ("artifact", "record", {"payload": {"kind": "idea", "title": "label smoothing", "artifact_id": "idea-0001"}}),
-    ("artifact", "publish_baseline", {"payload": {"baseline_id": "resnet20", "title": "ResNet-20", "variants": ["c10"]}}),
-    ("artifact", "confirm_baseline", {"baseline_path": "baselines/resnet20", "baseline_id": "resnet20",
-                                      "metric_contract": _CONTRACT, "metrics_summary": {"top1": 0.9}, "primary_metric": "top1"}),
-    ("artifact", "prepare_branch", {"run_id": "r1", "idea_id": "idea-0001"}),
-    ("artifact", "checkpoint", {"message": "r1", "allow_empty": True}),
-    ("artifact", "record_main_experiment", {"run_id": "r1", "title": "LS", "metrics_summary": {"top1": 0.92}}),
-    ("artifact", "create_analysis_campaign", {"campaign_title": "why", "campaign_goal": "find out", "slices": ["a", "b"]}),
-    ("artifact", "interact", {"message": "pick one", "kind": "decision_request",
-                              "options": [{"id": "a", "label": "A"}, {"id": "b", "label": "B"}]}),
+    *SCENE,
     ("bash_exec", "bash_exec", {"command": "echo x", "mode": "await", "wait_timeout_seconds": 30}),
-]  # fmt: skip
+]
 
 
 # -- argument generation ---------------------------------------------------------------

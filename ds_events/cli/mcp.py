@@ -28,8 +28,8 @@ def mcp(home: Home, namespace: str, quest_id: str | None, quest_root: Path | Non
 
     Example: DS_QUEST_ID=tok-abl ds mcp --namespace memory
     """
-    from handlers.mcp import QuestBinding, build_server
+    from handlers.mcp import QuestBinding, build_server, run_stdio
 
     binding = QuestBinding.resolve(home=home.root, quest_id=quest_id, quest_root=quest_root)
     binding.check()  # fail now, with a clear message, on a bad binding (opens nothing)
-    build_server(namespace, binding).run("stdio")
+    run_stdio(build_server(namespace, binding))

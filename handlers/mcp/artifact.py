@@ -8,11 +8,12 @@ and calls one service function. The interaction tools (``interact``,
 
 from __future__ import annotations
 
-from mcp.server.mcpserver import MCPServer
+from dataclasses import dataclass
 
+from ds_events.home import Quest
 from ds_events.services.artifacts import arxiv as arxiv_service
-from ds_events.services.artifacts import records as service
 from ds_events.services.artifacts import checkpoints as git_service
+from ds_events.services.artifacts import records as service
 from ds_events.services.artifacts.commands import (
     AttachBaseline,
     AttachBaselineResult,
@@ -29,11 +30,9 @@ from ds_events.services.artifacts.commands import (
     GitGraphResult,
     MainExperimentResult,
     OverwriteBaseline,
-    PaperResult,
     PrepareBranch,
     PublishBaseline,
     PublishBaselineResult,
-    ReadArxiv,
     Record,
     RecordAnalysisSlice,
     RecordMainExperiment,
@@ -48,9 +47,12 @@ from ds_events.services.artifacts.commands import (
 )
 
 from . import artifact_interact, artifact_research
-from .common import Namespace, QuestBinding, ToolContext
+from .binding import QuestBinding
+from .context import NamespaceState, ToolContext
+from .namespace import Namespace, NamespaceServer
+from .tools import READ_ONLY, writes
 
-__all__ = ["build_server", "INSTRUCTIONS"]
+__all__ = ["build_server", "INSTRUCTIONS", "ArtifactState"]
 
 INSTRUCTIONS = """\
 Quest state for a research agent. Record what you decide and learn with `record`; branch
@@ -64,10 +66,22 @@ Errors are JSON objects with a stable `error` code and the details needed to fix
 when a call fails nothing was written."""
 
 
-def build_server(binding: QuestBinding, *, arxiv_fetcher: arxiv_service.Fetcher | None = None) -> MCPServer[ToolContext]:
+@dataclass
+class ArtifactState(NamespaceState):
+    """What the artifact tools share beyond the quest: the arXiv client, when one was
+    given (tests give a fake; None: the arXiv API, reached only when a paper is fetched)."""
+
+    arxiv_fetcher: arxiv_service.Fetcher | None = None
+
+
+def build_server(binding: QuestBinding, *, arxiv_fetcher: arxiv_service.Fetcher | None = None) -> NamespaceServer[ArtifactState]:
     """The `artifact` server for ``binding``; ``arxiv_fetcher`` replaces the arXiv API client."""
-    ns = Namespace("artifact", binding, instructions=INSTRUCTIONS)
-    _records(ns, arxiv_fetcher)
+
+    def open_state(_quest: Quest, _actor: str) -> ArtifactState:
+        return ArtifactState(arxiv_fetcher=arxiv_fetcher)
+
+    ns = Namespace("artifact", binding, instructions=INSTRUCTIONS, open_state=open_state)
+    _records(ns)
     _git(ns)
     _baselines(ns)
     _campaigns(ns)
@@ -77,9 +91,9 @@ def build_server(binding: QuestBinding, *, arxiv_fetcher: arxiv_service.Fetcher 
     return ns.server()
 
 
-def _records(ns: Namespace, arxiv_fetcher: arxiv_service.Fetcher | None) -> None:
-    @ns.tool
-    def record(tc: ToolContext, cmd: Record) -> RecordResult:
+def _records(ns: Namespace[ArtifactState]) -> None:
+    @ns.tool(writes(destructive=False, idempotent=False))
+    def record(tc: ToolContext[ArtifactState], cmd: Record) -> RecordResult:
         """Record a quest artifact; it is stored as artifacts/<kind dir>/<artifact_id>.json.
 
         Use it for every idea, decision, progress note, answer, milestone, run, report,
@@ -99,8 +113,8 @@ def _records(ns: Namespace, arxiv_fetcher: arxiv_service.Fetcher | None) -> None
         """
         return service.record(tc.quest, cmd)
 
-    @ns.tool
-    def refresh_summary(tc: ToolContext, cmd: RefreshSummary) -> SummaryResult:
+    @ns.tool(writes(destructive=False, idempotent=True))
+    def refresh_summary(tc: ToolContext[ArtifactState], cmd: RefreshSummary) -> SummaryResult:
         """Refresh SUMMARY.md (rendered from the quest log) and return its markdown.
 
         Call it after a milestone or before handing over, with a short `reason`.
@@ -109,10 +123,8 @@ def _records(ns: Namespace, arxiv_fetcher: arxiv_service.Fetcher | None) -> None
         """
         return service.refresh_summary(tc.quest, cmd)
 
-    fetcher = arxiv_fetcher
-
-    @ns.tool
-    async def arxiv(tc: ToolContext, cmd: arxiv_service.Arxiv) -> arxiv_service.ArxivResult:
+    @ns.tool(writes(destructive=False, idempotent=True))  # the first read adds the paper to the quest's library
+    async def arxiv(tc: ToolContext[ArtifactState], cmd: arxiv_service.Arxiv) -> arxiv_service.ArxivResult:
         """Read an arXiv paper through the local cache (fetched once, then served offline),
         or list the quest's paper library.
 
@@ -132,13 +144,13 @@ def _records(ns: Namespace, arxiv_fetcher: arxiv_service.Fetcher | None) -> None
         from ..connectors.arxiv import ArxivApiFetcher  # loads aiohttp: only when a paper is fetched
 
         quest = await tc.quest_async()
-        chosen = fetcher or ArxivApiFetcher(arxiv_service.api_url(quest.home))
+        chosen = tc.state.arxiv_fetcher or ArxivApiFetcher(arxiv_service.api_url(quest.home))
         return await arxiv_service.read_arxiv(quest, cmd, chosen)
 
 
-def _git(ns: Namespace) -> None:
-    @ns.tool
-    def checkpoint(tc: ToolContext, cmd: Checkpoint) -> CheckpointResult:
+def _git(ns: Namespace[ArtifactState]) -> None:
+    @ns.tool(writes(destructive=False, idempotent=False))
+    def checkpoint(tc: ToolContext[ArtifactState], cmd: Checkpoint) -> CheckpointResult:
         """Commit the active worktree (the last branch you prepared), or the quest root.
 
         Never commits .ds/, virtual environments, caches (__pycache__, node_modules, ...),
@@ -151,8 +163,8 @@ def _git(ns: Namespace) -> None:
         """
         return git_service.checkpoint(tc.quest, cmd)
 
-    @ns.tool
-    def prepare_branch(tc: ToolContext, cmd: PrepareBranch) -> BranchResult:
+    @ns.tool(writes(destructive=False, idempotent=True))  # an existing branch is refused
+    def prepare_branch(tc: ToolContext[ArtifactState], cmd: PrepareBranch) -> BranchResult:
         """Create a branch of the quest repository and (by default) a worktree for it.
 
         Names: run -> run/<run_id>; idea -> idea/<quest>-<idea_id>; analysis ->
@@ -167,8 +179,8 @@ def _git(ns: Namespace) -> None:
         """
         return git_service.prepare_branch(tc.quest, cmd)
 
-    @ns.tool
-    def render_git_graph(tc: ToolContext, cmd: RenderGitGraph) -> GitGraphResult:
+    @ns.tool(writes(destructive=False, idempotent=True))
+    def render_git_graph(tc: ToolContext[ArtifactState], cmd: RenderGitGraph) -> GitGraphResult:
         """Draw the quest's branch graph: JSON (branches, commits, lanes) and SVG.
 
         Also materialised as artifacts/graphs/git_graph.json and .svg.
@@ -178,9 +190,9 @@ def _git(ns: Namespace) -> None:
         return git_service.render_git_graph(tc.quest, cmd)
 
 
-def _baselines(ns: Namespace) -> None:
-    @ns.tool
-    def publish_baseline(tc: ToolContext, cmd: PublishBaseline) -> PublishBaselineResult:
+def _baselines(ns: Namespace[ArtifactState]) -> None:
+    @ns.tool(writes(destructive=False, idempotent=True))  # an id is published once; a retry completes a half-done one
+    def publish_baseline(tc: ToolContext[ArtifactState], cmd: PublishBaseline) -> PublishBaselineResult:
         """Register a baseline in the quest and in the home's baseline registry, so this
         quest and the home's other quests can attach and confirm it.
 
@@ -196,8 +208,8 @@ def _baselines(ns: Namespace) -> None:
         """
         return service.publish_baseline(tc.quest, cmd)
 
-    @ns.tool
-    def attach_baseline(tc: ToolContext, cmd: AttachBaseline) -> AttachBaselineResult:
+    @ns.tool(writes(destructive=False, idempotent=True))
+    def attach_baseline(tc: ToolContext[ArtifactState], cmd: AttachBaseline) -> AttachBaselineResult:
         """Choose a published baseline (and variant) as the reference for main experiments:
         one published in this quest, else one of the home's registry.
 
@@ -206,8 +218,8 @@ def _baselines(ns: Namespace) -> None:
         """
         return service.attach_baseline(tc.quest, cmd)
 
-    @ns.tool
-    def confirm_baseline(tc: ToolContext, cmd: ConfirmBaseline) -> ConfirmBaselineResult:
+    @ns.tool(writes(destructive=False, idempotent=False))
+    def confirm_baseline(tc: ToolContext[ArtifactState], cmd: ConfirmBaseline) -> ConfirmBaselineResult:
         """Confirm a baseline's numbers and its metric contract (the yardstick for runs).
 
         The canonical contract is written to <baseline_path>/json/metric_contract.json.
@@ -229,8 +241,8 @@ def _baselines(ns: Namespace) -> None:
         """
         return service.confirm_baseline(tc.quest, cmd)
 
-    @ns.tool
-    def record_main_experiment(tc: ToolContext, cmd: RecordMainExperiment) -> MainExperimentResult:
+    @ns.tool(writes(destructive=False, idempotent=False))
+    def record_main_experiment(tc: ToolContext[ArtifactState], cmd: RecordMainExperiment) -> MainExperimentResult:
         """Record a main experiment against the confirmed baseline's metric contract.
 
         Metrics come as metrics_summary {id: number}, as metric_rows [{metric_id, value}],
@@ -256,8 +268,8 @@ def _baselines(ns: Namespace) -> None:
         """
         return service.record_main_experiment(tc.quest, cmd)
 
-    @ns.tool
-    def waive_baseline(tc: ToolContext, cmd: WaiveBaseline) -> WaiveBaselineResult:
+    @ns.tool(writes(destructive=False, idempotent=False))
+    def waive_baseline(tc: ToolContext[ArtifactState], cmd: WaiveBaseline) -> WaiveBaselineResult:
         """Open the baseline gate without a baseline, with a written reason.
 
         Use it only when no comparable baseline can exist (a new task, no prior method).
@@ -269,8 +281,8 @@ def _baselines(ns: Namespace) -> None:
         """
         return service.waive_baseline(tc.quest, cmd)
 
-    @ns.tool
-    def overwrite_baseline(tc: ToolContext, cmd: OverwriteBaseline) -> ConfirmBaselineResult:
+    @ns.tool(writes(destructive=True, idempotent=False))  # replaces the confirmed numbers and contract
+    def overwrite_baseline(tc: ToolContext[ArtifactState], cmd: OverwriteBaseline) -> ConfirmBaselineResult:
         """Refresh the confirmed baseline in place: new numbers, an added metric, another variant.
 
         What you leave out is kept from the confirmation. A change that breaks comparison
@@ -287,9 +299,9 @@ def _baselines(ns: Namespace) -> None:
         return service.overwrite_baseline(tc.quest, cmd)
 
 
-def _campaigns(ns: Namespace) -> None:
-    @ns.tool
-    def create_analysis_campaign(tc: ToolContext, cmd: CreateAnalysisCampaign) -> CampaignResult:
+def _campaigns(ns: Namespace[ArtifactState]) -> None:
+    @ns.tool(writes(destructive=False, idempotent=False))
+    def create_analysis_campaign(tc: ToolContext[ArtifactState], cmd: CreateAnalysisCampaign) -> CampaignResult:
         """Split follow-up analysis into slices, each a child branch with its own worktree.
 
         Slices branch from the result node: parent_run_id's branch head, else the latest
@@ -303,8 +315,8 @@ def _campaigns(ns: Namespace) -> None:
         """
         return service.create_analysis_campaign(tc.quest, cmd)
 
-    @ns.tool
-    def record_analysis_slice(tc: ToolContext, cmd: RecordAnalysisSlice) -> SliceResult:
+    @ns.tool(writes(destructive=False, idempotent=False))
+    def record_analysis_slice(tc: ToolContext[ArtifactState], cmd: RecordAnalysisSlice) -> SliceResult:
         """Report one analysis slice's outcome (checkpoint its worktree first).
 
         Metrics as metrics_summary or metric_rows [{metric_id, value}]; setup, execution,
@@ -321,9 +333,9 @@ def _campaigns(ns: Namespace) -> None:
         return service.record_analysis_slice(tc.quest, cmd)
 
 
-def _results(ns: Namespace) -> None:
-    @ns.tool
-    def get_method_scoreboard(tc: ToolContext, cmd: GetMethodScoreboard) -> ScoreboardResult:
+def _results(ns: Namespace[ArtifactState]) -> None:
+    @ns.tool(READ_ONLY)
+    def get_method_scoreboard(tc: ToolContext[ArtifactState], cmd: GetMethodScoreboard) -> ScoreboardResult:
         """The quest's research lines (one per idea) with their main runs, each line's best
         run on the primary metric, and the incumbent: the best line by the metric's direction.
 
@@ -334,8 +346,8 @@ def _results(ns: Namespace) -> None:
         """
         return service.method_scoreboard(tc.quest, cmd)
 
-    @ns.tool
-    def get_optimization_frontier(tc: ToolContext, cmd: GetOptimizationFrontier) -> FrontierResult:
+    @ns.tool(READ_ONLY)
+    def get_optimization_frontier(tc: ToolContext[ArtifactState], cmd: GetOptimizationFrontier) -> FrontierResult:
         """Where optimization stands and what to do next.
 
         Returns: optimization_frontier {mode (explore | exploit | fusion | stop),

@@ -9,16 +9,18 @@ from __future__ import annotations
 from ds_events.services.interactions import mailbox as service
 from ds_events.services.interactions.commands import GetInteraction, Interact, InteractionDetail, InteractResult
 
-from .common import Namespace, ToolContext
+from .context import StateT, ToolContext
+from .namespace import Namespace
+from .tools import READ_ONLY, writes
 
 __all__ = ["register"]
 
 
-def register(ns: Namespace) -> None:
+def register(ns: Namespace[StateT]) -> None:
     """Add the interaction tools to ``ns``."""
 
-    @ns.tool
-    async def interact(tc: ToolContext, cmd: Interact) -> InteractResult:
+    @ns.tool(writes(destructive=False, idempotent=False))
+    async def interact(tc: ToolContext[StateT], cmd: Interact) -> InteractResult:
         """Talk to the user and read what they sent you. Call it at every natural checkpoint.
 
         Each call records your message (sent to the quest's bound conversations unless
@@ -66,8 +68,8 @@ def register(ns: Namespace) -> None:
         quest = await tc.quest_async()
         return await service.interact_async(quest, cmd, consumer=tc.actor, deliver=webhook.deliver)
 
-    @ns.tool
-    def get_interaction(tc: ToolContext, cmd: GetInteraction) -> InteractionDetail:
+    @ns.tool(READ_ONLY)
+    def get_interaction(tc: ToolContext[StateT], cmd: GetInteraction) -> InteractionDetail:
         """Look up one of your interactions: its status (sent | waiting | answered),
         per-target delivery outcomes, and the user's replies so far. Read-only: it does
         not consume the mailbox (replies still arrive once through interact()).

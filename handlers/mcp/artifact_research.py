@@ -41,21 +41,23 @@ from ds_events.services.research.commands import (
     SubmitIdeaResult,
 )
 
-from .common import Namespace, ToolContext
+from .context import StateT, ToolContext
+from .namespace import Namespace
+from .tools import READ_ONLY, writes
 
 __all__ = ["register"]
 
 
-def register(ns: Namespace) -> None:
+def register(ns: Namespace[StateT]) -> None:
     """Add the research tools to ``ns``."""
     _lineage(ns)
     _recovery(ns)
     _git_and_completion(ns)
 
 
-def _lineage(ns: Namespace) -> None:
-    @ns.tool
-    def submit_idea(tc: ToolContext, cmd: SubmitIdea) -> SubmitIdeaResult:
+def _lineage(ns: Namespace[StateT]) -> None:
+    @ns.tool(writes(destructive=True, idempotent=False))  # mode="revise" rewrites the active idea in place
+    def submit_idea(tc: ToolContext[StateT], cmd: SubmitIdea) -> SubmitIdeaResult:
         """Submit a research idea. mode="create" with submission_mode="line" (the normal
         route) opens a new branch idea/<quest>-<idea_id> with its own worktree, numbered
         001, 002 ...; it becomes the research head and your workspace, and the quest moves
@@ -78,8 +80,8 @@ def _lineage(ns: Namespace) -> None:
         """
         return service.submit_idea(tc.quest, cmd)
 
-    @ns.tool
-    def activate_branch(tc: ToolContext, cmd: ActivateBranch) -> ActivateBranchResult:
+    @ns.tool(writes(destructive=False, idempotent=False))
+    def activate_branch(tc: ToolContext[StateT], cmd: ActivateBranch) -> ActivateBranchResult:
         """Go back to an existing research branch (by branch, idea_id or run_id) as your
         workspace, without creating a new node: its worktree is made if it has none. The
         quest moves to anchor (auto: decision after a main result, experiment with an
@@ -92,8 +94,8 @@ def _lineage(ns: Namespace) -> None:
         """
         return service.activate_branch(tc.quest, cmd)
 
-    @ns.tool
-    def list_research_branches(tc: ToolContext, cmd: ListResearchBranches) -> ResearchBranchesResult:
+    @ns.tool(READ_ONLY)
+    def list_research_branches(tc: ToolContext[StateT], cmd: ListResearchBranches) -> ResearchBranchesResult:
         """List the research branches (idea branches and branches with main results),
         numbered, with their idea, lineage, foundation and main-experiment results. Use it
         before choosing the foundation of the next idea. Read-only.
@@ -105,8 +107,8 @@ def _lineage(ns: Namespace) -> None:
         """
         return queries.list_research_branches(tc.quest, cmd)
 
-    @ns.tool
-    def resolve_runtime_refs(tc: ToolContext, cmd: ResolveRuntimeRefs) -> RuntimeRefsResult:
+    @ns.tool(READ_ONLY)
+    def resolve_runtime_refs(tc: ToolContext[StateT], cmd: ResolveRuntimeRefs) -> RuntimeRefsResult:
         """The current ids and branches, so you never guess them: active idea, research head,
         workspace, active campaign and its next slice, latest main run and its result
         file, the request waiting for the user. Read-only.
@@ -119,9 +121,9 @@ def _lineage(ns: Namespace) -> None:
         return queries.resolve_runtime_refs(tc.quest, cmd)
 
 
-def _recovery(ns: Namespace) -> None:
-    @ns.tool
-    def get_quest_state(tc: ToolContext, cmd: GetQuestState) -> QuestStateResult:
+def _recovery(ns: Namespace[StateT]) -> None:
+    @ns.tool(READ_ONLY)
+    def get_quest_state(tc: ToolContext[StateT], cmd: GetQuestState) -> QuestStateResult:
         """The quest's runtime state at a glance, to pick up work at the start of a turn.
         detail="full" adds counts, paths, open requests, recent artifacts, runs and ideas.
         Read-only.
@@ -133,8 +135,8 @@ def _recovery(ns: Namespace) -> None:
         """
         return queries.get_quest_state(tc.quest, cmd)
 
-    @ns.tool
-    def read_quest_documents(tc: ToolContext, cmd: ReadQuestDocuments) -> QuestDocumentsResult:
+    @ns.tool(READ_ONLY)
+    def read_quest_documents(tc: ToolContext[StateT], cmd: ReadQuestDocuments) -> QuestDocumentsResult:
         """Read the quest's durable documents: brief, plan, status, summary, and
         active_user_requirements (the user's latest messages). mode="excerpt" gives the
         first max_lines non-blank lines, mode="full" everything. Read-only.
@@ -144,8 +146,8 @@ def _recovery(ns: Namespace) -> None:
         """
         return queries.read_quest_documents(tc.quest, cmd)
 
-    @ns.tool
-    def get_conversation_context(tc: ToolContext, cmd: GetConversationContext) -> ConversationContextResult:
+    @ns.tool(READ_ONLY)
+    def get_conversation_context(tc: ToolContext[StateT], cmd: GetConversationContext) -> ConversationContextResult:
         """The newest messages of the quest's conversation, both ways (the user's messages
         and replies, your interactions), oldest first. Read-only: it does not consume the
         mailbox (new messages still arrive once through interact()).
@@ -156,8 +158,8 @@ def _recovery(ns: Namespace) -> None:
         """
         return queries.get_conversation_context(tc.quest, cmd)
 
-    @ns.tool
-    def get_analysis_campaign(tc: ToolContext, cmd: GetAnalysisCampaign) -> AnalysisCampaignResult:
+    @ns.tool(READ_ONLY)
+    def get_analysis_campaign(tc: ToolContext[StateT], cmd: GetAnalysisCampaign) -> AnalysisCampaignResult:
         """One analysis campaign with each slice's status and the next slice to do.
         campaign_id="active" (the default) is the open campaign. Read-only.
 
@@ -167,8 +169,8 @@ def _recovery(ns: Namespace) -> None:
         """
         return queries.get_analysis_campaign(tc.quest, cmd)
 
-    @ns.tool
-    def get_global_status(tc: ToolContext, cmd: GetGlobalStatus) -> GlobalStatusResult:
+    @ns.tool(READ_ONLY)
+    def get_global_status(tc: ToolContext[StateT], cmd: GetGlobalStatus) -> GlobalStatusResult:
         """A short status for "how is it going?": stage, latest main result, what waits for
         the user, running shells, and a one-paragraph summary_text. Read-only.
 
@@ -178,8 +180,8 @@ def _recovery(ns: Namespace) -> None:
         """
         return queries.get_global_status(tc.quest, cmd)
 
-    @ns.tool
-    def get_research_map_status(tc: ToolContext, cmd: GetResearchMapStatus) -> ResearchMapResult:
+    @ns.tool(READ_ONLY)
+    def get_research_map_status(tc: ToolContext[StateT], cmd: GetResearchMapStatus) -> ResearchMapResult:
         """Where the research line stands on the Canvas: the current and head nodes, the
         current node's history (its ancestors), runtime refs, the git head, the canvas
         summary, and which node to activate to go back. Read-only.
@@ -192,9 +194,9 @@ def _recovery(ns: Namespace) -> None:
         return queries.get_research_map_status(tc.quest, cmd)
 
 
-def _git_and_completion(ns: Namespace) -> None:
-    @ns.tool
-    def git(tc: ToolContext, cmd: Git) -> GitResult:
+def _git_and_completion(ns: Namespace[StateT]) -> None:
+    @ns.tool(writes(destructive=False, idempotent=False))  # its reads (status, log, show, diff) cannot be told apart by the listing
+    def git(tc: ToolContext[StateT], cmd: Git) -> GitResult:
         """Git on your workspace (the worktree of the branch you work on, or the quest
         root), inside the quest repository only. Reads: status; log (ref, base, limit);
         show (sha); diff (sha, or base and head; path narrows it). Changes: commit
@@ -211,8 +213,8 @@ def _git_and_completion(ns: Namespace) -> None:
         """
         return git_tool.git(tc.quest, cmd)
 
-    @ns.tool
-    def complete_quest(tc: ToolContext, cmd: CompleteQuest) -> CompleteQuestResult:
+    @ns.tool(writes(destructive=False, idempotent=True))  # a completed quest answers already_completed
+    def complete_quest(tc: ToolContext[StateT], cmd: CompleteQuest) -> CompleteQuestResult:
         """Mark the quest completed — only after the user approved it explicitly: first
         ask with interact(kind="decision_request", reply_mode="blocking",
         reply_schema={"decision_type": "quest_completion_approval"}, message=...), and

@@ -1,21 +1,28 @@
 """The `bash_exec` MCP namespace: one tool, ``bash_exec``, for durable shell sessions.
 
 A thin adapter over :mod:`ds_events.services.bash.tool`: the arguments are decoded into a
-:class:`BashExec` command (by :mod:`handlers.mcp.common`), the service checks the mode's
+:class:`BashExec` command (by :mod:`handlers.mcp.tools`), the service checks the mode's
 rules and runs it, and its :class:`BashExecResult` is the tool's answer. The server
-reconciles sessions when it starts, so sessions that died while no server was running
-are marked at once.
+reconciles sessions when it starts (:class:`BashState`), so sessions that died while no
+server was running are marked at once.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
+from ds_events.events.bash import BashSessionLost
+from ds_events.home import Quest
 from ds_events.services.bash import sessions as service
 from ds_events.services.bash import tool as bash_tool
 from ds_events.services.bash.commands import BashExec, BashExecResult
 
-from .common import Namespace, QuestBinding, ToolContext
+from .binding import QuestBinding
+from .context import NamespaceState, ToolContext
+from .namespace import Namespace, NamespaceServer
+from .tools import writes
 
-__all__ = ["build_server", "BashExecResult"]
+__all__ = ["build_server", "BashExecResult", "BashState"]
 
 INSTRUCTIONS = """\
 Durable shell sessions for this quest. Use bash_exec for anything that may outlive your
@@ -28,11 +35,25 @@ latest session.
 Print lines like `__DS_PROGRESS__ {"step": 120, "loss": 1.9}` to report progress."""
 
 
-def build_server(binding: QuestBinding) -> MCPServer[ToolContext]:
-    ns = Namespace("bash_exec", binding, instructions=INSTRUCTIONS, setup=_reconcile_on_start)
+@dataclass
+class BashState(NamespaceState):
+    """What the server found when it started: the sessions it marked lost (recorded
+    running, their monitor gone while no server was watching)."""
 
-    @ns.tool
-    async def bash_exec(tc: ToolContext, cmd: BashExec) -> BashExecResult:
+    lost_at_start: list[str]
+
+    @classmethod
+    def open(cls, quest: Quest, actor: str) -> BashState:
+        lost = service.reconcile(quest)
+        return cls(lost_at_start=[event.session_id for event in lost if isinstance(event, BashSessionLost)])
+
+
+def build_server(binding: QuestBinding) -> NamespaceServer[BashState]:
+    ns = Namespace("bash_exec", binding, instructions=INSTRUCTIONS, open_state=BashState.open)
+
+    # It runs any shell command, and kills sessions: it may change anything.
+    @ns.tool(writes(destructive=True, idempotent=False))
+    async def bash_exec(tc: ToolContext[BashState], cmd: BashExec) -> BashExecResult:
         """Run and manage durable shell commands (bash -c) in this quest.
 
         Each session runs in its own process group under a monitor, with stdout and stderr
@@ -83,10 +104,3 @@ def build_server(binding: QuestBinding) -> MCPServer[ToolContext]:
         return await bash_tool.bash_exec(await tc.quest_async(), cmd)
 
     return ns.server()
-
-
-# -- private helpers -------------------------------------------------------------------
-
-
-def _reconcile_on_start(tc: ToolContext) -> None:
-    service.reconcile(tc.quest)

@@ -1,13 +1,14 @@
 """The `memory` MCP namespace: durable knowledge cards the agent writes and finds again.
 
 Thin adapters: each tool decodes its arguments, calls one service function and returns
-its answer. Domain errors become ``ToolError``s with a stable ``error`` code.
+its answer. Domain errors become error answers with a stable ``error`` code (:mod:`.errors`).
 """
 
 from __future__ import annotations
 
-from mcp.server.mcpserver import MCPServer
+from dataclasses import dataclass
 
+from ds_events.home import Quest
 from ds_events.memory.store import MemoryContext
 from ds_events.services.memory import cards as memory_service
 from ds_events.services.memory.audit import audit_memory as audit_memory_store
@@ -31,9 +32,12 @@ from ds_events.services.memory.commands import (
 )
 from ds_events.services.memory.records import append_record, audit_records, read_records
 
-from .common import Namespace, QuestBinding, ToolContext
+from .binding import QuestBinding
+from .context import NamespaceState, ToolContext
+from .namespace import Namespace, NamespaceServer
+from .tools import READ_ONLY, writes
 
-__all__ = ["build_server", "INSTRUCTIONS"]
+__all__ = ["build_server", "INSTRUCTIONS", "MemoryState"]
 
 INSTRUCTIONS = """\
 Durable memory for this research quest. Before re-deriving something (a paper's caveat,
@@ -46,18 +50,27 @@ Record-style tools (read_memory/append_memory/audit_memory) keep short typed rec
 (mem-NNN) in the same store."""
 
 
-def build_server(binding: QuestBinding) -> MCPServer[ToolContext]:
+@dataclass
+class MemoryState(NamespaceState):
+    """The memory stores the tools reach: the quest's, global memory's, shared quests'."""
+
+    memory: MemoryContext
+
+    @classmethod
+    def open(cls, quest: Quest, actor: str) -> MemoryState:
+        return cls(memory=MemoryContext(quest=quest, actor=actor))
+
+    def close(self) -> None:
+        self.memory.close()  # the global log and the indexes close with the server
+
+
+def build_server(binding: QuestBinding) -> NamespaceServer[MemoryState]:
     """The `memory` namespace bound to one quest."""
+    # serial: the stores (SQLite indexes, lazily opened logs) are not shared between threads
+    ns = Namespace("memory", binding, instructions=INSTRUCTIONS, open_state=MemoryState.open, serial=True)
 
-    def setup(tc: ToolContext) -> None:
-        mem = MemoryContext(quest=tc.quest, actor=tc.actor)
-        tc.extra["memory"] = mem
-        tc.on_close(mem.close)  # the global log and the indexes close with the server
-
-    ns = Namespace("memory", binding, instructions=INSTRUCTIONS, setup=setup, serial=True)
-
-    @ns.tool
-    def write(tc: ToolContext, cmd: WriteCard) -> WriteResult:
+    @ns.tool(writes(destructive=False, idempotent=False))
+    def write(tc: ToolContext[MemoryState], cmd: WriteCard) -> WriteResult:
         """Save a lesson as a memory card so later turns find it instead of rediscovering it.
 
         Use after learning something durable: a paper's caveat (kind="papers"), an idea
@@ -76,10 +89,10 @@ def build_server(binding: QuestBinding) -> MCPServer[ToolContext]:
                        body="Without warmup the loss diverged in 3/3 runs.", tags="vit, optim",
                        metadata={"confidence": 0.8})
         """
-        return memory_service.write(_mem(tc), cmd)
+        return memory_service.write(tc.state.memory, cmd)
 
-    @ns.tool
-    def read(tc: ToolContext, cmd: ReadCard) -> CardText:
+    @ns.tool(READ_ONLY)
+    def read(tc: ToolContext[MemoryState], cmd: ReadCard) -> CardText:
         """Read one card in full: fields, body, and its file text as on disk.
 
         Returns the card with "body", "metadata", "markdown" and "hand_edited" (the file
@@ -87,10 +100,10 @@ def build_server(binding: QuestBinding) -> MCPServer[ToolContext]:
 
         Example: read(card_id="paper-0a1b2c3d")
         """
-        return memory_service.read(_mem(tc), cmd)
+        return memory_service.read(tc.state.memory, cmd)
 
-    @ns.tool
-    def search(tc: ToolContext, cmd: SearchCards) -> SearchResult:
+    @ns.tool(READ_ONLY)
+    def search(tc: ToolContext[MemoryState], cmd: SearchCards) -> SearchResult:
         """Find cards by meaning words, best first (BM25 over title, body, tags and hints).
 
         Natural-language questions work: the words are OR-ed and ranked, so a card that
@@ -103,20 +116,20 @@ def build_server(binding: QuestBinding) -> MCPServer[ToolContext]:
 
         Example: search(query="label smoothing calibration", scope="both", limit=5)
         """
-        return memory_service.search(_mem(tc), cmd)
+        return memory_service.search(tc.state.memory, cmd)
 
-    @ns.tool
-    def list_recent(tc: ToolContext, cmd: ListRecent) -> CardsResult:
+    @ns.tool(READ_ONLY)
+    def list_recent(tc: ToolContext[MemoryState], cmd: ListRecent) -> CardsResult:
         """The most recently written or changed active cards, newest first.
 
         Returns {"ok", "count", "items": [{id, kind, title, scope, path, tags, updated_at, ...}]}.
 
         Example: list_recent(kind="decisions", limit=5)
         """
-        return memory_service.list_recent(_mem(tc), cmd)
+        return memory_service.list_recent(tc.state.memory, cmd)
 
-    @ns.tool
-    def promote_to_global(tc: ToolContext, cmd: PromoteToGlobal) -> PromoteResult:
+    @ns.tool(writes(destructive=False, idempotent=True))  # a second promotion is refused
+    def promote_to_global(tc: ToolContext[MemoryState], cmd: PromoteToGlobal) -> PromoteResult:
         """Copy a quest card into global memory (visible to every quest), with provenance.
 
         Use for lessons that hold beyond this quest. Both logs record the promotion; the
@@ -127,10 +140,10 @@ def build_server(binding: QuestBinding) -> MCPServer[ToolContext]:
 
         Example: promote_to_global(card_id="knowledge-1a2b3c4d")
         """
-        return memory_service.promote_to_global(_mem(tc), cmd)
+        return memory_service.promote_to_global(tc.state.memory, cmd)
 
-    @ns.tool
-    def audit(tc: ToolContext, cmd: AuditMemory) -> AuditReport:
+    @ns.tool(READ_ONLY)
+    def audit(tc: ToolContext[MemoryState], cmd: AuditMemory) -> AuditReport:
         """A read-only health report of memory (changes nothing).
 
         Reports counts per kind, near-duplicate clusters among active cards,
@@ -139,19 +152,19 @@ def build_server(binding: QuestBinding) -> MCPServer[ToolContext]:
 
         Example: audit()
         """
-        return audit_memory_store(_mem(tc), cmd)
+        return audit_memory_store(tc.state.memory, cmd)
 
-    @ns.tool
-    def read_memory(tc: ToolContext, cmd: ReadRecords) -> RecordsResult:
+    @ns.tool(READ_ONLY)
+    def read_memory(tc: ToolContext[MemoryState], cmd: ReadRecords) -> RecordsResult:
         """Records relevant to a task: top_k relevant and mutually different, grouped by type,
         mistakes and constraints first. With no arguments: a one-line digest of every record.
 
         Example: read_memory(task_description="rerun the tokenizer ablation", top_k=5)
         """
-        return read_records(_mem(tc), cmd)
+        return read_records(tc.state.memory, cmd)
 
-    @ns.tool
-    def append_memory(tc: ToolContext, cmd: AppendRecord) -> WriteResult:
+    @ns.tool(writes(destructive=False, idempotent=False))
+    def append_memory(tc: ToolContext[MemoryState], cmd: AppendRecord) -> WriteResult:
         """Append a typed record (id mem-NNN) to the quest's memory.
 
         Returns message "appended mem-NNN -> <path>", or status duplicate_candidates /
@@ -160,16 +173,11 @@ def build_server(binding: QuestBinding) -> MCPServer[ToolContext]:
         Example: append_memory(record_type="mistake_fix", summary="Stale tokenizer cache after
                  vocab change", detail="rm -rf ~/.cache/tok before rerunning", session_id="s-12")
         """
-        return append_record(_mem(tc), cmd)
+        return append_record(tc.state.memory, cmd)
 
-    @ns.tool
-    def audit_memory(tc: ToolContext, cmd: AuditRecords) -> AuditReport:
+    @ns.tool(READ_ONLY)
+    def audit_memory(tc: ToolContext[MemoryState], cmd: AuditRecords) -> AuditReport:
         """The audit report restricted to records, counted per record type. Example: audit_memory()"""
-        return audit_records(_mem(tc), cmd)
+        return audit_records(tc.state.memory, cmd)
 
     return ns.server()
-
-
-def _mem(tc: ToolContext) -> MemoryContext:
-    tc.quest  # noqa: B018 - opens the quest (and runs setup) if it is not open yet
-    return tc.extra["memory"]  # type: ignore[no-any-return]

@@ -13,8 +13,8 @@ import mcp
 import yaml
 
 from ds_events.home import Home
+from handlers.mcp import QuestBinding
 from handlers.mcp.artifact import build_server
-from handlers.mcp.common import QuestBinding
 from tests.helpers import tool_error
 
 __all__ = ["client_for", "ok", "fails", "git", "git_ok", "set_config", "CONTRACT", "confirm_args"]

@@ -10,8 +10,8 @@ import mcp
 from ds_events.home import Quest
 from ds_events.services import bash as service
 from ds_events.services.bash.commands import GetSession, StartSession
+from handlers.mcp import QuestBinding
 from handlers.mcp.bash_exec import build_server
-from handlers.mcp.common import QuestBinding
 from tests.helpers import tool_error, wait_until
 
 __all__ = [

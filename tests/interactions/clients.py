@@ -9,8 +9,8 @@ from contextlib import asynccontextmanager
 import mcp
 
 from ds_events.home import Home
+from handlers.mcp import QuestBinding
 from handlers.mcp.artifact import build_server
-from handlers.mcp.common import QuestBinding
 
 __all__ = ["artifact_client", "call"]
 

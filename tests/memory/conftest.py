@@ -19,7 +19,7 @@ async def client(home: Home, quest: Quest) -> AsyncIterator[mcp.Client]:
     # a helper task owns the context while the test calls tools through it.
     # Imported here, not at module level, so the service- and index-level memory tests
     # still load when the MCP adapter does not import (it is rewritten separately).
-    from handlers.mcp.common import QuestBinding
+    from handlers.mcp import QuestBinding
     from handlers.mcp.memory import build_server
 
     server = build_server(QuestBinding.resolve(home=home.root, quest_id=quest.id))

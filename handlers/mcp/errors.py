@@ -1,0 +1,40 @@
+"""What a failed tool call looks like to the model: one text block holding the JSON
+object ``{"error": code, "message": ...}`` (plus the details that help fix the call),
+with ``isError`` set. The codes are the services' own, so the same fact has the same
+code on MCP, HTTP and the CLI."""
+
+from __future__ import annotations
+
+import json
+import sys
+import traceback
+from typing import Any
+
+from mcp.types import CallToolResult, TextContent
+
+from ds_events.errors import DiskFull, LogError, ServiceError
+from ds_events.events import EventDecodeError
+
+__all__ = ["error_payload", "error_result"]
+
+
+def error_payload(exc: BaseException, *, tool: str = "") -> dict[str, Any]:
+    """The JSON object a caller sees for ``exc``: a stable code and a message."""
+    if isinstance(exc, ServiceError):
+        return exc.to_dict()
+    if isinstance(exc, DiskFull):
+        return {"error": "disk_full", "message": f"{exc}: free some space; nothing was written"}
+    if isinstance(exc, (LogError, EventDecodeError)):
+        return {"error": "log_unavailable", "message": f"{exc}; run `ds verify`"}
+    if isinstance(exc, OSError):
+        where = f": {exc.filename}" if exc.filename else ""
+        return {"error": "os_error", "message": f"{exc.strerror or exc}{where}", "errno": exc.errno}
+    # A bug of ours: say so in our shape, and leave the traceback on stderr.
+    traceback.print_exception(exc, file=sys.stderr)
+    return {"error": "internal_error", "message": f"{tool or 'the tool'} failed unexpectedly ({type(exc).__name__}: {exc})"}
+
+
+def error_result(payload: dict[str, Any]) -> CallToolResult:
+    """``payload`` as the answer of a failed call."""
+    text = json.dumps(payload, ensure_ascii=False, default=str)
+    return CallToolResult(content=[TextContent(type="text", text=text)], is_error=True)

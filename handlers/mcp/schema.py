@@ -1,0 +1,83 @@
+"""The JSON schemas a tool lists: its command's as the input schema, its result's as the
+output schema, both with the referenced object inlined at the top (clients expect an
+object schema there, not a ``$ref``).
+
+Every default is also said in its parameter's description, because the Codex CLI
+strips ``default`` before the model sees a schema.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+from typing import Any, get_origin
+
+import msgspec
+
+from ds_events.services.commands import Command
+
+__all__ = ["input_schema", "output_schema", "returns_paragraph"]
+
+
+def input_schema(command: type[Command]) -> dict[str, Any]:
+    """The command's JSON schema as a tool's input schema, with every default spelled out
+    in its parameter's description."""
+    schema = _inline(msgspec.json.schema(command))
+    _restore_extra_schemas(command, schema)
+    for prop in schema.get("properties", {}).values():
+        if "default" in prop:
+            value = json.dumps(prop["default"], ensure_ascii=False)
+            text = prop.get("description", "").rstrip()
+            # Said unless the text already names the default with its value.
+            if not ("default" in text.lower() and value.strip('"') in text):
+                prop["description"] = f"{text} Default: {value}.".strip()
+    return schema
+
+
+def output_schema(result: Any, *, description: str = "") -> dict[str, Any] | None:
+    """The JSON schema of a result type: a Struct's or a TypedDict's own; for a plain
+    ``dict`` an object schema described by ``description`` (a tool must declare an output
+    schema, and a client must be told its answer is an object); None for anything else."""
+    if isinstance(result, type) and (issubclass(result, msgspec.Struct) or hasattr(result, "__total__")):
+        return _inline(msgspec.json.schema(result))
+    if result is dict or get_origin(result) is dict:
+        said = description or "A JSON object; its fields are listed in the tool's description."
+        return {"type": "object", "description": said, "additionalProperties": True}
+    return None
+
+
+def returns_paragraph(doc: str) -> str:
+    """The docstring's paragraph that says what comes back ("Returns: ..."), on one line."""
+    for paragraph in inspect.cleandoc(doc).split("\n\n"):
+        at = paragraph.find("Returns")
+        if at >= 0:
+            said = paragraph[at:].split("Example")[0]  # the examples are the description's
+            return " ".join(said.split())
+    return ""
+
+
+# -- private helpers -------------------------------------------------------------------
+
+
+def _inline(schema: dict[str, Any]) -> dict[str, Any]:
+    """msgspec's ``{"$ref": ..., "$defs": ...}`` with the referenced object at the top."""
+    ref = schema.get("$ref")
+    if ref is None:
+        return schema
+    defs = dict(schema.get("$defs", {}))
+    top = dict(defs.pop(ref.rsplit("/", 1)[1]))
+    if defs:
+        top["$defs"] = defs
+    return top
+
+
+def _restore_extra_schemas(command: type[Command], schema: dict[str, Any]) -> None:
+    """Put back each field's ``Meta(extra_json_schema=...)``: msgspec drops the ``anyOf``
+    of an optional field's extra schema in favour of its own, so ``list[dict] | None``
+    described in detail came out as ``{"type": "object"}`` items of unknown shape."""
+    props = schema.get("properties", {})
+    for f in msgspec.structs.fields(command):
+        for meta in getattr(f.type, "__metadata__", ()):
+            extra = getattr(meta, "extra_json_schema", None)
+            if isinstance(meta, msgspec.Meta) and extra and f.encode_name in props:
+                props[f.encode_name].update(extra)
