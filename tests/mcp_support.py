@@ -36,6 +36,7 @@ __all__ = [
     "snapshot",
     "changed",
     "verify_every_log",
+    "is_log_file",
 ]
 
 # Markers of an error text that is not ours: pydantic's validation dump, a traceback,
@@ -194,3 +195,14 @@ def verify_every_log(home: Home) -> dict[str, list[str]]:
         if not report.ok:
             problems[str(log)] = [str(p) for p in report.problems]
     return problems
+
+
+def is_log_file(change: str) -> bool:
+    """A change ("~ path", from :func:`changed`) that reading or appending may make: a log,
+    the files that index it, the ``.ds`` directory holding them (global memory's index is
+    made on the first search of it), and the home's witness of a log's head
+    (``.ds/heads/<log>.head``, rewritten by every append)."""
+    path = Path(change[2:])
+    if path.parent.as_posix() == ".ds/heads":
+        return True
+    return ".ds" in path.parts and ("events" in path.name or "index" in path.name or path.name == ".ds")

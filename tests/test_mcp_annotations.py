@@ -17,7 +17,7 @@ from typing import Any
 
 from ds_events.home import Home, Quest
 
-from .mcp_support import SCENE, changed, discover_tools, open_clients, snapshot
+from .mcp_support import SCENE, changed, discover_tools, open_clients, snapshot, is_log_file
 
 TOOLS = discover_tools()
 
@@ -138,7 +138,7 @@ async def test_a_read_only_tool_appends_nothing_but_its_own_call_record(home: Ho
                 appended = _appended(home, since=logs)
                 if appended != [("tool.call_finished", tool.name, "ok")]:
                     problems.append(f"{name}({args}) appended {appended}")
-                touched = [p for p in changed(files, snapshot(home.root)) if not _is_log_file(p)]
+                touched = [p for p in changed(files, snapshot(home.root)) if not is_log_file(p)]
                 if touched:
                     problems.append(f"{name}({args}) changed {touched}")
     assert problems == [], "\n".join(problems)
@@ -163,10 +163,3 @@ def _appended(home: Home, *, since: dict[Path, int]) -> list[tuple[str, str, str
                 found.append((event["type"], event.get("tool", ""), event.get("status", "")))
     return found
 
-
-def _is_log_file(change: str) -> bool:
-    """A change ("~ path") that reading or appending may make: a log, the files that index
-    it, and the ``.ds`` directory that holds them (global memory's index is made on the
-    first search of it)."""
-    path = Path(change[2:])
-    return ".ds" in path.parts and ("events" in path.name or "index" in path.name or path.name == ".ds")

@@ -32,7 +32,7 @@ import pytest
 from ds_events.home import Home, Quest
 from ds_events.events.artifact import GitCheckpointed
 
-from .mcp_support import changed, discover_tools, open_clients, snapshot, tool_ids, unstructured_reason, verify_every_log
+from .mcp_support import changed, discover_tools, open_clients, snapshot, tool_ids, unstructured_reason, verify_every_log, is_log_file
 
 TOOLS = discover_tools()
 UNKNOWN = "zz_not_an_argument"
@@ -75,7 +75,7 @@ async def test_an_unknown_argument_is_refused_by_name_and_changes_nothing_but_it
     # is appended and no other file changes than the log's own.
     records = list(quest.log.read(before_seq))
     assert [(e.type, e.status, e.error_code) for e in records] == [("tool.call_finished", "error", "unknown_argument")] * 2
-    assert [p for p in changed(before, snapshot(home.root)) if not _is_log_file(p)] == []
+    assert [p for p in changed(before, snapshot(home.root)) if not is_log_file(p)] == []
 
 
 @pytest.mark.parametrize(("namespace", "tool"), TOOLS, ids=tool_ids(TOOLS))
@@ -103,7 +103,7 @@ async def test_a_lone_surrogate_anywhere_is_invalid_text_and_changes_nothing_but
     records = list(quest.log.read(before_seq))
     assert [(e.type, e.status, e.error_code) for e in records] == [("tool.call_finished", "error", "invalid_text")] * len(forms)
     assert records[0].arguments["comment"] == "a\\ud800b"
-    assert [p for p in changed(before, snapshot(home.root)) if not _is_log_file(p)] == []
+    assert [p for p in changed(before, snapshot(home.root)) if not is_log_file(p)] == []
 
 
 @pytest.mark.parametrize("namespace", sorted({namespace for namespace, _ in TOOLS}))
@@ -123,16 +123,8 @@ async def test_an_unknown_tool_is_refused_in_our_shape_naming_the_tools_and_chan
     assert payload["tools"] == [tool.name for ns, tool in TOOLS if ns == namespace]
     # No tool ran, so there is no call to record either.
     assert list(quest.log.read(before_seq)) == []
-    assert [p for p in changed(before, snapshot(home.root)) if not _is_log_file(p)] == []
+    assert [p for p in changed(before, snapshot(home.root)) if not is_log_file(p)] == []
 
-
-def _is_log_file(change: str) -> bool:
-    """A change ("~ path") that any appended event makes: the quest's event log, the
-    files that index it, and the home's witness of its head."""
-    path = change[2:]
-    if path == ".ds/heads/q1.head":
-        return True
-    return path.startswith("quests/q1/.ds/") and ("events" in Path(path).name or "index" in Path(path).name)
 
 
 @pytest.mark.parametrize(("namespace", "tool"), TOOLS, ids=tool_ids(TOOLS))
