@@ -10,7 +10,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from .artifacts import MainRun, State
+from ds_events.events.artifact import MainExperimentRecorded
+from ds_events.events.research import IdeaSubmitted
+
+from .artifacts import State
 
 __all__ = ["progress_eval", "method_scoreboard", "optimization_frontier", "better"]
 
@@ -30,7 +33,11 @@ def progress_eval(
     """The verdict of a main run against the baseline and the best earlier main run on
     the same primary metric: a breakthrough is a new best (``major``) or, for the first
     run, beating the baseline (``minor``)."""
-    previous = [r.metrics_summary[primary_metric] for r in state.runs.values() if primary_metric in r.metrics_summary and r.primary_metric == primary_metric]
+    previous = [
+        r.metrics_summary[primary_metric]
+        for r in state.runs.values()
+        if primary_metric in r.metrics_summary and r.primary_metric == primary_metric
+    ]
     best = None
     for v in previous:
         if best is None or better(v, best, direction):
@@ -72,7 +79,8 @@ def method_scoreboard(state: State) -> dict[str, Any]:
     for record in state.records.values():
         if record.kind != "idea":
             continue
-        lines[record.artifact_id] = _line(record.artifact_id, record.artifact_id, str(record.payload.get("title") or record.artifact_id), idea_branch.get(record.artifact_id))
+        title = str(record.payload.get("title") or record.artifact_id)
+        lines[record.artifact_id] = _line(record.artifact_id, record.artifact_id, title, idea_branch.get(record.artifact_id))
     metric, direction = _headline(state)
     for run in state.runs.values():
         key = run.idea_id or run.branch
@@ -85,10 +93,10 @@ def method_scoreboard(state: State) -> dict[str, Any]:
         line["status"] = "main_verified" if run.report.get("status", "completed") == "completed" else "candidate"
         line["breakthrough"] = line["breakthrough"] or bool(run.progress.get("breakthrough"))
         value = run.metrics_summary.get(metric) if metric else None
-        if value is not None and (line["best_value"] is None or better(value, line["best_value"], direction)):
+        if metric and value is not None and (line["best_value"] is None or better(value, line["best_value"], direction)):
             line.update(best_run_id=run.run, best_value=value, delta_vs_baseline=run.comparisons.get(metric, {}).get("delta"))
         lines[key] = line
-    ranked = [l for l in lines.values() if l["best_value"] is not None]
+    ranked = [entry for entry in lines.values() if entry["best_value"] is not None]
     incumbent = None
     for line in ranked:
         if incumbent is None or better(line["best_value"], incumbent["best_value"], direction):
@@ -114,15 +122,15 @@ def optimization_frontier(state: State) -> dict[str, Any]:
     (explore, exploit, fusion or stop) with the next actions it suggests."""
     board = method_scoreboard(state)
     metric, direction = board["primary_metric"], board["direction"]
-    with_results = [l for l in board["entries"] if l["best_value"] is not None]
-    with_results.sort(key=lambda l: l["best_value"], reverse=direction == "higher")
+    with_results = [entry for entry in board["entries"] if entry["best_value"] is not None]
+    with_results.sort(key=lambda entry: entry["best_value"], reverse=direction == "higher")
     branched = {b.idea_id for b in state.branches.values() if b.idea_id}
     briefs = [
         {**r.payload, "idea_id": r.artifact_id, "title": r.payload.get("title"), "recorded_seq": r.seq}
         for r in state.records.values()
         if r.kind == "idea" and r.artifact_id not in branched and not any(run.idea_id == r.artifact_id for run in state.runs.values())
     ]
-    briefs += [dict(c) for c in state.candidate_ideas.values()]  # submit_idea(submission_mode="candidate")
+    briefs += [_candidate_brief(c) for c in state.candidate_ideas.values()]  # submit_idea(submission_mode="candidate")
     briefs.sort(key=lambda b: b["recorded_seq"])
     candidates = [
         {**r.payload, "candidate_id": r.payload.get("candidate_id") or r.artifact_id, "artifact_id": r.artifact_id, "recorded_seq": r.seq}
@@ -135,7 +143,11 @@ def optimization_frontier(state: State) -> dict[str, Any]:
         if str(c.get("status", "")).lower() in _FAILED:
             where = str(c.get("branch") or c.get("idea_id") or "")
             failures[where] = failures.get(where, 0) + 1
-    stagnant = [l for l in with_results if _stagnant(state, l, metric, direction) or failures.get(l["branch"] or "", 0) + failures.get(l["idea_id"] or "", 0) >= 2]
+    stagnant = [
+        entry for entry in with_results
+        if _stagnant(state, entry, metric, direction)
+        or failures.get(entry["branch"] or "", 0) + failures.get(entry["idea_id"] or "", 0) >= 2
+    ]  # fmt: skip
     best_run = _run_view(state.runs[with_results[0]["best_run_id"]], metric) if with_results else None
     if active:
         mode, reason = "exploit", "implementation candidates are active: turn them into results first"
@@ -211,7 +223,15 @@ def _stagnant(state: State, line: dict[str, Any], metric: str | None, direction:
     return best is not None and not any(v is not None and better(v, best, direction) for v in last)
 
 
-def _run_view(run: MainRun, metric: str | None) -> dict[str, Any]:
+def _candidate_brief(idea: IdeaSubmitted) -> dict[str, Any]:
+    return {
+        **idea.details, "idea_id": idea.idea_id, "title": idea.title, "problem": idea.problem,
+        "hypothesis": idea.hypothesis, "mechanism": idea.mechanism, "method_brief": idea.method_brief,
+        "next_target": idea.next_target, "recorded_seq": idea.seq,
+    }  # fmt: skip
+
+
+def _run_view(run: MainExperimentRecorded, metric: str | None) -> dict[str, Any]:
     return {
         "run_id": run.run,
         "title": run.title,

@@ -8,7 +8,7 @@ the log, so two calls on the same repository and log give the same bytes.
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 import pygit2
@@ -100,7 +100,7 @@ def _node(
         "compare_base": base,
         "current": name == state.active_branch,
         "head": str(head.id),
-        "updated_at": datetime.fromtimestamp(head.commit_time, timezone.utc).isoformat(),
+        "updated_at": datetime.fromtimestamp(head.commit_time, UTC).isoformat(),
         "subject": head.message.splitlines()[0] if head.message else "",
         "commit_count": _count(repo, head.id, base if name != "main" else None),
         "ahead": ahead,

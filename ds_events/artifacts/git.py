@@ -116,9 +116,9 @@ class Rollback:
             except Exception as err:  # keep undoing the rest
                 failures.append(err)
         self._steps.clear()
-        for err in failures:
+        for failure in failures:
             if exc is not None:
-                exc.add_note(f"undoing a side effect failed too: {err!r}")
+                exc.add_note(f"undoing a side effect failed too: {failure!r}")
         if failures and exc is None:
             raise failures[0]
 
@@ -208,7 +208,7 @@ def check_free(root: Path, repo: pygit2.Repository, specs: list[BranchSpec]) -> 
         # is making for this very branch then shows as the branch_exists it is.
         clash = _clashes(repo, spec.branch)
         if clash:
-            raise Conflict(f"branch {spec.branch!r} already exists (or clashes with {clash!r})", code="branch_exists", branch=spec.branch)
+            raise _branch_exists(spec.branch, clash)
         if taken:
             raise Conflict(f"a worktree already exists at {spec.worktree}", code="worktree_exists", worktree=spec.worktree)
 
@@ -221,17 +221,19 @@ def create_branches(root: Path, repo: pygit2.Repository, specs: list[BranchSpec]
     creating one name exactly one does; the other gets ``branch_exists`` (or
     ``worktree_exists``) and ``undo``'s owner takes back only what this call made.
     """
-    commit = repo[start_sha]
+    commit = repo[start_sha].peel(pygit2.Commit)
     for spec in specs:
         path = confined(root, spec.worktree, field="worktree") if spec.worktree is not None else None
         with _repo_locked(repo):
             clash = _clashes(repo, spec.branch)
             if clash:
-                raise Conflict(f"branch {spec.branch!r} already exists (or clashes with {clash!r})", code="branch_exists", branch=spec.branch)
+                raise _branch_exists(spec.branch, clash)
             try:
                 ref = repo.branches.local.create(spec.branch, commit)
             except (pygit2.GitError, OSError, ValueError) as exc:
-                raise Conflict(f"branch {spec.branch!r} could not be created: {exc}", code="branch_exists", branch=spec.branch) from None
+                raise Conflict(
+                    f"branch {spec.branch!r} could not be created: {exc}", code="branch_exists", branch=spec.branch
+                ) from None
             undo.add(_delete_branch, repo, spec.branch, str(ref.target))
             if path is None:
                 continue
@@ -239,7 +241,9 @@ def create_branches(root: Path, repo: pygit2.Repository, specs: list[BranchSpec]
             try:
                 repo.add_worktree(worktree_name(spec.branch), str(path), ref)
             except (pygit2.GitError, OSError, ValueError) as exc:
-                raise Conflict(f"a worktree already exists at {spec.worktree} ({exc})", code="worktree_exists", worktree=spec.worktree) from None
+                raise Conflict(
+                    f"a worktree already exists at {spec.worktree} ({exc})", code="worktree_exists", worktree=spec.worktree
+                ) from None
             undo.add(_remove_worktree, root, repo, spec)
 
 
@@ -347,7 +351,7 @@ def _stage(repo: pygit2.Repository, files: list[str]) -> pygit2.Index:
     """The index holding exactly ``files``. Only new and changed files are hashed: git's
     stat cache (through ``status``) tells which tracked files changed, so an incremental
     checkpoint costs what ``git add`` costs, not a re-read of the whole tree."""
-    index = repo.index
+    index: pygit2.Index = repo.index
     index.read(force=True)
     tracked = {entry.path for entry in index}
     changed = {path for path, flags in repo.status(untracked_files="no").items() if flags & _WT_CHANGED}
@@ -394,6 +398,10 @@ def _clashes(repo: pygit2.Repository, branch: str) -> str | None:
         if b == branch or b.startswith(branch + "/") or branch.startswith(b + "/"):
             return b
     return None
+
+
+def _branch_exists(branch: str, clash: str) -> Conflict:
+    return Conflict(f"branch {branch!r} already exists (or clashes with {clash!r})", code="branch_exists", branch=branch)
 
 
 def _delete_branch(repo: pygit2.Repository, name: str, made: str) -> None:

@@ -10,9 +10,12 @@ from __future__ import annotations
 
 from typing import Any
 
+import msgspec
+
 from .base import Event
 
 __all__ = [
+    "SliceSpec",
     "ArtifactRecorded",
     "GitCheckpointed",
     "BranchPrepared",
@@ -146,6 +149,22 @@ class MainExperimentRecorded(Event, tag="artifact.main_experiment_recorded", kw_
     report: dict[str, Any] = {}
 
 
+class SliceSpec(msgspec.Struct, kw_only=True, frozen=True):
+    """One slice of an analysis campaign as it was planned: the typed form of each item
+    of :attr:`AnalysisCampaignCreated.slices`, shared by the service that plans it, the
+    `artifacts` view that folds it and the result the tool answers with.
+
+    The event's field stays declared as ``list[dict]``: its JSON schema is pinned in
+    ``fixtures/event_tags.json``, and a Struct there would change the schema, not the
+    line (the keys and their order are these fields')."""
+
+    slice_id: str
+    title: str
+    goal: str
+    branch: str
+    worktree: str | None  # relative to the quest root; None when made without a checkout
+
+
 class AnalysisCampaignCreated(Event, tag="artifact.analysis_campaign_created", kw_only=True):
     """An analysis campaign whose slices are child branches of a result node."""
 
@@ -155,7 +174,11 @@ class AnalysisCampaignCreated(Event, tag="artifact.analysis_campaign_created", k
     parent_run: str | None
     parent_branch: str
     parent_sha: str
-    slices: list[dict[str, Any]]  # {"slice_id", "title", "goal", "branch", "worktree"}
+    slices: list[dict[str, Any]]  # each a SliceSpec: {"slice_id", "title", "goal", "branch", "worktree"}
+
+    def slice_specs(self) -> list[SliceSpec]:
+        """:attr:`slices`, typed."""
+        return msgspec.convert(self.slices, list[SliceSpec])
 
 
 class AnalysisSliceRecorded(Event, tag="artifact.analysis_slice_recorded", kw_only=True):
