@@ -41,7 +41,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from ds_events.events.artifact import ArtifactRecorded  # noqa: E402
 from ds_events.home import Home, Quest  # noqa: E402
 from ds_events.log import EventLog  # noqa: E402
-from ds_events.services.artifacts import records as artifacts  # noqa: E402
+from ds_events.services import artifacts  # noqa: E402
 from ds_events.services.artifacts import checkpoints as git
 from ds_events.services.artifacts import commands as cmd  # noqa: E402
 

@@ -24,9 +24,9 @@ __all__ = ["Paper", "State", "PROJECTION", "LIBRARY_FILE", "apply", "render", "p
 LIBRARY_FILE = ".ds/arxiv/library.json"
 
 
+# A paper of the library as listed (DeepScientist's field names). No docstring: it would
+# enter the `arxiv` tool's output schema, which is pinned.
 class Paper(msgspec.Struct, kw_only=True, frozen=True):
-    """A paper of the library as listed (DeepScientist's field names)."""
-
     arxiv_id: str
     title: str
     authors: list[str] = []

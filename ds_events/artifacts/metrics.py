@@ -29,6 +29,7 @@ __all__ = [
     "metric_rows",
     "merge_metrics",
     "primary_metric_ref",
+    "contract_input",
 ]
 
 _METRIC_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:/@+-]{0,127}$")
@@ -359,4 +360,12 @@ def merge_directions(given: dict[str, str], from_rows: dict[str, str]) -> dict[s
                 f"metric_directions and metric_rows give {metric_id!r} different directions",
                 code="invalid_metric_direction", metric_id=metric_id,
             )  # fmt: skip
+    return out
+
+
+def contract_input(contract: dict[str, Any], directions: dict[str, str]) -> dict[str, Any]:
+    """A confirmed (normalised) contract as input for a new confirmation or publication;
+    the directions given replace the kept ones (an overwrite then judges the change)."""
+    out = {k: v for k, v in contract.items() if k not in ("baseline_id", "variant_id", "primary_metric", "metric_ids", "overwrite")}
+    out["metrics"] = {m: {**e, "direction": directions.get(m, e.get("direction"))} for m, e in contract["metrics"].items()}
     return out

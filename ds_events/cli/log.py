@@ -147,7 +147,7 @@ def verify(home: Home, quest_id: str | None, registry: bool, as_json: bool) -> N
     quest_id = _quest_or_registry(quest_id, registry)
     unregistered: list[dict[str, object]] = []
     if registry:
-        from ds_events.services.artifacts.records import unregistered_publications
+        from ds_events.services.artifacts.registry import unregistered_publications
 
         unregistered = unregistered_publications(home)  # quests' publications the registry lacks
         if unregistered and not home.has_log(REGISTRY_LOG):  # the first publisher stopped halfway
@@ -213,7 +213,7 @@ def repair(home: Home, quest_id: str | None, registry: bool, yes: bool) -> None:
 
     quest_id = _quest_or_registry(quest_id, registry)
     if registry:
-        from ds_events.services.artifacts.records import complete_registry
+        from ds_events.services.artifacts.registry import complete_registry
 
         done = complete_registry(home)
         for u in done:
@@ -329,7 +329,7 @@ def _registry_log(home: Home) -> Path:
 
 
 def _replay_registry(home: Home, as_json: bool) -> None:
-    from ds_events.services.artifacts.records import open_registry
+    from ds_events.services.artifacts.registry import open_registry
 
     _registry_log(home)
     log, views = open_registry(home)

@@ -11,10 +11,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ds_events.home import Quest
+from ds_events.services import artifacts as service
 from ds_events.services.artifacts import arxiv as arxiv_service
 from ds_events.services.artifacts import checkpoints as git_service
-from ds_events.services.artifacts import records as service
-from ds_events.services.artifacts.commands import (
+from ds_events.services.artifacts import (
+    Arxiv,
+    ArxivResult,
     AttachBaseline,
     AttachBaselineResult,
     BranchResult,
@@ -124,7 +126,7 @@ def _records(ns: Namespace[ArtifactState]) -> None:
         return service.refresh_summary(tc.quest, cmd)
 
     @ns.tool(writes(destructive=False, idempotent=True))  # the first read adds the paper to the quest's library
-    async def arxiv(tc: ToolContext[ArtifactState], cmd: arxiv_service.Arxiv) -> arxiv_service.ArxivResult:
+    async def arxiv(tc: ToolContext[ArtifactState], cmd: Arxiv) -> ArxivResult:
         """Read an arXiv paper through the local cache (fetched once, then served offline),
         or list the quest's paper library.
 

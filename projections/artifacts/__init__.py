@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from projections.base import Projection
 
-from .documents import document, record_document
+from .documents import Record, document, record_document
 from .files import GRAPH_FILES, render, render_changed
 from .fold import (
     KIND_DIRS,

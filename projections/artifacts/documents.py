@@ -19,6 +19,7 @@ from ds_events.events.artifact import AnalysisSliceRecorded, ArtifactRecorded, B
 from .fold import Baseline, Campaign, Slice
 
 __all__ = [
+    "Record",
     "payload_of",
     "document",
     "record_document",
@@ -28,6 +29,17 @@ __all__ = [
     "campaign_document",
     "slice_document",
 ]
+
+# A record as listings show it (the artifact's own fields stay in ``payload``). No
+# docstring: the struct is part of read answers' schemas.
+class Record(msgspec.Struct, kw_only=True, frozen=True):
+    artifact_id: str
+    kind: str
+    seq: int
+    ts: str
+    branch: str
+    payload: dict[str, Any] = {}
+
 
 _ENVELOPE = frozenset(Event.__struct_fields__) | {"type"}
 # What a slice not recorded yet shows: the outcome's defaults.
@@ -48,7 +60,7 @@ def document(value: object) -> Any:
     campaign, a slice; anything else as msgspec encodes it)."""
     match value:
         case ArtifactRecorded():
-            return record_document(value)
+            return msgspec.to_builtins(record_document(value))
         case MainExperimentRecorded():
             return run_document(value)
         case Baseline():

@@ -147,7 +147,7 @@ def test_another_process_appends_while_a_checkpoint_of_thousands_of_files_scans_
 
 
 def test_another_process_appends_while_a_campaign_creates_its_worktrees(quest: Quest, monkeypatch: pytest.MonkeyPatch) -> None:
-    from ds_events.services.artifacts import records as artifacts
+    from ds_events.services import artifacts
 
     other = OtherAppender(quest)
     went_through: list[bool] = []

@@ -7,7 +7,7 @@ import pytest
 
 from ds_events.errors import Invalid
 from ds_events.home import Quest
-from ds_events.services.artifacts import records as service
+from ds_events.services import artifacts as service
 from ds_events.services.artifacts.commands import Record
 
 

@@ -15,7 +15,7 @@ import pytest
 
 from ds_events.events.artifact import AnalysisCampaignCreated, BranchPrepared
 from ds_events.home import Home, Quest
-from ds_events.services.artifacts import records as artifacts
+from ds_events.services import artifacts
 from ds_events.services.artifacts import commands as cmd
 
 from .support import git, git_ok
@@ -27,7 +27,7 @@ _WORKER = r"""
 import json, sys
 from ds_events.errors import ServiceError
 from ds_events.home import Home
-from ds_events.services.artifacts import records as artifacts
+from ds_events.services import artifacts
 from ds_events.services.artifacts import checkpoints as git
 from ds_events.services.artifacts import commands as cmd
 home_root, what, arg = sys.argv[1:4]

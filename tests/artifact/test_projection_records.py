@@ -11,7 +11,7 @@ import msgspec
 
 from ds_events.home import Quest
 from ds_events.services.artifacts import commands as cmd
-from ds_events.services.artifacts import records as artifacts
+from ds_events.services import artifacts
 from ds_events.services.artifacts import checkpoints as git_service
 
 from .support import confirm_args

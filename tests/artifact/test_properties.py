@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from ds_events.home import Home
 from ds_events.artifacts import git
-from ds_events.services.artifacts import records as artifacts
+from ds_events.services import artifacts
 from ds_events.services.artifacts.commands import ConfirmBaseline, Record
 from ds_events.services.commands import decode_command
 from ds_events.errors import ServiceError

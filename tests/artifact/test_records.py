@@ -130,7 +130,7 @@ def _materialised(root: Path, p: Path) -> bool:
 _WRITER = """
 import sys
 from ds_events.home import Home
-from ds_events.services.artifacts import records as artifacts
+from ds_events.services import artifacts
 from ds_events.services.artifacts.commands import Record
 quest = Home(sys.argv[1]).open_quest("q1", actor=sys.argv[2])
 for i in range(int(sys.argv[3])):

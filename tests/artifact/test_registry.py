@@ -8,7 +8,7 @@ import asyncio
 import json
 
 from ds_events.home import Home, Quest
-from ds_events.services.artifacts.records import open_registry, registry_entry
+from ds_events.services.artifacts.registry import open_registry, registry_entry
 from projections import baseline_registry
 from tests.artifact.support import client_for, fails, ok
 from tests.helpers import domain_events
@@ -54,7 +54,7 @@ async def test_a_later_publication_of_an_id_replaces_the_registry_entry(home: Ho
             result = await ok(c, "publish_baseline", payload={"baseline_id": "shared", "title": "second"})
         assert result["baseline_registry_entry"]["publications"] == 2
         entry = registry_entry(home, "shared")
-        assert entry is not None and entry["source_quest"] == "q2" and entry["payload"]["title"] == "second"
+        assert entry is not None and entry.source_quest == "q2" and entry.payload["title"] == "second"
         assert registry_entry(home, "nowhere") is None
     finally:
         other.close()

@@ -6,7 +6,7 @@ from __future__ import annotations
 import subprocess
 
 from ds_events.home import Home, Quest
-from ds_events.services.artifacts import records as artifacts
+from ds_events.services import artifacts
 from ds_events.services.artifacts.commands import PublishBaseline
 from tests.helpers import DS, ds_env
 

@@ -13,7 +13,7 @@ import pytest
 
 from ds_events.errors import LogError
 from ds_events.home import Home, Quest
-from ds_events.services.artifacts import records as artifacts
+from ds_events.services import artifacts
 from ds_events.services.artifacts import checkpoints as git_service
 from ds_events.services.artifacts import commands as cmd
 

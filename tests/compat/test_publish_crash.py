@@ -18,7 +18,7 @@ import textwrap
 import pytest
 
 from ds_events.home import Home, Quest
-from ds_events.services.artifacts.records import registry_entry
+from ds_events.services.artifacts.registry import registry_entry
 from tests.helpers import domain_events, ds_env
 from tests.mcp_support import verify_every_log
 
@@ -35,7 +35,7 @@ PUBLISHER = textwrap.dedent(
     f"""
     import sys, time
     from ds_events.home import Home
-    from ds_events.services.artifacts import records as artifacts
+    from ds_events.services import artifacts
     from ds_events.services.artifacts.commands import PublishBaseline
 
     def hook(quest, published):
@@ -106,7 +106,7 @@ async def test_a_publisher_killed_between_the_quest_and_registry_appends_is_comp
         attached = await ok(c2, "attach_baseline", {"baseline_id": "rn20"})
     assert attached["baseline_id"] == "rn20"
     entry = registry_entry(home, "rn20")
-    assert entry is not None and entry["publications"] == 1
+    assert entry is not None and entry.publications == 1
     assert verify_every_log(home) == {}
 
 
@@ -174,4 +174,4 @@ def test_verify_registry_names_a_half_done_publication_and_repair_registry_compl
     assert ds("repair", "--registry").returncode == 0
     healed = ds("verify", "--registry", "--json")
     assert healed.returncode == 0 and json.loads(healed.stdout)["unregistered"] == []
-    assert {registry_entry(home, b)["source_quest"] for b in ("rn20", "rn32")} == {"q1", "q2"}  # type: ignore[index]
+    assert {getattr(registry_entry(home, b), "source_quest", None) for b in ("rn20", "rn32")} == {"q1", "q2"}

@@ -14,7 +14,7 @@ from ds_events.config import Config
 from ds_events.errors import Invalid, ServiceError
 from ds_events.home import DEFAULT_CONFIG, Home, Quest
 from ds_events.services.artifacts import commands as cmd
-from ds_events.services.artifacts import records as artifacts
+from ds_events.services import artifacts
 from ds_events.services.artifacts import checkpoints as git_service
 
 BAD = [

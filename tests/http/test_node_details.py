@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from ds_events.home import Quest
-from ds_events.services.artifacts import records as artifacts
+from ds_events.services import artifacts
 from ds_events.services.artifacts import checkpoints as git
 from ds_events.services.artifacts.commands import Checkpoint, ConfirmBaseline, PrepareBranch, Record, RecordMainExperiment
 

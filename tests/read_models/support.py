@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from ds_events.home import Quest
 from ds_events.memory.store import MemoryContext
+from ds_events.services import artifacts
 from ds_events.services import quest as quests
 from ds_events.services.artifacts import checkpoints as git
-from ds_events.services.artifacts import records as artifacts
 from ds_events.services.artifacts.commands import Checkpoint, PrepareBranch, Record
 from ds_events.services.memory import cards as memory_service
 from ds_events.services.memory.commands import WriteCard

@@ -9,8 +9,8 @@ import subprocess
 import msgspec
 
 from ds_events.home import Home, Quest
+from ds_events.services import artifacts
 from ds_events.services.artifacts import checkpoints as git
-from ds_events.services.artifacts import records as artifacts
 from ds_events.services.artifacts.commands import Checkpoint, Record
 from ds_events.services.quest import read_models as read_models
 from tests.helpers import DS, ds_env

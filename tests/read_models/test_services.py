@@ -9,8 +9,8 @@ import pytest
 
 from ds_events.errors import Invalid, NotFound
 from ds_events.home import Quest
+from ds_events.services import artifacts
 from ds_events.services.artifacts import checkpoints as git
-from ds_events.services.artifacts import records as artifacts
 from ds_events.services.artifacts.commands import Checkpoint, PrepareBranch, Record
 from ds_events.services.quest import read_models as read_models
 from projections.canvas_svg import render_svg

@@ -25,7 +25,7 @@ from ds_events.events.memory import CardWritten
 from ds_events.home import Home, Quest
 from ds_events.memory.store import MemoryContext
 from ds_events.services.artifacts import commands as acmd
-from ds_events.services.artifacts import records as artifacts
+from ds_events.services import artifacts
 from ds_events.services.runtime import prompt as prompt
 from ds_events.services import quest as quests
 from ds_events.services.interactions import mailbox as ia

@@ -22,7 +22,7 @@ from ds_events.home import Home
 from ds_events.memory.store import SCOPES
 from ds_events.services.runtime import skills as skills
 from ds_events.services.artifacts.arxiv import MODES as ARXIV_MODES
-from ds_events.services.artifacts.records import SLICE_STATUSES
+from ds_events.services.artifacts.campaigns import SLICE_STATUSES
 from ds_events.services.bash.commands import MODES as BASH_MODES
 from ds_events.services.artifacts.checkpoints import BRANCH_KINDS
 from ds_events.services.interactions.commands import KINDS as INTERACTION_KINDS

@@ -102,7 +102,7 @@ def test_the_canvas_follows_records_another_process_appends(page: Any, server: S
     from playwright.sync_api import expect
 
     from ds_events.home import Quest
-    from ds_events.services.artifacts import records as artifacts
+    from ds_events.services import artifacts
     from ds_events.services.artifacts.commands import Record
 
     quest_id = f"web-canvas-{uuid.uuid4().hex[:8]}"
@@ -123,7 +123,7 @@ def test_the_selected_nodes_details_follow_what_another_process_appends(page: An
     from playwright.sync_api import expect
 
     from ds_events.home import Quest
-    from ds_events.services.artifacts import records as artifacts
+    from ds_events.services import artifacts
     from ds_events.services.artifacts.commands import Record
 
     quest_id = f"web-details-{uuid.uuid4().hex[:8]}"

@@ -10,8 +10,9 @@ Only a validated paper is cached, so an outage or a bad answer never poisons the
 The quest's paper library: the first time a quest reads a paper (either mode), an
 ``artifact.paper_added`` event puts it in the library (the ``papers`` view);
 ``arxiv(mode="list")`` without a ``paper_id`` lists it (DeepScientist's form), while
-``mode="list"`` with one stays the paper's overview. :class:`Arxiv` is the tool's one
-parameter model (DeepScientist's ``full_text`` included); :func:`arxiv` its service.
+``mode="list"`` with one stays the paper's overview. :class:`.commands.Arxiv` is the
+tool's one parameter model (DeepScientist's ``full_text`` included); :func:`read_arxiv`
+its service.
 
 Error codes: ``invalid_paper_id``, ``invalid_mode``, ``missing_paper_id``,
 ``unexpected_argument``, ``arxiv_offline``, ``arxiv_not_found``, ``arxiv_bad_response``,
@@ -26,26 +27,23 @@ import re
 import xml.etree.ElementTree as ET
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Any
 
 import msgspec
-from msgspec import Meta
 
 from ds_events.config import DEFAULT_ARXIV_API_URL
+from ds_events.errors import Invalid, NotFound, ServiceError
 from ds_events.events.artifact import PaperAdded
 from ds_events.home import Home, Quest
-from ds_events.errors import Invalid, NotFound, ServiceError
 from ds_events.paths import write_atomic
-from projections.papers import Paper
+from projections import papers as papers_view
 
-from ds_events.services.artifacts.commands import PaperResult, ReadArxiv
-from ds_events.services.commands import Command, Result
+from .commands import Arxiv, ReadArxiv
+from .results import ArxivResult, PaperResult
 
 __all__ = [
     "Fetcher",
     "DEFAULT_API_URL",
-    "Arxiv",
-    "ArxivResult",
     "api_url",
     "read_arxiv",
     "read_paper",
@@ -63,43 +61,6 @@ _PREFIXES = ("https://arxiv.org/abs/", "http://arxiv.org/abs/", "https://arxiv.o
 _ATOM = "{http://www.w3.org/2005/Atom}"
 
 
-class Arxiv(Command):
-    """The ``arxiv`` tool's arguments."""
-
-    paper_id: Annotated[str | None, Meta(description=(
-        "e.g. \"2401.01234\", \"2401.01234v2\", \"hep-th/9901001\", \"arXiv:2401.01234\". "
-        "When null: only with mode=\"list\", which then lists the quest's paper library."
-    ))] = None
-    mode: Annotated[str, Meta(description=(
-        "\"read\" for the paper with its full text; \"list\" for a paper's metadata and section titles, "
-        "or, without paper_id, the quest's paper library. When null: read."
-    ))] = "read"
-    full_text: Annotated[bool | None, Meta(description=(
-        "read: false for the overview only (metadata, abstract, section titles), true for the full text too. "
-        "When null: the full text."
-    ))] = None
-
-
-class ArxivResult(Result, omit_defaults=True):
-    """A paper (``text`` and ``section_texts`` only when read in full), or the library
-    (``count`` and ``items``, newest first)."""
-
-    ok: bool
-    mode: str
-    paper_id: str | None = None
-    title: str | None = None
-    authors: list[str] | None = None
-    published: str | None = None
-    abstract: str | None = None
-    sections: list[str] | None = None
-    cached: bool | None = None
-    cache_path: str | None = None
-    text: str | None = None
-    section_texts: list[dict[str, str]] | None = None
-    count: int | None = None
-    items: list[Paper] | None = None
-
-
 async def read_arxiv(quest: Quest, cmd: Arxiv, fetcher: Fetcher) -> ArxivResult:
     """Read a paper (and put it in the quest's library the first time), or list the library.
 
@@ -114,7 +75,7 @@ async def read_arxiv(quest: Quest, cmd: Arxiv, fetcher: Fetcher) -> ArxivResult:
         if cmd.full_text is not None:
             raise Invalid("full_text is for reading a paper: the library listing has no text",
                           code="unexpected_argument", arguments=["full_text"])
-        papers = list(quest.state("papers").papers.values())[::-1]
+        papers = papers_view.library(quest.state("papers"))[::-1]
         return ArxivResult(ok=True, mode="list", count=len(papers), items=papers)
     if cmd.mode == "list" and cmd.full_text is not None:
         raise Invalid("full_text is for mode='read'; mode='list' answers the overview",
@@ -180,7 +141,7 @@ async def _fetch(home: Home, pid: str, fetcher: Fetcher) -> dict[str, Any]:
             result = await result
     except ServiceError:
         raise
-    except (ConnectionError, OSError, asyncio.TimeoutError) as exc:
+    except (ConnectionError, OSError, TimeoutError) as exc:
         raise ServiceError(f"cannot fetch {pid}: {exc}; offline? Nothing was cached.", code="arxiv_offline", paper_id=pid) from None
     except Exception as exc:  # a third-party fetcher: report, never cache
         raise ServiceError(f"fetching {pid} failed: {type(exc).__name__}: {exc}", code="arxiv_fetch_failed", paper_id=pid) from None

@@ -7,12 +7,9 @@ to re-check what may have moved, finish (a checkpoint's commit) and append the e
 that records what happened: :func:`append_recording`. If that event does not reach the
 log, the side effects are undone, so the repository never holds a branch or a commit the
 log does not know (and a retry does not meet a ``branch_exists`` of its own making).
-Replay never touches git. Each command takes its command struct
-(:mod:`ds_events.services.artifacts.commands`) and returns its result struct. Error codes: ``invalid_branch_kind``, ``missing_fields``,
-``invalid_branch_name``, ``branch_exists``, ``worktree_exists``, ``unknown_start_point``,
-``unknown_branch``, ``branch_has_no_worktree``, ``worktree_missing``,
-``nothing_to_commit``, ``branch_moved``, plus the id and text codes of
-:mod:`ds_events.artifacts.validate` and ``path_outside_root``.
+Replay never touches git. Each command takes its command struct (:mod:`.commands`) and
+returns its result struct (:mod:`.results`); the domain's error codes are catalogued in
+:mod:`.errors`.
 """
 
 from __future__ import annotations
@@ -31,9 +28,10 @@ from ds_events.events.artifact import BranchPrepared, GitCheckpointed, GitGraphR
 from ds_events.home import Quest
 from ds_events.log import LogError, line_hash
 from ds_events.store import StoreTransaction
-from projections.artifacts import render_graph_svg
+from projections.artifacts import GRAPH_FILES, State, render_graph_svg
 
-from ds_events.services.artifacts.commands import BranchResult, Checkpoint, CheckpointResult, GitGraphResult, PrepareBranch, RenderGitGraph
+from .commands import Checkpoint, PrepareBranch, RenderGitGraph
+from .results import BranchResult, CheckpointResult, GitGraphResult
 
 __all__ = [
     "BRANCH_KINDS",
@@ -48,7 +46,6 @@ _MAX_MESSAGE = 5000
 # A checkpoint whose branch moved between its scan and its commit is prepared again
 # this many times in all before it gives up with ``branch_moved``.
 _CHECKPOINT_ATTEMPTS = 3
-_GRAPH_FILES = ("artifacts/graphs/git_graph.json", "artifacts/graphs/git_graph.svg")
 
 
 def checkpoint(quest: Quest, cmd: Checkpoint) -> CheckpointResult:
@@ -123,16 +120,16 @@ def render_git_graph(quest: Quest, cmd: RenderGitGraph) -> GitGraphResult:
     max_commits = cmd.max_commits
     if not 1 <= max_commits <= 2000:
         raise Invalid("max_commits must be an integer from 1 to 2000", code="invalid_field", field="max_commits")
-    check_materialised(quest.root, _GRAPH_FILES)
+    check_materialised(quest.root, GRAPH_FILES)
     state = quest.state("artifacts")
     graph = git_graph(quest.repo(), state, max_commits=max_commits)
     stored = quest.emit(GitGraphRendered(graph=graph))
     return GitGraphResult(
-        graph=graph, svg=render_graph_svg(graph), json_path=_GRAPH_FILES[0], svg_path=_GRAPH_FILES[1], seq=stored.seq
+        graph=graph, svg=render_graph_svg(graph), json_path=GRAPH_FILES[0], svg_path=GRAPH_FILES[1], seq=stored.seq
     )
 
 
-def git_graph(repo: pygit2.Repository, state: Any, *, max_commits: int = 200) -> dict[str, Any]:
+def git_graph(repo: pygit2.Repository, state: State, *, max_commits: int = 200) -> dict[str, Any]:
     """Branches (main first) with kind, worktree and fork point, and the commits reachable
     from them (newest ``max_commits``), each on the lane of the first branch that reaches it
     along first parents."""
@@ -159,7 +156,7 @@ def git_graph(repo: pygit2.Repository, state: Any, *, max_commits: int = 200) ->
     walker = repo.walk(None, pygit2.enums.SortMode.TOPOLOGICAL | pygit2.enums.SortMode.TIME)
     for oid in heads.values():
         walker.push(oid)
-    commits = []
+    commits: list[pygit2.Commit] = []
     for commit in walker:
         if len(commits) >= max_commits:
             break
@@ -167,7 +164,7 @@ def git_graph(repo: pygit2.Repository, state: Any, *, max_commits: int = 200) ->
     lane: dict[str, str] = {}
     kept = {str(c.id) for c in commits}
     for name in names:
-        current: pygit2.Commit | None = repo[heads[name]]
+        current: pygit2.Commit | None = repo[heads[name]].peel(pygit2.Commit)
         while current is not None and str(current.id) in kept and str(current.id) not in lane:
             lane[str(current.id)] = name
             current = current.parents[0] if current.parents else None
@@ -337,7 +334,7 @@ def _payload(event: Event) -> dict[str, Any]:
     return {f: getattr(event, f) for f in event.__struct_fields__ if f not in _ENVELOPE}
 
 
-def _open_target(quest: Quest, state: Any, target: str) -> tuple[pygit2.Repository, str | None]:
+def _open_target(quest: Quest, state: State, target: str) -> tuple[pygit2.Repository, str | None]:
     if target == "main":
         return quest.repo(), None
     info = state.branches.get(target)

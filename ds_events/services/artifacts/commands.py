@@ -1,10 +1,10 @@
-"""The commands of the `artifact` namespace and their answers: quest records, branches
-and checkpoints, baselines and metric contracts, experiments, analysis campaigns,
-summary, arXiv.
+"""The commands of the `artifact` namespace: quest records, branches and checkpoints,
+baselines and metric contracts, experiments, analysis campaigns, summary, arXiv.
 
-Each service function of :mod:`ds_events.services.artifacts.records`, :mod:`ds_events.services.artifacts.checkpoints`
-and :mod:`ds_events.services.artifacts.arxiv` takes one command below and returns its result
-struct (the ``...Result`` classes), which the edge encodes as it is.
+Each service function of the domain (:mod:`.records`, :mod:`.baselines`,
+:mod:`.experiments`, :mod:`.campaigns`, :mod:`.queries`, :mod:`.checkpoints`,
+:mod:`.arxiv`) takes one command below and returns its answer, a struct of
+:mod:`.results`, which the edge encodes as it is.
 
 Free-form JSON parts (a record's payload, a metric contract, metrics) are decoded as
 objects and checked by the services, which answer a wrong shape with their own codes
@@ -18,11 +18,12 @@ from typing import Annotated, Any
 
 from msgspec import Meta
 
-from ds_events.services.commands import Command, Result
+from ds_events.services.commands import Command
 
 __all__ = [
     "Record",
     "RefreshSummary",
+    "Arxiv",
     "ReadArxiv",
     "Checkpoint",
     "PrepareBranch",
@@ -37,22 +38,6 @@ __all__ = [
     "OverwriteBaseline",
     "GetMethodScoreboard",
     "GetOptimizationFrontier",
-    "RecordResult",
-    "SummaryResult",
-    "PaperResult",
-    "CheckpointResult",
-    "BranchResult",
-    "GitGraphResult",
-    "PublishBaselineResult",
-    "AttachBaselineResult",
-    "ConfirmBaselineResult",
-    "MainExperimentResult",
-    "CampaignSlice",
-    "CampaignResult",
-    "SliceResult",
-    "WaiveBaselineResult",
-    "ScoreboardResult",
-    "FrontierResult",
 ]
 
 _ID = "letters, digits, '.', '_', '-'"
@@ -221,9 +206,28 @@ class RefreshSummary(Command):
     reason: Annotated[str | None, Meta(description="Why the summary is refreshed, e.g. \"main experiment recorded\".")] = None
 
 
+class Arxiv(Command):
+    """The ``arxiv`` tool's arguments."""
+
+    paper_id: Annotated[str | None, Meta(description=(
+        "e.g. \"2401.01234\", \"2401.01234v2\", \"hep-th/9901001\", \"arXiv:2401.01234\". "
+        "When null: only with mode=\"list\", which then lists the quest's paper library."
+    ))] = None
+    mode: Annotated[str, Meta(description=(
+        "\"read\" for the paper with its full text; \"list\" for a paper's metadata and section titles, "
+        "or, without paper_id, the quest's paper library. When null: read."
+    ))] = "read"
+    full_text: Annotated[bool | None, Meta(description=(
+        "read: false for the overview only (metadata, abstract, section titles), true for the full text too. "
+        "When null: the full text."
+    ))] = None
+
+
 class ReadArxiv(Command):
     paper_id: Annotated[str, Meta(description="e.g. \"2401.01234\", \"2401.01234v2\", \"hep-th/9901001\", \"arXiv:2401.01234\".")]
-    mode: Annotated[str, Meta(description="\"list\" for metadata and section titles, \"read\" for the abstract and full text too.")] = "read"
+    mode: Annotated[str, Meta(
+        description="\"list\" for metadata and section titles, \"read\" for the abstract and full text too.",
+    )] = "read"
 
 
 class Checkpoint(Command):
@@ -238,7 +242,9 @@ class Checkpoint(Command):
 class PrepareBranch(Command):
     run_id: Annotated[str | None, Meta(description=f"The run's id ({_ID}).")] = None
     idea_id: Annotated[str | None, Meta(description=f"The idea's id ({_ID}).")] = None
-    branch: Annotated[str | None, Meta(description="An explicit branch name instead of the scheme; must start with \"<branch_kind>/\".")] = None
+    branch: Annotated[str | None, Meta(
+        description="An explicit branch name instead of the scheme; must start with \"<branch_kind>/\".",
+    )] = None
     branch_kind: Annotated[str, Meta(description="run | idea | analysis | paper.")] = "run"
     create_worktree: Annotated[bool, Meta(description="false to create the branch only.")] = True
     start_point: Annotated[str | None, Meta(description="Branch or commit to start from. When null: the active branch.")] = None
@@ -333,7 +339,10 @@ class OverwriteBaseline(Command):
         "Allow removed metrics, changed directions, another primary metric or another evaluation protocol."
     ))] = False
     overwrite_scope: Annotated[str, Meta(description="A label kept with the overwrite, e.g. full_refresh.")] = "full_refresh"
-    supplementary_baselines: Annotated[list[dict[str, Any]] | None, Meta(description="Other baselines to keep beside it (kept as given).", extra_json_schema=_BASELINE_REFS)] = None
+    supplementary_baselines: Annotated[list[dict[str, Any]] | None, Meta(
+        description="Other baselines to keep beside it (kept as given).",
+        extra_json_schema=_BASELINE_REFS,
+    )] = None
 
 
 class GetMethodScoreboard(Command):
@@ -376,7 +385,10 @@ class RecordMainExperiment(Command):
         "The run's branch. When null: the branch prepared for run_id, else the active run branch, else run/<run_id> "
         "made at the active branch's head."
     ))] = None
-    details: Annotated[dict[str, Any] | None, Meta(description="Any other JSON facts about the run.", extra_json_schema=_OBJECT_OR_NULL)] = None
+    details: Annotated[dict[str, Any] | None, Meta(
+        description="Any other JSON facts about the run.",
+        extra_json_schema=_OBJECT_OR_NULL,
+    )] = None
     hypothesis: Annotated[str, Meta(description="What the run tested.")] = ""
     setup: Annotated[str, Meta(description="How it was set up.")] = ""
     execution: Annotated[str, Meta(description="What was run.")] = ""
@@ -386,7 +398,10 @@ class RecordMainExperiment(Command):
         description="{takeaway, claim_update, baseline_relation, comparability, failure_mode, next_action} (strings).",
         extra_json_schema=_EVALUATION_SUMMARY,
     )] = None
-    evidence_paths: Annotated[list[str] | None, Meta(description="Files that back the result (relative to the run's worktree).", extra_json_schema=_STRINGS_OR_NULL)] = None
+    evidence_paths: Annotated[list[str] | None, Meta(
+        description="Files that back the result (relative to the run's worktree).",
+        extra_json_schema=_STRINGS_OR_NULL,
+    )] = None
     changed_files: Annotated[list[str] | None, Meta(description="Files the run changed.", extra_json_schema=_STRINGS_OR_NULL)] = None
     config_paths: Annotated[list[str] | None, Meta(description="Config files used.", extra_json_schema=_STRINGS_OR_NULL)] = None
     notes: Annotated[list[str] | None, Meta(description="Short notes.", extra_json_schema=_STRINGS_OR_NULL)] = None
@@ -432,194 +447,17 @@ class RecordAnalysisSlice(Command):
     evaluation_summary: Annotated[dict[str, Any] | None, Meta(
         description="As for record_main_experiment.", extra_json_schema=_EVALUATION_SUMMARY
     )] = None
-    deviations: Annotated[list[str] | None, Meta(description="Where the slice departed from its plan.", extra_json_schema=_STRINGS_OR_NULL)] = None
+    deviations: Annotated[list[str] | None, Meta(
+        description="Where the slice departed from its plan.",
+        extra_json_schema=_STRINGS_OR_NULL,
+    )] = None
     claim_impact: Annotated[str | None, Meta(description="How it changes the paper's claims.")] = None
     reviewer_resolution: Annotated[str | None, Meta(description="Which reviewer concern it settles.")] = None
     manuscript_update_hint: Annotated[str | None, Meta(description="What to change in the draft.")] = None
     next_recommendation: Annotated[str | None, Meta(description="What to do next.")] = None
     dataset_scope: Annotated[str, Meta(description="full | subset (subset needs subset_approval_ref).")] = "full"
     subset_approval_ref: Annotated[str | None, Meta(description="The approval for a subset run.")] = None
-    comparison_baselines: Annotated[list[dict[str, Any]] | None, Meta(description="Other baselines compared (kept as given).", extra_json_schema=_BASELINE_REFS)] = None
-
-
-# -- results ------------------------------------------------------------------------------
-# Field names and order are those of the answers the tools gave as plain dicts; an
-# optional field is still sent (as null) so a caller always finds every key.
-
-
-class RecordResult(Result):
-    artifact_id: str
-    kind: str
-    path: str
-    branch: str
-    seq: int
-    ok: bool = True
-
-
-class SummaryResult(Result):
-    path: str
-    markdown: str
-    seq: int
-    ok: bool = True
-
-
-class PaperResult(Result, omit_defaults=True):
-    """``text`` and ``section_texts`` come only with ``mode="read"``."""
-
-    paper_id: str
-    title: str
-    authors: list[str]
-    published: str
-    abstract: str
-    sections: list[str]
-    mode: str
-    cached: bool
-    cache_path: str
-    text: str | None = None
-    section_texts: list[dict[str, str]] | None = None
-
-
-class CheckpointResult(Result):
-    sha: str
-    branch: str
-    parent: str
-    worktree: str | None
-    files: int
-    skipped: list[dict[str, Any]]
-    skipped_total: int
-    seq: int
-    ok: bool = True
-
-
-class BranchResult(Result):
-    branch: str
-    branch_kind: str
-    start_sha: str
-    start_point: str
-    worktree: str | None
-    worktree_path: str | None
-    active: bool
-    seq: int
-    ok: bool = True
-
-
-class GitGraphResult(Result):
-    graph: dict[str, Any]
-    svg: str
-    json_path: str
-    svg_path: str
-    seq: int
-    ok: bool = True
-
-
-class PublishBaselineResult(Result):
-    baseline_id: str
-    variant_ids: list[str]
-    path: str
-    seq: int
-    baseline_registry_entry: dict[str, Any] = {}
-    ok: bool = True
-    # A retry that completed an earlier publication cut short between its quest and
-    # registry appends (nothing new in the quest; the registry entry written now).
-    recovered: bool = False
-
-
-class AttachBaselineResult(Result):
-    baseline_id: str
-    variant_id: str | None
-    confirmed: bool
-    seq: int
-    attachment: dict[str, Any] = {}  # source_baseline_id, source_variant_id, source_quest
-    ok: bool = True
-
-
-class ConfirmBaselineResult(Result):
-    baseline_id: str
-    variant_id: str | None
-    contract_path: str
-    metric_ids: list[str]
-    primary_metric: str
-    metric_directions: dict[str, str]
-    seq: int
-    baseline_gate: str = "confirmed"
-    confirmed_baseline_ref: dict[str, Any] = {}
-    metric_contract_json_path: str = ""
-    metric_contract_json_rel_path: str = ""
-    overwrite: dict[str, Any] | None = None
-    compatibility_verdict: str | None = None
-    ok: bool = True
-
-
-class WaiveBaselineResult(Result):
-    baseline_gate: str
-    reason: str
-    anchor: str
-    seq: int
-    ok: bool = True
-
-
-class MainExperimentResult(Result):
-    run_id: str
-    baseline_id: str | None
-    branch: str
-    head_sha: str
-    primary_metric: str
-    primary: dict[str, Any]  # baseline, value, delta, better
-    comparisons: dict[str, dict[str, Any]]
-    extra_metric_ids: list[str]
-    path: str
-    seq: int
-    run_md_path: str = ""
-    result_json_path: str = ""
-    metrics_summary: dict[str, float] = {}
-    progress_eval: dict[str, Any] = {}
-    evaluation_summary: dict[str, Any] | None = None
-    verdict: str = ""
-    ok: bool = True
-
-
-class CampaignSlice(Result):
-    slice_id: str
-    title: str
-    goal: str
-    branch: str
-    worktree: str | None
-    worktree_path: str | None
-
-
-class CampaignResult(Result):
-    campaign_id: str
-    parent_run_id: str | None
-    parent_branch: str
-    parent_sha: str
-    slices: list[CampaignSlice]
-    path: str
-    seq: int
-    ok: bool = True
-
-
-class SliceResult(Result):
-    campaign_id: str
-    slice_id: str
-    status: str
-    branch: str
-    head_sha: str | None
-    remaining_slice_ids: list[str]
-    campaign_complete: bool
-    seq: int
-    completed: bool = False  # DeepScientist's name for campaign_complete
-    next_slice: dict[str, Any] | None = None
-    metrics_summary: dict[str, float] = {}
-    evaluation_summary: dict[str, Any] | None = None
-    path: str = ""
-    ok: bool = True
-
-
-class ScoreboardResult(Result):
-    scoreboard: dict[str, Any]
-    ok: bool = True
-
-
-class FrontierResult(Result):
-    optimization_frontier: dict[str, Any]
-    ok: bool = True
+    comparison_baselines: Annotated[list[dict[str, Any]] | None, Meta(
+        description="Other baselines compared (kept as given).",
+        extra_json_schema=_BASELINE_REFS,
+    )] = None

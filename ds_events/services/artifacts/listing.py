@@ -15,8 +15,9 @@ import msgspec
 
 from ds_events.errors import Invalid
 from ds_events.home import Quest
-from ds_events.services.artifacts.checkpoints import git_graph
-from projections.artifacts import Record, State, newest_records
+from projections.artifacts import Record, State, newest_records, record_document
+
+from .checkpoints import git_graph
 
 __all__ = ["ArtifactList", "BranchGraph", "GraphBranch", "GraphCommit", "list_artifacts", "branch_graph"]
 
@@ -63,7 +64,7 @@ def list_artifacts(quest: Quest, *, limit: int, kind: str | None = None) -> Arti
         if kind is not None and kind not in state.counters:
             kinds = ", ".join(sorted(state.counters)) or "none"
             raise Invalid(f"no artifacts of kind {kind!r}; kinds here: {kinds}", code="invalid_filter", argument="kind")
-        records = newest_records(state, limit, kind=kind)[::-1]  # records are immutable: they may leave the block
+        records = [record_document(r) for r in newest_records(state, limit, kind=kind)[::-1]]
         return ArtifactList(quest_id=quest.id, seq=state.last_seq, counts=dict(state.counters), records=records)
 
 
