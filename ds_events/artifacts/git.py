@@ -177,7 +177,8 @@ def resolve_start(repo: pygit2.Repository, start_point: str | None, default_bran
     """``(sha, label)`` of a start point: a local branch, or anything git can parse to a commit."""
     label = start_point if start_point is not None else default_branch
     if not isinstance(label, str) or not label or label.startswith("-"):
-        raise Invalid("start_point must be a branch name or a commit sha", code="unknown_start_point")
+        # Names nothing the repository could hold: the same refusal as a name it lacks.
+        raise NotFound("start_point must be a branch name or a commit sha", code="unknown_start_point")
     ref = repo.branches.local.get(label)
     if ref is None and start_point is None:
         label, ref = "main", repo.branches.local.get("main")  # the active branch was deleted
