@@ -16,7 +16,6 @@ from .documents import Record, document, record_document
 from .files import GRAPH_FILES, render, render_changed
 from .fold import (
     KIND_DIRS,
-    Attachment,
     Baseline,
     BranchInfo,
     Campaign,
@@ -35,7 +34,6 @@ from .svg import render_graph_svg
 __all__ = [
     "PROJECTION",
     "State",
-    "Attachment",
     "Waiver",
     "Baseline",
     "Campaign",

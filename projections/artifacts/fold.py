@@ -35,7 +35,6 @@ from projections import status as status_projection
 
 __all__ = [
     "State",
-    "Attachment",
     "Waiver",
     "Baseline",
     "Campaign",
@@ -64,14 +63,6 @@ KIND_DIRS: dict[str, str] = {
     "graph": "graphs",
 }
 _RECENT = 20
-
-
-class Attachment(TypedDict):
-    """The baseline (and variant) the quest works against (``artifact.baseline_attached``).
-    A dict: the research and runtime domains read it by key."""
-
-    baseline_id: str
-    variant_id: str | None
 
 
 class Waiver(TypedDict):
@@ -209,7 +200,9 @@ class State(msgspec.Struct, kw_only=True):
     by_seq: dict[int, tuple[str, int]] = {}
     newest: dict[str, int] = {}
     baselines: dict[str, Baseline] = {}
-    attached: Attachment | None = None
+    # The baseline (and variant) the quest works against: {"baseline_id", "variant_id"}.
+    # A plain dict (not a TypedDict): the research domain reads it with `(... or {}).get`.
+    attached: dict[str, str | None] | None = None
     confirmed_baseline: str | None = None  # the most recently confirmed baseline id
     runs: dict[str, MainExperimentRecorded] = {}
     latest_run: str | None = None
