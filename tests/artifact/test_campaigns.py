@@ -3,14 +3,13 @@ checked with `git merge-base --is-ancestor` and `git worktree list`."""
 
 from __future__ import annotations
 
-from tests.helpers import domain_events
-
 import json
 
 import mcp
 import pytest
 
 from ds_events.home import Home, Quest
+from tests.helpers import domain_events
 
 from .support import client_for, confirm_args, fails, git, git_ok, ok
 

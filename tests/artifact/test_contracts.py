@@ -3,14 +3,13 @@ record main experiments (missing metric, protocol and direction mismatches)."""
 
 from __future__ import annotations
 
-from tests.helpers import domain_events
-
 import copy
 import json
 
 import pytest
 
 from ds_events.home import Home, Quest
+from tests.helpers import domain_events
 
 from .support import CONTRACT, client_for, confirm_args, fails, git_ok, ok
 

@@ -3,8 +3,6 @@ quest's real git repository, checked with the git CLI."""
 
 from __future__ import annotations
 
-from tests.helpers import domain_events
-
 import json
 import os
 from pathlib import Path
@@ -13,6 +11,7 @@ import pytest
 
 from ds_events.events.artifact import BranchPrepared, GitCheckpointed
 from ds_events.home import Home, Quest
+from tests.helpers import domain_events
 
 from .support import client_for, fails, git, git_ok, ok, set_config
 
@@ -242,8 +241,8 @@ async def test_render_git_graph_returns_json_and_svg_and_materialises_both(home:
 
 
 def test_worktrees_live_under_the_ds_area_which_the_quest_gitignore_covers(quest: Quest) -> None:
-    from ds_events.services.artifacts import commands as cmd
     from ds_events.services.artifacts import checkpoints as git_service
+    from ds_events.services.artifacts import commands as cmd
 
     r = git_service.prepare_branch(quest, cmd.PrepareBranch(run_id="r1"))
     assert Path(r.worktree_path).is_relative_to(quest.root / ".ds" / "worktrees")

@@ -10,9 +10,9 @@ from typing import Any
 import msgspec
 
 from ds_events.home import Quest
-from ds_events.services.artifacts import commands as cmd
 from ds_events.services import artifacts
 from ds_events.services.artifacts import checkpoints as git_service
+from ds_events.services.artifacts import commands as cmd
 
 from .support import confirm_args
 

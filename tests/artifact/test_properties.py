@@ -8,12 +8,12 @@ import subprocess
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ds_events.home import Home
 from ds_events.artifacts import git
+from ds_events.errors import ServiceError
+from ds_events.home import Home
 from ds_events.services import artifacts
 from ds_events.services.artifacts.commands import ConfirmBaseline, Record
 from ds_events.services.commands import decode_command
-from ds_events.errors import ServiceError
 
 _json = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),

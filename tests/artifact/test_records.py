@@ -3,8 +3,6 @@ from the log, replay byte for byte, and id allocation across processes."""
 
 from __future__ import annotations
 
-from tests.helpers import domain_events
-
 import json
 import subprocess
 import sys
@@ -18,6 +16,7 @@ from ds_events.home import Home, Quest
 from ds_events.replay import replay_quest
 from projections import fold
 from projections.artifacts import KIND_DIRS, PROJECTION, State
+from tests.helpers import domain_events
 
 from .support import client_for, confirm_args, fails, ok
 

@@ -3,8 +3,6 @@ the default Atom client against a local aiohttp server, offline errors)."""
 
 from __future__ import annotations
 
-from tests.helpers import domain_events
-
 import socket
 from pathlib import Path
 
@@ -14,6 +12,7 @@ from aiohttp import web
 from ds_events.home import Home, Quest
 from ds_events.replay import replay_quest
 from ds_events.services import quest as quest_service
+from tests.helpers import domain_events
 
 from .support import client_for, confirm_args, fails, ok, set_config
 
