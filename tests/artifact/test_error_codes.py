@@ -17,9 +17,6 @@ ROOT = Path(__file__).resolve().parents[2]
 SOURCES = sorted([*(ROOT / "ds_events/services/artifacts").glob("*.py"), *(ROOT / "ds_events/artifacts").glob("*.py")])
 _STATUS = {"Invalid": 400, "NotFound": 404, "Conflict": 409, "ServiceError": 400}
 _RAISE = re.compile(r"\b(Invalid|NotFound|Conflict|ServiceError)\(")
-# Codes a raise site computes rather than spells (experiments._PROBLEM_CODES: a run's
-# metrics against the baseline's contract), raised as Invalid.
-_COMPUTED = {"missing_metric_ids": 400, "metric_direction_mismatch": 400, "evaluation_protocol_mismatch": 400}
 
 
 def raise_sites(source: str) -> list[tuple[str, int]]:
@@ -53,7 +50,7 @@ def disagreements(sites: list[tuple[str, int]], catalogued: dict[str, int]) -> l
 
 
 def _all_sites() -> list[tuple[str, int]]:
-    return [site for src in SOURCES for site in raise_sites(src.read_text())] + list(_COMPUTED.items())
+    return [site for src in SOURCES for site in raise_sites(src.read_text())]
 
 
 def test_the_catalogue_holds_exactly_the_codes_the_domain_raises_with_their_statuses() -> None:

@@ -185,7 +185,7 @@ def _judge(state: State, request: _Request) -> _Judgement:
         )  # fmt: skip
     problems, comparisons = compare_to_contract(confirmed.contract, metrics, directions, request.protocol)
     if problems:
-        raise Invalid(_problem_message(problems), code=_problem_code(problems), baseline_id=baseline.baseline_id, **problems)
+        raise _contract_refusal(problems, baseline.baseline_id)
     primary = confirmed.primary_metric
     return _Judgement(
         baseline=baseline, comparisons=comparisons, primary_metric=primary, direction=comparisons[primary]["direction"],
@@ -243,15 +243,15 @@ def _baseline_for_run(state: State, baseline_id: str | None) -> Baseline:
     return baseline
 
 
-_PROBLEM_CODES = (
-    ("missing_metric_ids", "missing_metric_ids"),
-    ("direction_mismatches", "metric_direction_mismatch"),
-    ("evaluation_protocol_mismatch", "evaluation_protocol_mismatch"),
-)
-
-
-def _problem_code(problems: dict[str, Any]) -> str:
-    return next(code for key, code in _PROBLEM_CODES if key in problems)
+def _contract_refusal(problems: dict[str, Any], baseline_id: str) -> Invalid:
+    """The refusal of a run whose metrics do not satisfy the baseline's contract, coded
+    by its first problem (missing metrics, then directions, then the protocol)."""
+    message = _problem_message(problems)
+    if "missing_metric_ids" in problems:
+        return Invalid(message, code="missing_metric_ids", baseline_id=baseline_id, **problems)
+    if "direction_mismatches" in problems:
+        return Invalid(message, code="metric_direction_mismatch", baseline_id=baseline_id, **problems)
+    return Invalid(message, code="evaluation_protocol_mismatch", baseline_id=baseline_id, **problems)
 
 
 def _problem_message(problems: dict[str, Any]) -> str:
