@@ -8,18 +8,37 @@ change an earlier run's verdict).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypedDict
 
 from ds_events.events.artifact import MainExperimentRecorded
 from ds_events.events.research import IdeaSubmitted
 
 from .artifacts import State
 
-__all__ = ["progress_eval", "method_scoreboard", "optimization_frontier", "better"]
+__all__ = ["ProgressEval", "progress_eval", "method_scoreboard", "optimization_frontier", "better"]
 
 # Implementation candidates (records of report_type "optimization_candidate") by status.
 _ACTIVE = frozenset({"proposed", "smoke_running", "smoke_passed", "promoted", "full_eval_running"})
 _FAILED = frozenset({"failed", "smoke_failed", "archived"})
+
+
+class ProgressEval(TypedDict):
+    """A main run's progress verdict, kept in its event's ``progress`` (a dict there: its
+    pinned schema says ``object``)."""
+
+    primary_metric_id: str
+    direction: str
+    run_value: float
+    baseline_value: float | None
+    delta_vs_baseline: float | None
+    relative_delta_vs_baseline: float | None
+    previous_best_value: float | None
+    delta_vs_previous_best: float | None
+    beats_baseline: bool | None
+    improved_over_previous_best: bool | None
+    breakthrough: bool
+    breakthrough_level: str  # major | minor | none
+    reason: str
 
 
 def better(a: float, b: float, direction: str) -> bool:
@@ -29,7 +48,7 @@ def better(a: float, b: float, direction: str) -> bool:
 
 def progress_eval(
     state: State, *, primary_metric: str, direction: str, value: float, baseline_value: float | None
-) -> dict[str, Any]:
+) -> ProgressEval:
     """The verdict of a main run against the baseline and the best earlier main run on
     the same primary metric: a breakthrough is a new best (``major``) or, for the first
     run, beating the baseline (``minor``)."""

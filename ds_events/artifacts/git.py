@@ -36,6 +36,7 @@ from typing import Any
 import pygit2
 
 from ds_events.errors import Conflict, Invalid, NotFound
+from ds_events.events.artifact import SkippedPath
 from ds_events.paths import confined
 
 from .hygiene import scan_worktree
@@ -132,7 +133,7 @@ class StagedTree:
     tree: pygit2.Oid
     parent: pygit2.Commit
     files: int
-    skipped: list[dict[str, Any]]
+    skipped: list[SkippedPath]
     skipped_total: int
 
     @property

@@ -12,9 +12,10 @@ from __future__ import annotations
 import os
 import stat
 from dataclasses import dataclass, field
-from typing import Any
 
 import pygit2
+
+from ds_events.events.artifact import SkippedPath
 
 __all__ = ["Scan", "scan_worktree", "CACHE_DIRS", "MAX_REPORTED"]
 
@@ -40,13 +41,13 @@ MAX_REPORTED = 200  # skipped entries listed in a result / event; the total is a
 @dataclass
 class Scan:
     files: list[str] = field(default_factory=list)  # repo-relative posix paths to commit
-    skipped: list[dict[str, Any]] = field(default_factory=list)
+    skipped: list[SkippedPath] = field(default_factory=list)
     skipped_total: int = 0
 
     def skip(self, path: str, reason: str, size: int | None = None) -> None:
         self.skipped_total += 1
         if len(self.skipped) < MAX_REPORTED:
-            entry: dict[str, Any] = {"path": path, "reason": reason}
+            entry: SkippedPath = {"path": path, "reason": reason}
             if size is not None:
                 entry["size"] = size
             self.skipped.append(entry)

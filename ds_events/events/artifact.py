@@ -8,7 +8,7 @@ rebuilds the views without touching git again.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NotRequired, TypedDict
 
 import msgspec
 
@@ -16,6 +16,7 @@ from .base import Event
 
 __all__ = [
     "SliceSpec",
+    "SkippedPath",
     "ArtifactRecorded",
     "GitCheckpointed",
     "BranchPrepared",
@@ -44,6 +45,17 @@ class ArtifactRecorded(Event, tag="artifact.recorded", kw_only=True):
     branch: str = "main"  # the active branch when it was recorded
 
 
+class SkippedPath(TypedDict):
+    """A path a checkpoint left out, and why: the typed form of each item of
+    :attr:`GitCheckpointed.skipped` (a dict on the wire; the field's pinned schema says
+    ``object``). ``reason`` is ``ds_working_area``, ``cache``, ``virtualenv``,
+    ``nested_repository`` or ``too_large`` (with the file's ``size``)."""
+
+    path: str
+    reason: str
+    size: NotRequired[int]
+
+
 class GitCheckpointed(Event, tag="git.checkpointed", kw_only=True):
     """A commit of the quest repository (or of a worktree) was made."""
 
@@ -53,7 +65,7 @@ class GitCheckpointed(Event, tag="git.checkpointed", kw_only=True):
     parent: str | None = None
     worktree: str | None = None  # relative to the quest root; None for the quest root itself
     files: int = 0  # files in the committed tree
-    skipped: list[dict[str, Any]] = []  # {"path", "reason", "size"?}
+    skipped: list[dict[str, Any]] = []  # each a SkippedPath: {"path", "reason", "size"?}
     allow_empty: bool = False
 
 

@@ -101,20 +101,20 @@ async def read_paper(home: Home, cmd: ReadArxiv, fetcher: Fetcher) -> PaperResul
     path = _cache_path(home, pid)
     cached = True
     try:
-        paper = msgspec.json.decode(path.read_bytes())
-    except (FileNotFoundError, msgspec.DecodeError):
+        paper = msgspec.json.decode(path.read_bytes(), type=_Cached)
+    except (FileNotFoundError, msgspec.DecodeError):  # absent, torn or not a paper: fetch it again
         cached = False
         paper = await _fetch(home, pid, fetcher)
         write_atomic(path, msgspec.json.encode(paper))
     read = mode == "read"
     return PaperResult(
-        **{k: paper[k] for k in ("paper_id", "title", "authors", "published", "abstract")},
-        sections=[s["title"] for s in paper["sections"]],
+        paper_id=paper.paper_id, title=paper.title, authors=paper.authors, published=paper.published, abstract=paper.abstract,
+        sections=[s.title for s in paper.sections],
         mode=mode,
         cached=cached,
         cache_path=str(path),
-        text=(paper["text"] or "\n\n".join(f"## {s['title']}\n\n{s['text']}" for s in paper["sections"])) if read else None,
-        section_texts=paper["sections"] if read else None,
+        text=(paper.text or "\n\n".join(f"## {s.title}\n\n{s.text}" for s in paper.sections)) if read else None,
+        section_texts=msgspec.to_builtins(paper.sections) if read else None,
     )
 
 
@@ -134,7 +134,24 @@ def normalise_paper_id(value: Any) -> str:
     return pid
 
 
-async def _fetch(home: Home, pid: str, fetcher: Fetcher) -> dict[str, Any]:
+class _Section(msgspec.Struct, frozen=True):
+    title: str
+    text: str = ""
+
+
+class _Cached(msgspec.Struct, kw_only=True, frozen=True):
+    """A paper as its cache file (``DS_HOME/cache/arxiv/<id>.json``) holds it."""
+
+    paper_id: str
+    title: str
+    authors: list[str]
+    published: str
+    abstract: str
+    sections: list[_Section]
+    text: str
+
+
+async def _fetch(home: Home, pid: str, fetcher: Fetcher) -> _Cached:
     try:
         result = fetcher(pid)
         if inspect.isawaitable(result):
@@ -148,7 +165,7 @@ async def _fetch(home: Home, pid: str, fetcher: Fetcher) -> dict[str, Any]:
     return _clean(result, pid)
 
 
-def _clean(raw: Any, pid: str) -> dict[str, Any]:
+def _clean(raw: Any, pid: str) -> _Cached:
     bad = ServiceError(f"the fetcher returned no usable paper for {pid}; nothing was cached", code="arxiv_bad_response", paper_id=pid)
     if not isinstance(raw, dict) or not isinstance(raw.get("title"), str) or not raw["title"].strip():
         raise bad
@@ -160,15 +177,15 @@ def _clean(raw: Any, pid: str) -> dict[str, Any]:
     authors = raw.get("authors") or []
     if not isinstance(authors, list) or not all(isinstance(a, str) for a in authors):
         raise bad
-    return {
-        "paper_id": pid,
-        "title": " ".join(raw["title"].split()),
-        "authors": authors,
-        "published": str(raw.get("published") or ""),
-        "abstract": str(raw.get("abstract") or "").strip(),
-        "sections": [{"title": s["title"], "text": s.get("text", "")} for s in sections],
-        "text": str(raw.get("text") or ""),
-    }
+    return _Cached(
+        paper_id=pid,
+        title=" ".join(raw["title"].split()),
+        authors=authors,
+        published=str(raw.get("published") or ""),
+        abstract=str(raw.get("abstract") or "").strip(),
+        sections=[_Section(title=s["title"], text=s.get("text", "")) for s in sections],
+        text=str(raw.get("text") or ""),
+    )
 
 
 def parse_atom(body: bytes, pid: str) -> dict[str, Any]:

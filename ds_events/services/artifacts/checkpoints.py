@@ -263,13 +263,14 @@ def _checkpoint_once(quest: Quest, message: str, allow_empty: bool, branch: str 
         target = repo.head.shorthand  # whatever the quest root has checked out (normally main)
     staged = git_ops.stage_tree(repo, max_bytes)  # the long part, outside the lock
     parent = str(staged.parent.id)
+    skipped: list[dict[str, Any]] = [dict(s) for s in staged.skipped]  # as the event and the answer carry them
     if staged.unchanged and not allow_empty:
         raise Conflict(
             f"nothing to commit on {target}: the tree equals {parent[:10]}; pass allow_empty=true to commit anyway",
             code="nothing_to_commit",
             branch=target,
             head=parent,
-            skipped=staged.skipped,
+            skipped=skipped,
         )
 
     def commit(txn: StoreTransaction) -> Event:
@@ -282,7 +283,7 @@ def _checkpoint_once(quest: Quest, message: str, allow_empty: bool, branch: str 
             parent=parent,
             worktree=worktree,
             files=staged.files,
-            skipped=staged.skipped,
+            skipped=skipped,
             allow_empty=allow_empty,
         )
 
@@ -296,7 +297,7 @@ def _checkpoint_once(quest: Quest, message: str, allow_empty: bool, branch: str 
         parent=parent,
         worktree=worktree,
         files=staged.files,
-        skipped=staged.skipped,
+        skipped=skipped,
         skipped_total=staged.skipped_total,
         seq=stored.seq,
     )

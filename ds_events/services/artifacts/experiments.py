@@ -128,7 +128,7 @@ def record_main_experiment(quest: Quest, cmd: RecordMainExperiment) -> MainExper
                 metrics_summary=metrics, comparisons=judged.comparisons, primary_metric=judged.primary_metric,
                 branch=run_branch, head_sha=head,
                 idea_id=idea_id or (info.idea_id if info else None) or (made.idea_id if made else None),
-                evaluation_protocol=judged.protocol, progress=progress, verdict=verdict, **facts,
+                evaluation_protocol=judged.protocol, progress=dict(progress), verdict=verdict, **facts,
             )  # fmt: skip
             batch: list[Event] = [made, event] if made is not None else [event]
             stored = txn.append(batch)[-1]
