@@ -13,6 +13,8 @@ from typing import Any
 
 import pygit2
 
+from ds_events.events.artifact import MainExperimentRecorded
+from projections.artifacts import BranchInfo, Slice
 from projections.artifacts import State as ArtifactsState
 from projections.canvas import graph
 
@@ -54,9 +56,11 @@ def _parent_of(name: str, state: ArtifactsState, heads: dict[str, pygit2.Commit]
 
 def _tier(name: str, parents: dict[str, str | None]) -> int:
     tier, seen = 0, {name}
-    while (name := parents.get(name)) is not None and name not in seen:  # type: ignore[assignment]
-        seen.add(name)
+    parent = parents.get(name)
+    while parent is not None and parent not in seen:
+        seen.add(parent)
         tier += 1
+        parent = parents.get(parent)
     return tier
 
 
@@ -115,7 +119,7 @@ def _node(
     }
 
 
-def _run_kind(info: Any) -> str | None:
+def _run_kind(info: BranchInfo | None) -> str | None:
     if info is None:
         return None
     if info.slice_id:
@@ -137,12 +141,12 @@ def _count(repo: pygit2.Repository, head: pygit2.Oid, stop: str | None) -> int:
     return count
 
 
-def _latest_run_on(state: ArtifactsState, branch: str) -> Any:
+def _latest_run_on(state: ArtifactsState, branch: str) -> MainExperimentRecorded | None:
     runs = [r for r in state.runs.values() if r.branch == branch]
     return max(runs, key=lambda r: r.seq) if runs else None
 
 
-def _slice_of(state: ArtifactsState, campaign_id: str | None, slice_id: str) -> Any:
+def _slice_of(state: ArtifactsState, campaign_id: str | None, slice_id: str) -> Slice | None:
     campaign = state.campaigns.get(campaign_id or "")
     if campaign is None:
         return None

@@ -25,7 +25,25 @@ async def test_concurrent_first_reads_add_a_paper_to_the_library_once(home: Home
     assert [i["arxiv_id"] for i in library["items"]] == ["2401.00002", "2401.00001"] and library["count"] == 2
     events = [e for e in quest.log.read() if e.type == "artifact.paper_added"]
     assert [e.paper_id for e in events] == ["2401.00001", "2401.00002"]
-    assert quest.state("papers").papers["2401.00001"].abstract == "About 2401.00001."
+    held = quest.state("papers").papers["2401.00001"]
+    assert held == events[0]  # the view keeps the event itself
+    assert library["items"][1] == {
+        "arxiv_id": "2401.00001", "title": "Paper 2401.00001", "authors": ["A"], "published": "",
+        "abstract": "About 2401.00001.", "added_at": held.ts, "added_seq": held.seq,
+    }  # fmt: skip
+
+
+async def test_a_cache_file_that_is_not_a_paper_is_fetched_again(home: Home, quest: Quest) -> None:
+    async with client_for(home, arxiv_fetcher=fetcher) as c:
+        first = await ok(c, "arxiv", paper_id="2401.00003")
+        cache = home.root / "cache" / "arxiv" / "2401.00003.json"
+        assert first["cache_path"] == str(cache) and first["cached"] is False
+        again = await ok(c, "arxiv", paper_id="2401.00003")
+        assert again["cached"] is True and again["text"] == first["text"]
+        cache.write_text('{"paper_id": "2401.00003", "title": 7}')  # valid JSON, not a paper
+        refetched = await ok(c, "arxiv", paper_id="2401.00003")
+    assert refetched["cached"] is False and refetched["title"] == "Paper 2401.00003"
+    assert refetched["section_texts"] == [{"title": "Intro", "text": "Hello."}]
 
 
 async def test_library_refusals_have_codes_and_change_nothing(home: Home, quest: Quest) -> None:

@@ -163,7 +163,8 @@ def test_another_process_appends_while_a_campaign_creates_its_worktrees(quest: Q
     monkeypatch.setattr(os, "mkdir", mkdir)
     before = quest.log.last_seq
     try:
-        r = artifacts.create_analysis_campaign(quest, cmd.CreateAnalysisCampaign(campaign_title="T", campaign_goal="G", slices=[f"slice {i}" for i in range(6)]))
+        r = artifacts.create_analysis_campaign(quest,
+            cmd.CreateAnalysisCampaign(campaign_title="T", campaign_goal="G", slices=[f"slice {i}" for i in range(6)]))
     finally:
         other.close()
     assert went_through == [True], "another process could not append while the campaign created its worktrees"

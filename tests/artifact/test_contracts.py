@@ -67,7 +67,8 @@ async def test_a_main_experiment_missing_a_baseline_metric_is_refused_with_detai
     async with client_for(home) as c:
         await ok(c, "confirm_baseline", **confirm_args())
         seq = domain_events(quest)
-        err = await fails(c, "record_main_experiment", "missing_metric_ids", run_id="r1", title="t", metrics_summary={"top1": 0.93, "ece": 1})
+        err = await fails(c, "record_main_experiment", "missing_metric_ids", run_id="r1", title="t",
+            metrics_summary={"top1": 0.93, "ece": 1})
     assert err["missing_metric_ids"] == ["nll"]
     assert err["baseline_metric_ids"] == ["nll", "top1"]
     assert err["baseline_metric_details"]["nll"] == {
@@ -192,7 +193,8 @@ async def test_record_main_experiment_errors_for_unknown_and_unconfirmed_baselin
     async with client_for(home) as c:
         await ok(c, "publish_baseline", payload={"baseline_id": "b1", "title": "B1"})
         await fails(c, "record_main_experiment", "unknown_baseline", run_id="r", title="t", metrics_summary={"a": 1}, baseline_id="zz")
-        await fails(c, "record_main_experiment", "baseline_not_confirmed", run_id="r", title="t", metrics_summary={"a": 1}, baseline_id="b1")
+        await fails(c, "record_main_experiment", "baseline_not_confirmed", run_id="r", title="t", metrics_summary={"a": 1},
+            baseline_id="b1")
         await fails(c, "publish_baseline", "missing_fields", payload={"baseline_id": "b2"})
         await fails(c, "publish_baseline", "invalid_field", payload={"baseline_id": "b2", "title": "t", "variants": "v1"})
         await ok(c, "confirm_baseline", **confirm_args())

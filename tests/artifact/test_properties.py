@@ -55,7 +55,8 @@ def test_a_branch_name_we_accept_is_one_git_accepts(name: str) -> None:
     assert done.returncode == 0 and done.stdout.strip() == accepted
 
 
-_metric_values = st.floats(allow_nan=True) | st.integers() | st.text(max_size=4) | st.booleans() | st.none() | st.lists(st.integers(), max_size=2)
+_metric_values = st.floats(allow_nan=True) | st.integers() | st.text(max_size=4) | st.booleans() | st.none() | st.lists(st.integers(),
+    max_size=2)
 _entries = st.dictionaries(
     st.sampled_from(["description", "derivation", "origin_path", "source_ref", "direction", "metric_id"]),
     st.sampled_from(["d", "", "higher", "lower", "up"]) | _json,
@@ -69,7 +70,8 @@ _entries = st.dictionaries(
     | _json,
     metrics=st.dictionaries(st.sampled_from(["acc", "loss", "bad id"]), _metric_values, max_size=3) | _json,
     primary=st.sampled_from(["acc", "loss"]) | _json,
-    directions=st.none() | st.dictionaries(st.sampled_from(["acc", "loss"]), st.sampled_from(["higher", "lower", "up"]) | _json, max_size=2),
+    directions=st.none() | st.dictionaries(st.sampled_from(["acc", "loss"]), st.sampled_from(["higher", "lower", "up"]) | _json,
+        max_size=2),
 )
 def test_any_confirm_baseline_input_is_confirmed_or_refused_with_a_code(
     home: Home, contract: object, metrics: object, primary: object, directions: object

@@ -53,7 +53,8 @@ async def test_ids_are_numbered_per_kind_and_an_explicit_id_is_used_once(home: H
         c3 = await ok(c, "record", payload={"kind": "idea", "title": "c"})
         c4 = await ok(c, "record", payload={"kind": "idea", "title": "d"})
         err = await fails(c, "record", "artifact_exists", payload={"kind": "milestone", "title": "x", "artifact_id": "idea-0003"})
-    assert [a["artifact_id"], b["artifact_id"], c3["artifact_id"], c4["artifact_id"]] == ["idea-0001", "idea-0003", "idea-0004", "idea-0005"]
+    assert [a["artifact_id"], b["artifact_id"], c3["artifact_id"], c4["artifact_id"]] == ["idea-0001", "idea-0003", "idea-0004",
+        "idea-0005"]
     assert err["artifact_id"] == "idea-0003"
 
 

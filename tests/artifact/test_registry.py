@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 
+from ds_events.events.artifact import RegistryBaselinePublished
 from ds_events.home import Home, Quest
 from ds_events.services.artifacts.registry import open_registry, registry_entry
 from projections import baseline_registry
@@ -20,7 +21,8 @@ async def test_quests_publishing_at_once_each_land_in_the_registry_and_replay_re
         async def publish(quest_id: str, n: int) -> None:
             async with client_for(home, quest_id) as c:
                 for i in range(n):
-                    await ok(c, "publish_baseline", payload={"baseline_id": f"{quest_id}-b{i}", "name": f"B{i}", "metrics_summary": {"acc": i / 10}})
+                    await ok(c, "publish_baseline",
+                        payload={"baseline_id": f"{quest_id}-b{i}", "name": f"B{i}", "metrics_summary": {"acc": i / 10}})
 
         await asyncio.gather(*(publish(q, 4) for q in ("q1", "q2", "q3", "q4")))
         log, views = open_registry(home)
@@ -55,6 +57,11 @@ async def test_a_later_publication_of_an_id_replaces_the_registry_entry(home: Ho
         assert result["baseline_registry_entry"]["publications"] == 2
         entry = registry_entry(home, "shared")
         assert entry is not None and entry.source_quest == "q2" and entry.payload["title"] == "second"
+        assert isinstance(entry.publication, RegistryBaselinePublished)  # the entry keeps the event itself
+        path = home.root / "baselines" / "shared.json"
+        assert result["baseline_registry_entry"] == {**baseline_registry.entry_document(entry), "path": str(path)}
+        on_disk = json.loads(path.read_bytes())
+        assert on_disk["seq"] == entry.seq and on_disk["publications"] == 2 and on_disk["title"] == "second"
         assert registry_entry(home, "nowhere") is None
     finally:
         other.close()
@@ -66,10 +73,12 @@ async def test_confirming_a_registry_baseline_checks_its_variants(home: Home, qu
         async with client_for(home, "q1") as c:
             await ok(c, "publish_baseline", payload={"baseline_id": "shared", "name": "S", "baseline_variants": [{"variant_id": "main"}],
                                                      "metrics_summary": {"acc": 0.5}, "primary_metric": "acc",
-                                                     "metric_contract": {"metrics": {"acc": {"description": "a", "derivation": "d", "source_ref": "r"}}}})  # fmt: skip
+                                                     "metric_contract": {"metrics": {"acc": {"description": "a", "derivation": "d",
+                                                                                             "source_ref": "r"}}}})  # fmt: skip
         async with client_for(home, "q2") as c:
             before = domain_events(other)
-            await fails(c, "confirm_baseline", "unknown_variant", baseline_path="baselines/shared", baseline_id="shared", variant_id="other")
+            await fails(c, "confirm_baseline", "unknown_variant", baseline_path="baselines/shared", baseline_id="shared",
+                variant_id="other")
             await fails(c, "attach_baseline", "unknown_variant", baseline_id="shared", variant_id="other")
             assert domain_events(other) == before and not (other.root / "baselines").exists()
             done = await ok(c, "confirm_baseline", baseline_path="baselines/shared", baseline_id="shared", variant_id="main")

@@ -58,12 +58,14 @@ def test_a_failed_append_after_create_analysis_campaign_removes_every_branch_and
     before, seq = repo_state(quest), quest.log.last_seq
     disk = FullDisk(monkeypatch, quest.root)
     with pytest.raises(APPEND_FAILED):
-        artifacts.create_analysis_campaign(quest, cmd.CreateAnalysisCampaign(campaign_title="T", campaign_goal="G", slices=["a", "b", "c"]), create_worktrees=create_worktrees)
+        artifacts.create_analysis_campaign(quest,
+            cmd.CreateAnalysisCampaign(campaign_title="T", campaign_goal="G", slices=["a", "b", "c"]), create_worktrees=create_worktrees)
     assert disk.refused
     assert repo_state(quest) == before and worktrees_dir(quest) == []  # the reservation is gone too
     assert quest.log.last_seq == seq
     disk.on = False
-    r = artifacts.create_analysis_campaign(quest, cmd.CreateAnalysisCampaign(campaign_title="T", campaign_goal="G", slices=["a", "b", "c"]), create_worktrees=create_worktrees)
+    r = artifacts.create_analysis_campaign(quest,
+        cmd.CreateAnalysisCampaign(campaign_title="T", campaign_goal="G", slices=["a", "b", "c"]), create_worktrees=create_worktrees)
     assert r.campaign_id == "campaign-001"
     names = git_ok(quest.root, "branch", "--format=%(refname:short)").split()
     assert sorted(n for n in names if n.startswith("analysis/")) == [f"analysis/q1/campaign-001-s{i}" for i in (1, 2, 3)]
@@ -146,7 +148,8 @@ def test_a_campaign_whose_id_is_taken_while_its_worktrees_are_made_is_refused_an
 
     def mkdir(path: object, *args: object, **kwargs: object) -> None:
         if os.path.realpath(path) == worktrees and not taken:  # type: ignore[arg-type]
-            taken.append(artifacts.record(other, cmd.Record(payload={"kind": "idea", "title": "x", "artifact_id": "campaign-001"})).artifact_id)
+            taken.append(artifacts.record(other,
+                cmd.Record(payload={"kind": "idea", "title": "x", "artifact_id": "campaign-001"})).artifact_id)
         real_mkdir(path, *args, **kwargs)  # type: ignore[arg-type]
 
     monkeypatch.setattr(os, "mkdir", mkdir)
@@ -161,4 +164,5 @@ def test_a_campaign_whose_id_is_taken_while_its_worktrees_are_made_is_refused_an
     assert repo_state(quest) == before and worktrees_dir(quest) == []
     assert quest.log.read(types=["artifact.analysis_campaign_created"]) == []
     monkeypatch.undo()
-    assert artifacts.create_analysis_campaign(quest, cmd.CreateAnalysisCampaign(campaign_title="T", campaign_goal="G", slices=["a"])).campaign_id == "campaign-002"
+    assert artifacts.create_analysis_campaign(quest,
+        cmd.CreateAnalysisCampaign(campaign_title="T", campaign_goal="G", slices=["a"])).campaign_id == "campaign-002"

@@ -79,7 +79,8 @@ def _cache(home: Home) -> Path:
     return home.root / "cache" / "arxiv"
 
 
-async def test_arxiv_fetches_once_through_the_default_client_then_serves_from_cache(home: Home, quest: Quest, arxiv_server) -> None:  # type: ignore[no-untyped-def]
+async def test_arxiv_fetches_once_through_the_default_client_then_serves_from_cache(home: Home, quest: Quest,
+    arxiv_server) -> None:  # type: ignore[no-untyped-def]
     set_config(home, "arxiv", api_url=arxiv_server["url"])
     async with client_for(home) as c:
         listed = await ok(c, "arxiv", paper_id="arXiv:1512.03385", mode="list")
@@ -133,7 +134,8 @@ async def test_a_pluggable_fetcher_serves_sections_and_bad_answers_are_not_cache
             return {"title": "", "abstract": "no title"}
         if paper_id == "2402.00001":
             raise ConnectionError("no route to host")
-        return {"title": "Sections", "authors": ["A"], "sections": [{"title": "Intro", "text": "Hello."}, {"title": "Method", "text": "LS."}]}
+        return {"title": "Sections", "authors": ["A"],
+            "sections": [{"title": "Intro", "text": "Hello."}, {"title": "Method", "text": "LS."}]}
 
     async with client_for(home, arxiv_fetcher=fetcher) as c:
         listed = await ok(c, "arxiv", paper_id="2401.00001", mode="list")

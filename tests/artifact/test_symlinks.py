@@ -70,7 +70,8 @@ def test_confirm_baseline_is_refused_when_the_baseline_records_directory_leads_o
 def test_a_record_is_refused_when_its_kind_directory_leads_outside(quest: Quest, outside: Path) -> None:
     plant(quest, "artifacts/ideas", outside)
     refused(quest, lambda: artifacts.record(quest, cmd.Record(payload={"kind": "idea", "title": "x"})), outside)
-    artifacts.record(quest, cmd.Record(payload={"kind": "decision", "verdict": "go", "action": "continue", "reason": "r"}))  # others still work
+    artifacts.record(quest,
+        cmd.Record(payload={"kind": "decision", "verdict": "go", "action": "continue", "reason": "r"}))  # others still work
 
 
 def _campaign(slices: list[Any]) -> cmd.CreateAnalysisCampaign:
@@ -94,7 +95,8 @@ CASES: list[tuple[str, str, Callable[[Quest], None] | None, Callable[[Quest], An
     ("create_analysis_campaign", "artifacts/campaigns", None,
      lambda q: artifacts.create_analysis_campaign(q, _campaign(["a", "b"]))),
     ("record_analysis_slice", "artifacts/campaigns/campaign-001.json", _campaign_setup,
-     lambda q: artifacts.record_analysis_slice(q, cmd.RecordAnalysisSlice(campaign_id="campaign-001", slice_id="s1", metrics_summary={"top1": 0.9}))),
+     lambda q: artifacts.record_analysis_slice(
+         q, cmd.RecordAnalysisSlice(campaign_id="campaign-001", slice_id="s1", metrics_summary={"top1": 0.9}))),
     ("render_git_graph", "artifacts/graphs", None, lambda q: git_service.render_git_graph(q, cmd.RenderGitGraph())),
     ("refresh_summary", "SUMMARY.md", None, lambda q: artifacts.refresh_summary(q, cmd.RefreshSummary())),
     ("prepare_branch", ".ds/worktrees", None, lambda q: git_service.prepare_branch(q, cmd.PrepareBranch(run_id="r1"))),

@@ -105,7 +105,7 @@ async def test_the_baseline_to_main_experiment_loop_in_deepscientists_forms(home
         assert main["branch"] == "run/main-mcp-001" and main["verdict"] == "supported"
         assert main["metrics_summary"] == {"accuracy": 0.93}
         assert types_after(quest, seq) == ["git.branch_prepared", "artifact.main_experiment_recorded"]
-        recorded = [e for e in quest.log.read(after_seq=seq) if e.type == "artifact.main_experiment_recorded"][0]
+        recorded = next(e for e in quest.log.read(after_seq=seq) if e.type == "artifact.main_experiment_recorded")
         assert recorded.hypothesis == "Adapter improves accuracy." and recorded.conclusion == "Ready for follow-up."
         assert recorded.metric_rows == [{"metric_id": "accuracy", "value": 0.93, "split": "test"}]
         assert recorded.evidence_paths == ["experiments/main/main-mcp-001/eval.json"]

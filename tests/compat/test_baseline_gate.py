@@ -88,7 +88,8 @@ async def test_overwrite_refreshes_the_confirmed_baseline_in_place(home: Home, q
         (event,) = [e for e in quest.log.read(after_seq=seq) if e.type == "artifact.baseline_confirmed"]
         assert event.overwrite["added_metric_ids"] == ["f1"] and event.overwrite["risk_level"] == "low"
         # a new number only, everything else kept from the confirmation
-        same = await call(c, "overwrite_baseline", change_summary="re-ran with the fixed seed", metrics_summary={"acc": 0.81, "loss": 0.39, "f1": 0.8})
+        same = await call(c, "overwrite_baseline", change_summary="re-ran with the fixed seed",
+            metrics_summary={"acc": 0.81, "loss": 0.39, "f1": 0.8})
         assert same["compatibility_verdict"] == "same_comparator_refresh_safe" and same["metric_ids"] == ["acc", "f1", "loss"]
         breaking = await c.call_tool("overwrite_baseline", {"change_summary": "loss is now higher-better?",
                                                             "metric_directions": {"loss": "higher"}})  # fmt: skip

@@ -35,16 +35,16 @@ PUBLISHER = textwrap.dedent(
     f"""
     import sys, time
     from ds_events.home import Home
-    from ds_events.services import artifacts
+    from ds_events.services.artifacts import baselines
     from ds_events.services.artifacts.commands import PublishBaseline
 
     def hook(quest, published):
         print(published.id, flush=True)
         time.sleep(60)  # holds here until the SIGKILL (not a wait for anything)
 
-    artifacts._publish_to_registry = hook
+    baselines.publish_to_registry = hook  # the registry half, as publish_baseline calls it
     quest = Home().open_quest("q1", actor="publisher")
-    artifacts.publish_baseline(quest, PublishBaseline(payload={PAYLOAD!r}))
+    baselines.publish_baseline(quest, PublishBaseline(payload={PAYLOAD!r}))
     """
 )
 

@@ -52,7 +52,8 @@ async def test_analysis_slices_keep_metrics_evidence_and_evaluation(home: Home, 
         await call(c, "waive_baseline", reason="exploratory quest")
         await call(c, "record_main_experiment", run_id="r1", metrics_summary={"acc": 0.8})
         campaign = await call(c, "create_analysis_campaign", campaign_title="Why", campaign_goal="ablate", parent_run_id="r1",
-                              slices=[{"slice_id": "no-aug", "title": "no augmentation"}, {"slice_id": "half", "title": "half data"}])  # fmt: skip
+                              slices=[{"slice_id": "no-aug", "title": "no augmentation"},
+                                      {"slice_id": "half", "title": "half data"}])  # fmt: skip
         seq = quest.log.last_seq
         first = await call(
             c, "record_analysis_slice", campaign_id=campaign["campaign_id"], slice_id="no-aug", setup="drop aug",
