@@ -66,16 +66,13 @@ def publish_to_registry(quest: Quest, published: BaselinePublished) -> dict[str,
     """The registry half of ``published`` (a quest event), under the quest event's id:
     appending it again (a retry, two retries racing) stores nothing new. Returns the
     entry's document with the path of its file."""
-    # Every store has the actor its handle appends as; the store protocol does not name it.
-    log, views = open_registry(quest.home, getattr(quest.log, "actor", "cli"))
+    log, views = open_registry(quest.home, quest.log.actor)
     try:
         event = RegistryBaselinePublished(
             baseline_id=published.baseline_id, payload=dict(published.payload), variant_ids=list(published.variant_ids),
             source_quest=quest.id, id=published.id,
         )  # fmt: skip
-        stored = log.append([event])
-        assert isinstance(stored, list)  # a batch is answered as a list
-        views.materialise(stored)
+        views.materialise(log.append([event]))
         state: baseline_registry.State = views.state(baseline_registry.PROJECTION.name)
         entry = state.entries[published.baseline_id]
         return {**baseline_registry.entry_document(entry), "path": str(views.root / baseline_registry.entry_path(published.baseline_id))}
