@@ -20,6 +20,7 @@ from .fold import (
     BranchInfo,
     Campaign,
     Checkpoint,
+    MainRun,
     Slice,
     State,
     Waiver,
@@ -34,6 +35,7 @@ from .svg import render_graph_svg
 __all__ = [
     "PROJECTION",
     "State",
+    "MainRun",
     "Waiver",
     "Baseline",
     "Campaign",

@@ -9,7 +9,7 @@ record looks like in a file or a read route's answer is
 
 from __future__ import annotations
 
-from typing import Any, TypedDict
+from typing import Any, TypeAlias, TypedDict
 
 import msgspec
 from msgspec.structs import replace
@@ -35,6 +35,7 @@ from projections import status as status_projection
 
 __all__ = [
     "State",
+    "MainRun",
     "Waiver",
     "Baseline",
     "Campaign",
@@ -63,6 +64,10 @@ KIND_DIRS: dict[str, str] = {
     "graph": "graphs",
 }
 _RECENT = 20
+
+# A main experiment as the view keeps it: the event that recorded it (``run`` is its run
+# id, ``seq`` and ``ts`` when it was recorded).
+MainRun: TypeAlias = MainExperimentRecorded
 
 
 class Waiver(TypedDict):
@@ -204,7 +209,7 @@ class State(msgspec.Struct, kw_only=True):
     # A plain dict (not a TypedDict): the research domain reads it with `(... or {}).get`.
     attached: dict[str, str | None] | None = None
     confirmed_baseline: str | None = None  # the most recently confirmed baseline id
-    runs: dict[str, MainExperimentRecorded] = {}
+    runs: dict[str, MainRun] = {}
     latest_run: str | None = None
     campaigns: dict[str, Campaign] = {}
     branches: dict[str, BranchInfo] = {}

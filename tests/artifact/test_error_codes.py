@@ -1,15 +1,17 @@
 """The artifact domain's error catalogue (``ds_events/services/artifacts/errors.py``) and
-its raise sites agree: every code raised is catalogued with the status its class gets,
-every catalogued code is raised somewhere, and every one is asserted by some test here
-or in a sibling module; the remaining odd cases live below."""
+its raise sites agree: every code raised is catalogued with the status its class gets
+(or named in ``ELSEWHERE`` with the catalogue that holds it, which is checked), every
+catalogued code is raised somewhere, and every one is asserted by some test here or in a
+sibling module; the remaining odd cases live below."""
 
 from __future__ import annotations
 
+import importlib
 import re
 from pathlib import Path
 
 from ds_events.home import Home, Quest
-from ds_events.services.artifacts.errors import CODES
+from ds_events.services.artifacts.errors import CODES, ELSEWHERE
 
 from .support import client_for, fails, git_ok
 
@@ -35,7 +37,8 @@ def raise_sites(source: str) -> list[tuple[str, int]]:
 
 
 def disagreements(sites: list[tuple[str, int]], catalogued: dict[str, int]) -> list[str]:
-    """What the raise sites and the catalogue disagree on, one line each."""
+    """What the raise sites and the catalogue (this domain's, with the entries of the
+    codes it leaves to others) disagree on, one line each."""
     raised: dict[str, set[int]] = {}
     for code, status in sites:
         raised.setdefault(code, set()).add(status)
@@ -53,16 +56,25 @@ def _all_sites() -> list[tuple[str, int]]:
     return [site for src in SOURCES for site in raise_sites(src.read_text())]
 
 
+def _catalogued() -> dict[str, int]:
+    """Code -> status: this catalogue's, and the entries ``ELSEWHERE`` points to."""
+    out = {code: entry.status for code, entry in CODES.items()}
+    for code, where in ELSEWHERE.items():
+        out[code] = importlib.import_module(where).CODES[code].status  # KeyError: it is not there
+    return out
+
+
 def test_the_catalogue_holds_exactly_the_codes_the_domain_raises_with_their_statuses() -> None:
     sites = _all_sites()
     assert len({code for code, _ in sites}) >= 50  # the pattern still finds the codes
-    assert disagreements(sites, {code: entry.status for code, entry in CODES.items()}) == []
+    assert disagreements(sites, _catalogued()) == []
+    assert set(CODES).isdisjoint(ELSEWHERE)  # one code, one entry
     assert all(entry.meaning.strip().endswith(".") for entry in CODES.values())  # each says what it means
 
 
 def test_a_planted_uncatalogued_code_or_a_wrong_status_is_reported() -> None:
     planted = 'raise Conflict("x", code="brand_new_code")\nraise NotFound("y", code="invalid_id")\n'
-    catalogued = {code: entry.status for code, entry in CODES.items()}
+    catalogued = _catalogued()
     found = disagreements(_all_sites() + raise_sites(planted), catalogued)
     assert found == ["brand_new_code is raised but not catalogued", "invalid_id is raised as [400, 404] but catalogued as 400"]
     assert disagreements(_all_sites(), {**catalogued, "never_raised": 409}) == ["never_raised is catalogued but never raised"]
@@ -71,7 +83,7 @@ def test_a_planted_uncatalogued_code_or_a_wrong_status_is_reported() -> None:
 def test_every_error_code_raised_by_the_artifact_domain_is_asserted_by_some_test() -> None:
     tests = "".join(p.read_text() for p in Path(__file__).parent.glob("test_*.py") if p.name != Path(__file__).name)
     tests += Path(__file__).read_text().split("\n# -- the odd cases", 1)[1]  # this module: its odd cases only
-    untested = sorted(code for code in CODES if f'"{code}"' not in tests)
+    untested = sorted(code for code in [*CODES, *ELSEWHERE] if f'"{code}"' not in tests)
     assert untested == []
 
 

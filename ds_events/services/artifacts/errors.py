@@ -7,13 +7,26 @@ Status is what the daemon answers with: 400 for :class:`~ds_events.errors.Invali
 codes of the shared command vocabulary (``unknown_argument``, ``missing_argument``,
 ``invalid_argument``) are :mod:`ds_events.services.commands`'; ``path_outside_root`` is
 :func:`ds_events.paths.confined`'s, which the checks here call.
+
+One code, one entry: a code raised here that another domain's catalogue holds already
+(the quest domain below, the bash domain beside) is named in ``ELSEWHERE`` instead. The
+codes that the research domain raises through these helpers, or raises itself
+(``missing_fields``, ``unknown_branch``, ``worktree_exists`` ...), are catalogued here.
 """
 
 from __future__ import annotations
 
 from ds_events.errors import ErrorCode, catalogue
 
-__all__ = ["CODES"]
+__all__ = ["CODES", "ELSEWHERE"]
+
+# Raised here, catalogued where another domain that raises them put them first.
+ELSEWHERE: dict[str, str] = {
+    "invalid_action": "ds_events.services.quest.errors",  # a decision record's action
+    "invalid_anchor": "ds_events.services.quest.errors",  # a decision's next_anchor
+    "invalid_mode": "ds_events.services.bash.errors",  # arxiv's mode
+    "unexpected_argument": "ds_events.services.bash.errors",  # arxiv's full_text where there is no text
+}
 
 CODES = catalogue(
     # -- what callers send (ds_events.artifacts.validate) --
@@ -21,11 +34,9 @@ CODES = catalogue(
     ErrorCode("missing_fields", 400, "A required field is absent or empty; `missing` lists them."),
     ErrorCode("invalid_field", 400, "A field has the wrong JSON type, length or shape; `field` names it."),
     ErrorCode("unknown_kind", 400, "A record's `kind` is not one of the record kinds; `allowed` lists them."),
-    ErrorCode("invalid_action", 400, "A decision's `action` is not one of the decision actions; `allowed` lists them."),
     ErrorCode("payload_too_large", 400, "A record's payload is over 256 KiB: keep big data in files and record their paths."),
     ErrorCode("path_outside_quest", 400, "A path leaves the quest repository (`..`, or absolute outside it)."),
     ErrorCode("path_not_allowed", 400, "A path is inside `.git/` or `.ds/`, which the runtime owns."),
-    ErrorCode("invalid_anchor", 400, "A decision's `next_anchor` is not a stage; `allowed` lists the stages."),
     # -- metrics and metric contracts (ds_events.artifacts.metrics) --
     ErrorCode("invalid_metrics_summary", 400, "`metrics_summary` is not a non-empty flat object of metric id -> finite number."),
     ErrorCode("invalid_metric_direction", 400, "A direction is not higher/lower (or a spelling of them), or two sources disagree."),
@@ -75,9 +86,7 @@ CODES = catalogue(
     ErrorCode("branch_moved", 409, "The branch moved while the call was prepared: call it again."),
     # -- arXiv (.arxiv) --
     ErrorCode("invalid_paper_id", 400, "Not an arXiv id such as 2401.01234, 2401.01234v2 or hep-th/9901001."),
-    ErrorCode("invalid_mode", 400, "`mode` is not read or list."),
     ErrorCode("missing_paper_id", 400, "mode=read needs a paper_id (mode=list without one lists the library)."),
-    ErrorCode("unexpected_argument", 400, "`full_text` was given where there is no text to read."),
     ErrorCode("arxiv_offline", 400, "arXiv could not be reached; nothing was cached."),
     ErrorCode("arxiv_not_found", 404, "arXiv has no such paper."),
     ErrorCode("arxiv_bad_response", 400, "arXiv (or the fetcher) answered with no usable paper; nothing was cached."),

@@ -23,11 +23,10 @@ import pygit2
 
 from ds_events.artifacts.branches import branch_view
 from ds_events.errors import NotFound
-from ds_events.events.artifact import MainExperimentRecorded
 from ds_events.home import Quest
 from ds_events.services.quest import read_models
 from ds_events.services.research.git_tool import ChangedFiles, FileChange, changed_files
-from projections.artifacts import Slice, document
+from projections.artifacts import MainRun, Slice, document
 from projections.artifacts import State as ArtifactsState
 
 __all__ = ["node_details", "NodeDetails", "ArtifactDoc", "Metrics", "BranchGit", "NodeChanges"]
@@ -161,7 +160,7 @@ def _doc(kind: str, key: str, value: msgspec.Struct) -> ArtifactDoc:
     return {"kind": kind, "id": key, "payload": document(value)}
 
 
-def _run_metrics(run: MainExperimentRecorded) -> Metrics:
+def _run_metrics(run: MainRun) -> Metrics:
     return {
         "baseline_id": run.baseline_id, "primary_metric": run.primary_metric or None,
         "metrics_summary": dict(run.metrics_summary), "comparisons": msgspec.to_builtins(run.comparisons),
