@@ -14,8 +14,7 @@ from typing import Any
 import pygit2
 
 from ds_events.events.artifact import MainExperimentRecorded
-from projections.artifacts import BranchInfo, Slice
-from projections.artifacts import State as ArtifactsState
+from projections.artifacts import BranchInfo, Slice, State as ArtifactsState
 from projections.canvas import graph
 
 __all__ = ["branch_view"]

@@ -12,8 +12,6 @@ from dataclasses import dataclass
 
 from ds_events.home import Quest
 from ds_events.services import artifacts as service
-from ds_events.services.artifacts import arxiv as arxiv_service
-from ds_events.services.artifacts import checkpoints as git_service
 from ds_events.services.artifacts import (
     Arxiv,
     ArxivResult,
@@ -46,6 +44,8 @@ from ds_events.services.artifacts import (
     SummaryResult,
     WaiveBaseline,
     WaiveBaselineResult,
+    arxiv as arxiv_service,
+    checkpoints as git_service,
 )
 
 from . import artifact_interact, artifact_research

@@ -35,6 +35,7 @@ from .svg import render_graph_svg
 __all__ = [
     "PROJECTION",
     "State",
+    "Record",
     "MainRun",
     "Waiver",
     "Baseline",

@@ -72,12 +72,12 @@ def document(value: object) -> Any:
     return msgspec.to_builtins(value)
 
 
-def record_document(record: ArtifactRecorded) -> dict[str, Any]:
-    """A record as the artifacts listing shows it (the artifact's fields stay in ``payload``)."""
-    return {
-        "artifact_id": record.artifact_id, "kind": record.kind, "seq": record.seq, "ts": record.ts,
-        "branch": record.branch, "payload": record.payload,
-    }  # fmt: skip
+def record_document(record: ArtifactRecorded) -> Record:
+    """A record as the artifacts listing shows it."""
+    return Record(
+        artifact_id=record.artifact_id, kind=record.kind, seq=record.seq, ts=record.ts, branch=record.branch,
+        payload=record.payload,
+    )  # fmt: skip
 
 
 def run_document(run: MainExperimentRecorded) -> dict[str, Any]:

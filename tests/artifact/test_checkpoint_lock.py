@@ -23,8 +23,7 @@ from ds_events.errors import Conflict
 from ds_events.events.artifact import GitCheckpointed
 from ds_events.home import Quest
 from ds_events.log import line_hash
-from ds_events.services.artifacts import checkpoints as git_service
-from ds_events.services.artifacts import commands as cmd
+from ds_events.services.artifacts import checkpoints as git_service, commands as cmd
 
 from .support import git_ok
 

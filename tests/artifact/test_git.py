@@ -241,8 +241,7 @@ async def test_render_git_graph_returns_json_and_svg_and_materialises_both(home:
 
 
 def test_worktrees_live_under_the_ds_area_which_the_quest_gitignore_covers(quest: Quest) -> None:
-    from ds_events.services.artifacts import checkpoints as git_service
-    from ds_events.services.artifacts import commands as cmd
+    from ds_events.services.artifacts import checkpoints as git_service, commands as cmd
 
     r = git_service.prepare_branch(quest, cmd.PrepareBranch(run_id="r1"))
     assert Path(r.worktree_path).is_relative_to(quest.root / ".ds" / "worktrees")

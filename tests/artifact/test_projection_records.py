@@ -11,8 +11,7 @@ import msgspec
 
 from ds_events.home import Quest
 from ds_events.services import artifacts
-from ds_events.services.artifacts import checkpoints as git_service
-from ds_events.services.artifacts import commands as cmd
+from ds_events.services.artifacts import checkpoints as git_service, commands as cmd
 
 from .support import confirm_args
 

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import subprocess
 
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from ds_events.artifacts import git
 from ds_events.errors import ServiceError

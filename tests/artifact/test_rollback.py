@@ -14,8 +14,7 @@ import pytest
 from ds_events.errors import LogError
 from ds_events.home import Home, Quest
 from ds_events.services import artifacts
-from ds_events.services.artifacts import checkpoints as git_service
-from ds_events.services.artifacts import commands as cmd
+from ds_events.services.artifacts import checkpoints as git_service, commands as cmd
 
 from .faults import FailingSync, FullDisk
 from .support import git, git_ok

@@ -20,8 +20,7 @@ from ds_events.home import Quest
 from ds_events.log import EventLog
 from ds_events.replay import replay_quest
 from ds_events.services import artifacts
-from ds_events.services.artifacts import checkpoints as git_service
-from ds_events.services.artifacts import commands as cmd
+from ds_events.services.artifacts import checkpoints as git_service, commands as cmd
 from ds_events.views import Views
 
 from .support import CONTRACT, confirm_args, git_ok

@@ -8,8 +8,9 @@ codes of the shared command vocabulary (``unknown_argument``, ``missing_argument
 ``invalid_argument``) are :mod:`ds_events.services.commands`'; ``path_outside_root`` is
 :func:`ds_events.paths.confined`'s, which the checks here call.
 
-One code, one entry: a code raised here that another domain's catalogue holds already
-(the quest domain below, the bash domain beside) is named in ``ELSEWHERE`` instead. The
+One code, one entry: a code raised here that another catalogue holds already (the quest
+domain below, the bash domain beside, the shared vocabulary) is named in ``ELSEWHERE``
+instead. The
 codes that the research domain raises through these helpers, or raises itself
 (``missing_fields``, ``unknown_branch``, ``worktree_exists`` ...), are catalogued here.
 """
@@ -26,6 +27,7 @@ ELSEWHERE: dict[str, str] = {
     "invalid_anchor": "ds_events.services.quest.errors",  # a decision's next_anchor
     "invalid_mode": "ds_events.services.bash.errors",  # arxiv's mode
     "unexpected_argument": "ds_events.services.bash.errors",  # arxiv's full_text where there is no text
+    "invalid_filter": "ds_events.services.commands",  # the artifact listing's kind (the edges raise it too)
 }
 
 CODES = catalogue(
