@@ -12,7 +12,7 @@ from typing import Any
 
 from mcp.types import CallToolResult, TextContent
 
-from ds_events.errors import DiskFull, LogError, ServiceError
+from ds_events.errors import DiskFull, LogError, LogUnavailable, ServiceError
 from ds_events.events import EventDecodeError
 
 __all__ = ["error_payload", "error_result"]
@@ -24,6 +24,8 @@ def error_payload(exc: BaseException, *, tool: str = "") -> dict[str, Any]:
         return exc.to_dict()
     if isinstance(exc, DiskFull):
         return {"error": "disk_full", "message": f"{exc}: free some space; nothing was written"}
+    if isinstance(exc, LogUnavailable):  # as the daemon answers it: log_unavailable, the specific code as reason
+        return exc.to_dict()
     if isinstance(exc, (LogError, EventDecodeError)):
         return {"error": "log_unavailable", "message": f"{exc}; run `ds verify`"}
     if isinstance(exc, OSError):
