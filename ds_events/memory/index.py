@@ -51,7 +51,7 @@ _COMMON_MIN_DOCS = 2000
 # ``MemoryIndex.search``. Ranking one card costs FTS5 about 1.5 us, so 2,000 keep such a
 # query near 5 ms at 100,000 cards, where ranking all matches took 30-140 ms.
 _COMMON_ONLY_CANDIDATES = 2000
-_SCHEMA = f"""
+_SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS cards(
     rowid INTEGER PRIMARY KEY,
@@ -139,7 +139,7 @@ def _and(terms: Sequence[str]) -> str:
 def _bonus(hit: Hit, common: dict[str, float]) -> float:
     """The BM25 share of the common words in one candidate (see ``MemoryIndex.search``)."""
     total = 0.0
-    for weight, column in zip(_WEIGHTS, hit.text):
+    for weight, column in zip(_WEIGHTS, hit.text, strict=True):
         counts: dict[str, int] = {}
         for w in words(column or ""):
             if w in common:
@@ -337,7 +337,7 @@ class MemoryIndex:
         try:
             if reset:
                 for table in ("meta", "cards", "card_tags", "fts", "term_df"):
-                    conn.execute(f"DELETE FROM {table}")  # noqa: S608 - fixed table names
+                    conn.execute(f"DELETE FROM {table}")
             applied = _applied_seq(conn)  # re-read: another process may have synced meanwhile
             if lines and applied < lines[0][0] - 1:
                 raise _Behind  # a fresh file was swapped in since we read the seq
@@ -434,7 +434,8 @@ class MemoryIndex:
                  kind: str | None, records_only: bool) -> list[Hit]:  # fmt: skip
         where, params = self._filters(kind, None, records_only)
         dfs = _term_dfs(conn, terms)
-        chosen, postings = [], 0
+        chosen: list[str] = []
+        postings = 0
         for t in sorted((t for t in terms if dfs[t]), key=lambda t: (dfs[t], t)):
             if postings + dfs[t] > SIMILAR_POSTINGS and chosen:
                 break
@@ -518,7 +519,12 @@ class MemoryIndex:
                 [match, *(rowid for rowid, _ in top)],
             )
         }
-        return [Hit(*rows[rowid][:5], -float(score), rows[rowid][5] or "") for rowid, score in top if rowid in rows]
+        out = []
+        for rowid, score in top:
+            if rowid in rows:
+                card_id, kind, title, quest_id, record_type, snippet = rows[rowid]
+                out.append(Hit(card_id, kind, title, quest_id, record_type, -float(score), snippet or ""))
+        return out
 
     def _doc_count(self, conn: sqlite3.Connection) -> int:
         seq = _applied_seq(conn)
@@ -540,7 +546,7 @@ class MemoryIndex:
     # -- plumbing -------------------------------------------------------------------
 
     def _filters(self, kind: str | None, tags: Sequence[str] | None, records_only: bool) -> tuple[str, list[Any]]:
-        where, params = "", []
+        where, params = "", list[Any]()
         if kind:
             where += " AND c.kind = ?"
             params.append(kind)

@@ -20,9 +20,9 @@ import msgspec
 from ds_events.errors import Invalid, NotFound
 from ds_events.home import Home, Quest
 from ds_events.log import LogError
+from ds_events.paths import confined, read_confined
 from ds_events.store import EventStore, StoreTransaction
 from ds_events.stores import GLOBAL_LOG, is_file_store, local_dir
-from ds_events.paths import confined, read_confined
 from ds_events.views import Views
 from projections.memory import GLOBAL_PROJECTION, PROJECTION, Card, MemoryState, card_path, render_card
 
@@ -225,7 +225,8 @@ class MemoryContext:
         except FileNotFoundError:
             key = None
         if self._config is None or self._config[0] != key:
-            memory = msgspec.json.decode(msgspec.json.encode(self.home.config().memory))  # plain dict and lists, as the memory services read it
+            # Plain dicts and lists, as the memory services read it.
+            memory = msgspec.json.decode(msgspec.json.encode(self.home.config().memory))
             self._config = (key, memory if isinstance(memory, dict) else {})
         return self._config[1]
 

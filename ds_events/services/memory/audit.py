@@ -26,10 +26,9 @@ from ds_events.memory.cards import (
 from ds_events.memory.store import MemoryContext, MemoryStore, check_scope
 from ds_events.memory.text import config_pollution, is_near_duplicate, similarity
 from ds_events.paths import confined, write_atomic
-from projections.memory import KINDS, RESERVED_KEYS, Card, MemoryState, render_card
-
 from ds_events.services.memory.cards import guard_keys, info
 from ds_events.services.memory.commands import AuditMemory, AuditReport, ImportedCard, ImportHandEdits, ImportResult
+from projections.memory import KINDS, RESERVED_KEYS, Card, MemoryState, render_card
 
 __all__ = ["audit_memory", "import_hand_edits"]
 
@@ -118,9 +117,10 @@ def import_hand_edits(mem: MemoryContext, cmd: ImportHandEdits) -> ImportResult:
             os.unlink(confined(store.root, old))  # its text is in the log now, and materialised at _new
         except (Invalid, FileNotFoundError):
             continue
-    for event in stored:
-        card = state.cards[event.card_id]
-        imported.append(info(store, card, ImportedCard, seq=event.seq, event=event.type))
+    for done in stored:
+        if isinstance(done, (CardImported, CardWritten)):  # every one of them
+            card = state.cards[done.card_id]
+            imported.append(info(store, card, ImportedCard, seq=done.seq, event=done.type))
     return ImportResult(imported=imported, restored=restored, moved=[{"from": a, "to": b} for a, b in moved])
 
 
@@ -171,7 +171,7 @@ def _broken_links(mem: MemoryContext, store: MemoryStore, state: MemoryState, ca
     out = []
     global_cards = mem.store("global").state().cards if store.scope == "quest" else None
     for card in cards:
-        problem = None
+        problem: tuple[str, str | None] | None = None
         if card.supersedes and card.supersedes not in state.cards:
             problem = ("supersedes_unknown", card.supersedes)
         elif card.supersedes and state.cards[card.supersedes].active:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, overload
 
 from ds_events.errors import Conflict, Invalid, NotFound
 from ds_events.events.memory import CardPromoted, CardSuperseded, CardWritten, GuardConfigured
@@ -32,8 +32,6 @@ from ds_events.memory.cards import (
 )
 from ds_events.memory.store import MemoryContext, MemoryStore, check_scope
 from ds_events.memory.text import DUPLICATE_THRESHOLD, config_pollution, is_near_duplicate, similarity_of, word_set, word_sets
-from projections.memory import KINDS, RECORD_TYPES, RESERVED_KEYS, SINGULAR, Card, MemoryState, changed_after, recent_cards, render_card
-
 from ds_events.services.memory.commands import (
     CardInfo,
     CardsResult,
@@ -51,8 +49,9 @@ from ds_events.services.memory.commands import (
     WriteCard,
     WriteResult,
 )
+from projections.memory import KINDS, RECORD_TYPES, RESERVED_KEYS, SINGULAR, Card, MemoryState, changed_after, recent_cards, render_card
 
-I = TypeVar("I", bound=CardInfo)
+InfoT = TypeVar("InfoT", bound=CardInfo)
 
 __all__ = [
     "write",
@@ -345,7 +344,11 @@ def near_duplicates(
     return out
 
 
-def info(store: MemoryStore, card: Card, cls: type[I] = CardInfo, **extra: Any) -> I:  # type: ignore[assignment]
+@overload
+def info(store: MemoryStore, card: Card) -> CardInfo: ...
+@overload
+def info(store: MemoryStore, card: Card, cls: type[InfoT], **extra: Any) -> InfoT: ...
+def info(store: MemoryStore, card: Card, cls: type[CardInfo] = CardInfo, **extra: Any) -> CardInfo:
     """The card's :class:`CardInfo` (or a subclass of it, with ``extra`` fields)."""
     return cls(**{**card_summary(store, card), **_provenance(store)}, **extra)
 

@@ -130,7 +130,9 @@ class ConfigureGuard(Command):
 
 class ImportHandEdits(Command):
     scope: Annotated[str, Meta(description="quest | global.")] = "quest"
-    paths: Annotated[list[str] | None, Meta(description="Only these card files (relative to the store root); all drifted files by default.")] = None
+    paths: Annotated[list[str] | None, Meta(description=(
+        "Only these card files (relative to the store root); all drifted files by default."
+    ))] = None
 
 
 # -- results ------------------------------------------------------------------------

@@ -12,7 +12,6 @@ from typing import Any
 
 from ds_events.errors import Invalid
 from ds_events.memory.store import MemoryContext
-
 from ds_events.services.memory.cards import list_recent, search
 from ds_events.services.memory.commands import ListRecent, SearchCards
 

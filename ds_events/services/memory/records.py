@@ -9,10 +9,8 @@ from __future__ import annotations
 
 from ds_events.errors import Invalid
 from ds_events.memory.store import MemoryContext
-from projections.memory import RECORD_TYPES, digest_line
-
-from ds_events.services.memory.cards import info, search, write
 from ds_events.services.memory.audit import audit_memory
+from ds_events.services.memory.cards import info, search, write
 from ds_events.services.memory.commands import (
     AppendRecord,
     AuditMemory,
@@ -25,6 +23,7 @@ from ds_events.services.memory.commands import (
     WriteCard,
     WriteResult,
 )
+from projections.memory import RECORD_TYPES, digest_line
 
 __all__ = ["RECORD_KINDS", "append_record", "read_records", "audit_records"]
 

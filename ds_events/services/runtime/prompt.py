@@ -43,16 +43,15 @@ from ds_events.home import Quest
 from ds_events.memory.store import MemoryContext
 from ds_events.memory.text import STOPWORDS, words
 from ds_events.paths import confined, write_atomic
+from ds_events.services.memory.cards import search
+from ds_events.services.memory.commands import SearchCards
+from ds_events.services.memory.plan import pull_for_stage
+from ds_events.services.runtime import skills as skills
 from projections.artifacts import State as ArtifactsState
 from projections.bash_sessions import State as BashSessionsState
 from projections.interactions import InboundItem, InteractionRecord
 from projections.interactions import State as InteractionsState
 from projections.status import StatusState
-
-from ds_events.services.runtime import skills as skills
-from ds_events.services.memory.cards import search
-from ds_events.services.memory.commands import SearchCards
-from ds_events.services.memory.plan import pull_for_stage
 
 __all__ = [
     "STAGE_SKILLS",
@@ -596,7 +595,7 @@ def _outbound_line(r: InteractionRecord, limit: int) -> str:
 def _current(i: PromptInputs) -> list[str]:
     note = [i.turn_note, ""] if i.turn_note else []
     if not i.messages:
-        return note + ["No new message: continue the quest from its recorded state (plan, open requests, running sessions)."]
+        return [*note, "No new message: continue the quest from its recorded state (plan, open requests, running sessions)."]
     lines: list[str] = note
     for m in i.messages:
         if m.kind == "reply":

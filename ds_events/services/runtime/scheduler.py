@@ -20,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Callable
+from collections.abc import AsyncGenerator, Callable
 from typing import Any, Protocol
 
 import msgspec
@@ -28,7 +28,6 @@ import msgspec
 from ds_events.config import RunnerConfig
 from ds_events.events.runner import TurnFinished
 from ds_events.home import Quest
-
 from ds_events.services.runtime import turns as turns
 from ds_events.services.runtime.turns import Host, PromptBuilder, TurnRecorder, TurnSpec
 
@@ -207,10 +206,13 @@ class QuestScheduler:
         follower = self.quest.log.follow(self.quest.views.last_seq, poll_interval=NEWS_POLL_SECONDS)
         try:
             await asyncio.wait_for(anext(follower), timeout)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             pass
         finally:
-            await follower.aclose()
+            # The stores' follow is an async generator: close it now, not at collection
+            # (the protocol promises only an iterator).
+            if isinstance(follower, AsyncGenerator):
+                await follower.aclose()
 
 
 def _outcome(stopped: str | None, result: RunResult | None, error: str, stall_seconds: float) -> tuple[str, str]:

@@ -325,7 +325,9 @@ def _value_problem(source: str, schema: Mapping[str, Any]) -> str | None:
     value = literal_value(source)
     if value is NOT_LITERAL or value is Ellipsis or _has_ellipsis(value):
         return None
-    import jsonschema  # only a checker needs it; the mcp SDK depends on it
+    # Only a checker needs it; the mcp SDK depends on it. It ships no type information
+    # (and types-jsonschema is not among the test extras).
+    import jsonschema  # type: ignore[import-untyped]
 
     try:
         jsonschema.validate(_jsonable(value), dict(schema))

@@ -48,11 +48,10 @@ from ds_events.events.runner import (
 )
 from ds_events.home import Quest
 from ds_events.paths import write_atomic
-from projections import interactions as mailbox
-from projections import turns as view
-
 from ds_events.services.runtime import prompt as prompt_service
 from ds_events.services.tool_calls import bounded
+from projections import interactions as mailbox
+from projections import turns as view
 
 __all__ = [
     "Host",
@@ -226,12 +225,11 @@ def claim_turn(
         )  # fmt: skip
         batch: list[Event] = [started]
         if fresh:
-            batch.append(
-                MailboxDelivered(
-                    run_id=run_id, batch_id="mb-" + new_event_id(), message_ids=[m.id for m in fresh],
-                    message_seqs=[m.seq for m in fresh], consumer=f"turn:{run_id}",
-                )  # fmt: skip
-            )
+            delivered = MailboxDelivered(
+                run_id=run_id, batch_id="mb-" + new_event_id(), message_ids=[m.id for m in fresh],
+                message_seqs=[m.seq for m in fresh], consumer=f"turn:{run_id}",
+            )  # fmt: skip
+            batch.append(delivered)
         txn.append(batch)
     record = quest.state("turns").turns[run_id]
     return TurnSpec(
@@ -271,7 +269,7 @@ class TurnRecorder:
         event = RunnerProcessStarted(
             pid=pid, pgid=pgid, start_time=procs.start_time(pid), boot_id=procs.boot_id(), command=list(command)
         )
-        self.process = event  # type: ignore[assignment]
+        self.process = event
         self._emit(event)
 
     def agent_message(self, text: str, message_id: str = "") -> None:
