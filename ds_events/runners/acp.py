@@ -43,8 +43,8 @@ from acp import schema
 from ds_events.bash import procs
 from ds_events.config import RunnerConfig
 from ds_events.errors import Invalid
-from ds_events.services.runtime.scheduler import RunResult
-from ds_events.services.runtime.turns import MCP_NAMESPACES, TurnRecorder, TurnSpec
+from ds_events.services.runtime.commands import RunResult, TurnSpec
+from ds_events.services.runtime.turns import MCP_NAMESPACES, TurnRecorder
 
 from .base import agent_env, mcp_server_command, start_agent, stop_group
 

@@ -32,7 +32,8 @@ import msgspec
 import yaml
 
 from ds_events.errors import Invalid
-from ds_events.services.runtime.turns import MCP_NAMESPACES, TurnRecorder, TurnSpec
+from ds_events.services.runtime.commands import TurnSpec
+from ds_events.services.runtime.turns import MCP_NAMESPACES, TurnRecorder
 
 from .base import LineRunner
 

@@ -24,8 +24,8 @@ from ds_events.runners.acp import AcpRunner, tool_name
 from ds_events.services import quest as quest_service
 from ds_events.services.runtime import steering
 from ds_events.services.runtime import turns as turns
+from ds_events.services.runtime.commands import Action, PromptRequest
 from ds_events.services.runtime.scheduler import QuestScheduler
-from ds_events.services.runtime.turns import PromptRequest
 from tests.helpers import DS, ds_env, wait_until_async
 
 REPO = Path(__file__).resolve().parents[2]
@@ -196,7 +196,7 @@ async def test_interrupt_sends_session_cancel_and_the_agent_answers_cancelled(qu
     post(quest, "start the long job")
     spec = turns.claim_turn(
         quest, runner="acp", model="", host=turns.Host.this_process(), build_prompt=build_prompt,
-        action=turns.Action(kind="start"),
+        action=Action(kind="start"),
     )  # fmt: skip
     assert spec is not None
     runner = AcpRunner(config("--mode", "hang"))

@@ -26,7 +26,8 @@ from ds_events.runners.codex import CodexRunner, _toml, codex_home, render_confi
 from ds_events.services import quest as quest_service
 from ds_events.services.runtime import steering
 from ds_events.services.runtime import turns as turns
-from ds_events.services.runtime.turns import MCP_NAMESPACES, Host, TurnRecorder, TurnSpec
+from ds_events.services.runtime.commands import Action, TurnSpec
+from ds_events.services.runtime.turns import MCP_NAMESPACES, Host, TurnRecorder
 from tests.helpers import DS, ds_env, wait_until_async
 
 from .codex_support import CODEX_FIXTURES, SCRIPTED_MODEL, codex_executable, responses_server, write_runner_config
@@ -42,7 +43,7 @@ def claim(quest: Quest, text: str = "Record the warmup finding.") -> TurnSpec:
     quest_service.post_message(quest, quest_service.PostMessage(text=text), source="cli")
     spec = turns.claim_turn(
         quest, runner="codex", model="", host=Host.this_process(), build_prompt=lambda q, r: "the prompt",
-        action=turns.Action(kind="start"),
+        action=Action(kind="start"),
     )  # fmt: skip
     assert spec is not None
     return spec

@@ -25,7 +25,6 @@ import os
 import signal
 import socket
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -49,15 +48,14 @@ from ds_events.events.runner import (
 from ds_events.home import Quest
 from ds_events.paths import write_atomic
 from ds_events.services.runtime import prompt as prompt_service
+from ds_events.services.runtime.commands import Action, PromptBuilder, PromptRequest, TurnSpec
+from ds_events.services.runtime.skills import TOOL_NAMESPACES
 from ds_events.services.tool_calls import bounded
 from projections import interactions as mailbox
 from projections import turns as view
 
 __all__ = [
     "Host",
-    "Action",
-    "TurnSpec",
-    "PromptRequest",
     "TurnRecorder",
     "next_action",
     "turn_prompt",
@@ -69,8 +67,7 @@ __all__ = [
     "MCP_NAMESPACES",
 ]
 
-MCP_NAMESPACES = ("memory", "artifact", "bash_exec")
-STAGE_SKILLS = ("scout", "baseline", "idea", "experiment", "analysis-campaign", "write", "finalize")
+MCP_NAMESPACES = TOOL_NAMESPACES  # the servers a runner starts for the agent
 
 
 class Host(msgspec.Struct, frozen=True, kw_only=True):
@@ -91,53 +88,6 @@ class Host(msgspec.Struct, frozen=True, kw_only=True):
         if self.name and self.name != socket.gethostname():
             return True  # another machine's host: not ours to judge
         return procs.is_alive(self.pid, self.start, self.boot)
-
-
-class Action(msgspec.Struct, frozen=True, kw_only=True):
-    """What a quest needs now. ``kind``: ``start`` (queued messages), ``retry`` (a failed
-    turn, due at ``due``), ``continue`` (the last turn was cut off), ``busy`` (a turn
-    runs), ``idle`` (nothing to do; ``reason`` says why, e.g. ``paused``)."""
-
-    kind: str
-    reason: str = ""
-    due: float = 0.0  # epoch seconds, for a retry
-    retry_of: str | None = None
-    attempt: int = 1
-
-
-class PromptRequest(msgspec.Struct, frozen=True, kw_only=True):
-    """What a prompt builder gets for one turn."""
-
-    run_id: str
-    runner: str
-    model: str
-    skill: str
-    skill_reason: str
-    messages: list[mailbox.InboundItem]
-    continuation: bool = False  # the previous turn was cut off: continue it
-    retry_of: str | None = None
-    attempt: int = 1
-
-
-PromptBuilder = Callable[[Quest, PromptRequest], str]
-
-
-class TurnSpec(msgspec.Struct, frozen=True, kw_only=True):
-    """What a runner gets: where the quest is, the turn's id and directory, the prompt."""
-
-    quest_id: str
-    quest_root: str
-    home: str
-    run_id: str
-    run_dir: str  # <quest>/.ds/runs/<run_id>: the runner keeps its raw streams here
-    prompt: str
-    prompt_path: str
-    skill: str
-    runner: str
-    model: str = ""
-    attempt: int = 1
-    turn_number: int = 1  # 1 for the quest's first turn
-    env: dict[str, str] = {}  # what the agent's MCP servers need (DS_HOME, DS_QUEST_ID)
 
 
 def run_dir(quest: Quest, run_id: str) -> Path:
