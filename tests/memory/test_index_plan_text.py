@@ -120,7 +120,7 @@ def test_common_words_only_rescore_cards_that_match_rarer_words(quest: Quest, me
 
 def test_a_query_of_only_common_words_ranks_the_newest_matching_cards_by_bm25(quest: Quest, mem: MemoryContext, monkeypatch):
     from ds_events.events.memory import CardWritten
-    from ds_events.memory import index as index_module
+    from ds_events.memory.index import ranking as index_module
 
     # 2,400 cards that all say "training loss"; an old and a new one say it more often.
     events = [CardWritten(card_id=f"knowledge-{i:08x}", kind="knowledge", title=f"training loss note {i}", body=f"filler{i} words")
