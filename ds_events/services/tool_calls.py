@@ -102,7 +102,8 @@ def bounded(value: Any) -> tuple[Any, bool]:
 
 def _bounded_arguments(arguments: dict[str, Any]) -> tuple[dict[str, Any], bool]:
     if not isinstance(arguments, dict):  # the SDK hands a dict; be safe with anything else
-        raise Invalid("tool arguments must be an object", code="invalid_arguments")
+        # The same fact as decode_command's "arguments must be a JSON object": the same code.
+        raise Invalid("tool arguments must be an object", code="invalid_argument", argument="")
     if isinstance(arguments.get("env"), dict):
         arguments = {**arguments, "env": {key: REDACTED for key in arguments["env"]}}
     value, cut = bounded(arguments)
