@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NotRequired, TypedDict
 
 import frontmatter
 import msgspec
@@ -16,6 +16,7 @@ from projections.memory import KINDS, RESERVED_KEYS, SINGULAR, Card, MemoryState
 from .store import MemoryStore
 
 __all__ = [
+    "CardSummary",
     "card_summary",
     "card_file_text",
     "parse_card_text",
@@ -36,9 +37,30 @@ MAX_BODY = 200_000
 MAX_TAGS = 32
 
 
-def card_summary(store: MemoryStore, card: Card) -> dict[str, Any]:
+class CardSummary(TypedDict):
+    """The fields every answer about a card carries (a ``CardInfo`` of the memory
+    services, less where the card comes from); the optional ones only when they apply."""
+
+    id: str
+    kind: str
+    title: str
+    scope: str
+    quest_id: str
+    tags: list[str]
+    path: str
+    updated_at: str
+    status: NotRequired[str]  # only when not active
+    record_id: NotRequired[str]
+    record_type: NotRequired[str]
+    superseded_by: NotRequired[str]
+    promoted_to: NotRequired[str]
+    promoted_from: NotRequired[str]
+    read_only: NotRequired[bool]
+
+
+def card_summary(store: MemoryStore, card: Card) -> CardSummary:
     """The fields every answer about a card carries."""
-    out: dict[str, Any] = {
+    out: CardSummary = {
         "id": card.id,
         "kind": card.kind,
         "title": card.title,

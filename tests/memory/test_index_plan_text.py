@@ -94,10 +94,10 @@ def test_pull_for_stage_returns_cards_in_plan_order_from_quest_and_global(mem: M
     kn = svc.write(mem, WriteCard(kind="knowledge", title="Checkpointing trades compute for memory", body="60 percent less memory"))
     gl = svc.write(mem, WriteCard(kind="episodes", title="Global: OOM on 24 GB cards with long sequences", body="checkpointing", scope="global"))
     pulled = pull_for_stage(mem, "baseline")
-    assert [(p["scope"], p["kind"]) for p in pulled] == [("quest", "episodes"), ("global", "episodes"), ("quest", "knowledge")]
-    assert [c.id for p in pulled for c in p["cards"]] == [ep.id, gl.id, kn.id]
+    assert [(p.scope, p.kind) for p in pulled] == [("quest", "episodes"), ("global", "episodes"), ("quest", "knowledge")]
+    assert [c.id for p in pulled for c in p.cards] == [ep.id, gl.id, kn.id]
     searched = pull_for_stage(mem, "baseline", query="memory checkpointing", per_kind=1)
-    assert {c.id for p in searched for c in p["cards"]} == {ep.id, gl.id, kn.id}
+    assert {c.id for p in searched for c in p.cards} == {ep.id, gl.id, kn.id}
 
 
 def test_common_words_only_rescore_cards_that_match_rarer_words(quest: Quest, mem: MemoryContext):

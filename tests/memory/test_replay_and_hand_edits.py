@@ -15,6 +15,7 @@ from ds_events.home import Home, Quest
 from ds_events.services.memory.audit import audit_memory, import_hand_edits
 from ds_events.services.memory.records import append_record
 from ds_events.memory.store import MemoryContext
+from ds_events.services.commands import to_builtins
 from ds_events.services.memory import cards as svc
 
 
@@ -91,7 +92,8 @@ def test_hand_made_and_deleted_card_files_are_imported_and_restored(home: Home, 
     result = import_hand_edits(mem, ImportHandEdits())
     assert result.restored == [f"memory/ideas/{ids['idea']}.md"] and gone.read_bytes() == gone_bytes
     (moved,) = result.moved
-    assert not new.exists() and (quest.root / moved["to"]).is_file()
+    assert not new.exists() and (quest.root / moved.to).is_file()
+    assert to_builtins(moved) == {"from": f"memory/knowledge/{new.name}", "to": moved.to}  # the wire names
     assert [r.title for r in svc.search(mem, SearchCards(query="seeds variance")).results] == ["Seeds matter at small scale"]
     assert audit_memory(mem, AuditMemory()).drift == []
 

@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from .commands import ImportHandEdits as ImportHandEdits
     from .commands import ImportResult as ImportResult
     from .commands import ListRecent as ListRecent
+    from .commands import MovedCard as MovedCard
     from .commands import PromoteResult as PromoteResult
     from .commands import PromoteToGlobal as PromoteToGlobal
     from .commands import ReadCard as ReadCard
@@ -49,6 +50,7 @@ if TYPE_CHECKING:
     from .commands import WriteCard as WriteCard
     from .commands import WriteResult as WriteResult
     from .plan import STAGE_PLANS as STAGE_PLANS
+    from .plan import PlanStep as PlanStep
     from .plan import StagePlan as StagePlan
     from .plan import pull_for_stage as pull_for_stage
     from .plan import stage_memory_plan as stage_memory_plan
@@ -70,8 +72,8 @@ __all__, __getattr__ = lazy_exports(
         "commands": (
             "WriteCard", "ReadCard", "SearchCards", "ListRecent", "PromoteToGlobal", "AuditMemory", "ReadRecords", "AppendRecord",
             "AuditRecords", "ConfigureGuard", "ImportHandEdits", "CardInfo", "SearchHit", "DuplicateCandidate", "CardText",
-            "WriteResult", "CardsResult", "SearchResult", "PromoteResult", "GuardResult", "ImportedCard", "ImportResult",
-            "AuditReport", "RecordsResult",
+            "WriteResult", "CardsResult", "SearchResult", "PromoteResult", "GuardResult", "ImportedCard", "MovedCard",
+            "ImportResult", "AuditReport", "RecordsResult",
         ),
         "cards": (
             "write", "read", "search", "list_recent", "promote_to_global", "configure_guard", "guard_keys", "resolve_path",
@@ -84,7 +86,7 @@ __all__, __getattr__ = lazy_exports(
             "RECORD_KINDS", "append_record", "read_records", "audit_records",
         ),
         "plan": (
-            "StagePlan", "STAGE_PLANS", "stage_memory_plan", "pull_for_stage",
+            "StagePlan", "PlanStep", "STAGE_PLANS", "stage_memory_plan", "pull_for_stage",
         ),
         "quality": (
             "Quality", "Fixture", "FixtureCard", "FixtureQuery", "load_fixture", "evaluate", "substring_search",

@@ -27,7 +27,14 @@ from ds_events.memory.store import MemoryContext, MemoryStore, check_scope
 from ds_events.memory.text import config_pollution, is_near_duplicate, similarity
 from ds_events.paths import confined, write_atomic
 from ds_events.services.memory.cards import guard_keys, info
-from ds_events.services.memory.commands import AuditMemory, AuditReport, ImportedCard, ImportHandEdits, ImportResult
+from ds_events.services.memory.commands import (
+    AuditMemory,
+    AuditReport,
+    ImportedCard,
+    ImportHandEdits,
+    ImportResult,
+    MovedCard,
+)
 from projections.memory import KINDS, RESERVED_KEYS, Card, MemoryState, render_card
 
 __all__ = ["audit_memory", "import_hand_edits"]
@@ -38,31 +45,36 @@ def audit_memory(mem: MemoryContext, cmd: AuditMemory, *, records_only: bool = F
     scope = check_scope(cmd.scope)
     stores = [mem.store(s) for s in (("quest", "global") if scope == "both" else (scope,))]
     keys = guard_keys(mem)
-    report: dict[str, Any] = {"scope": scope, "counts": {}, "duplicate_clusters": [], "config_polluted": [],
-                              "broken_links": [], "drift": []}  # fmt: skip
+    counts: dict[str, dict[str, dict[str, int]]] = {}
+    clusters: list[dict[str, Any]] = []
+    polluted: list[dict[str, Any]] = []
+    links: list[dict[str, Any]] = []
+    drift: list[dict[str, Any]] = []
     for store in stores:
         state = store.state()
         cards = [c for c in state.cards.values() if c.record_id or not records_only]
-        counts = report["counts"].setdefault(store.scope, {})
+        per_kind = counts.setdefault(store.scope, {})
         for card in cards:
-            slot = counts.setdefault(card.record_type if records_only else card.kind, {"active": 0, "superseded": 0})
+            slot = per_kind.setdefault(card.record_type if records_only else card.kind, {"active": 0, "superseded": 0})
             slot["active" if card.active else "superseded"] += 1
-        report["duplicate_clusters"] += _clusters(store, state, [c for c in cards if c.active], records_only)
+        clusters += _clusters(store, state, [c for c in cards if c.active], records_only)
         for card in cards:
             if card.active:
                 found = config_pollution([card.title, str(card.metadata.get("summary", ""))], keys)
                 if found:
-                    report["config_polluted"].append({**card_summary(store, card), "settings": found})
-        report["broken_links"] += _broken_links(mem, store, state, cards)
+                    polluted.append({**card_summary(store, card), "settings": found})
+        links += _broken_links(mem, store, state, cards)
         ids = {c.id for c in cards}
-        report["drift"] += [
+        drift += [
             {"scope": store.scope, "id": d.card_id, "path": d.path, "problem": d.problem}
             for d in store.drift(state)
             if not records_only or d.card_id in ids
         ]
-    report["total_active"] = sum(v["active"] for per in report["counts"].values() for v in per.values())
-    report["ok"] = not (report["duplicate_clusters"] or report["config_polluted"] or report["broken_links"] or report["drift"])
-    return AuditReport(**report)
+    return AuditReport(
+        scope=scope, counts=counts, duplicate_clusters=clusters, config_polluted=polluted, broken_links=links, drift=drift,
+        total_active=sum(v["active"] for per in counts.values() for v in per.values()),
+        ok=not (clusters or polluted or links or drift),
+    )  # fmt: skip
 
 
 def import_hand_edits(mem: MemoryContext, cmd: ImportHandEdits) -> ImportResult:
@@ -121,7 +133,7 @@ def import_hand_edits(mem: MemoryContext, cmd: ImportHandEdits) -> ImportResult:
         if isinstance(done, (CardImported, CardWritten)):  # every one of them
             card = state.cards[done.card_id]
             imported.append(info(store, card, ImportedCard, seq=done.seq, event=done.type))
-    return ImportResult(imported=imported, restored=restored, moved=[{"from": a, "to": b} for a, b in moved])
+    return ImportResult(imported=imported, restored=restored, moved=[MovedCard(from_=a, to=b) for a, b in moved])
 
 
 # -- private helpers ---------------------------------------------------------------

@@ -14,7 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
-from typing import Any, TypeVar, overload
+from typing import Any, TypedDict, TypeVar, overload
 
 from ds_events.errors import Conflict, Invalid, NotFound
 from ds_events.events.memory import CardPromoted, CardSuperseded, CardWritten, GuardConfigured
@@ -155,11 +155,14 @@ def write(mem: MemoryContext, cmd: WriteCard, *, record_type: str = "", extra: d
         stored = txn.append(events)
     card = store.card(card_id, catch_up=False)
     assert card is not None  # just appended, and the views caught up on materialising
-    summary = card_summary(store, card)
-    summary.pop("status", None)
-    summary.update(_provenance(store))
-    return WriteResult(**summary, ok=True, status="written", metadata=dict(card.metadata), seq=stored[0].seq,
-                       supersedes=old.id if old else None)  # fmt: skip
+    # The answer is flat (the tool's output schema says so): the card's fields, named once here.
+    shown = info(store, card)
+    return WriteResult(
+        ok=True, status="written", id=shown.id, kind=shown.kind, title=shown.title, scope=shown.scope,
+        quest_id=shown.quest_id, tags=shown.tags, metadata=dict(card.metadata), path=shown.path,
+        updated_at=shown.updated_at, source_quest_id=shown.source_quest_id, seq=stored[0].seq,
+        supersedes=old.id if old else None, record_id=shown.record_id, record_type=shown.record_type,
+    )  # fmt: skip
 
 
 def read(mem: MemoryContext, cmd: ReadCard) -> CardText:
@@ -350,7 +353,8 @@ def info(store: MemoryStore, card: Card) -> CardInfo: ...
 def info(store: MemoryStore, card: Card, cls: type[InfoT], **extra: Any) -> InfoT: ...
 def info(store: MemoryStore, card: Card, cls: type[CardInfo] = CardInfo, **extra: Any) -> CardInfo:
     """The card's :class:`CardInfo` (or a subclass of it, with ``extra`` fields)."""
-    return cls(**{**card_summary(store, card), **_provenance(store)}, **extra)
+    fields: dict[str, Any] = {**card_summary(store, card), **_provenance(store)}
+    return cls(**fields, **extra)
 
 
 def tag_list(tags: list[str] | str | None) -> list[str] | None:
@@ -373,7 +377,13 @@ def tag_list(tags: list[str] | str | None) -> list[str] | None:
 # -- private helpers ---------------------------------------------------------------
 
 
-def _provenance(store: MemoryStore) -> dict[str, Any]:
+class _Provenance(TypedDict, total=False):
+    source_quest_id: str
+    scope: str
+    shared: bool
+
+
+def _provenance(store: MemoryStore) -> _Provenance:
     """Which quest's memory a card comes from: every quest card names its quest; another
     quest's card (read-only, under ``shared_across_quests``) says so with scope
     ``shared_quest`` and ``shared``."""

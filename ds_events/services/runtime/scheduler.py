@@ -24,7 +24,7 @@ from collections.abc import AsyncGenerator, Callable
 from typing import Any, Protocol
 
 from ds_events.config import RunnerConfig
-from ds_events.events.runner import TurnFinished
+from ds_events.events.runner import TurnFinished, TurnOutcome
 from ds_events.home import Quest
 from ds_events.services.runtime import turns as turns
 from ds_events.services.runtime.commands import Action, PromptBuilder, RunResult, TurnSpec
@@ -206,7 +206,7 @@ class QuestScheduler:
                 await follower.aclose()
 
 
-def _outcome(stopped: str | None, result: RunResult | None, error: str, stall_seconds: float) -> tuple[str, str]:
+def _outcome(stopped: str | None, result: RunResult | None, error: str, stall_seconds: float) -> tuple[TurnOutcome, str]:
     if stopped == "pause":
         return "interrupted", "paused"
     if stopped == "stop":

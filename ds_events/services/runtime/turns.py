@@ -26,7 +26,7 @@ import signal
 import socket
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import msgspec
 
@@ -42,6 +42,7 @@ from ds_events.events.runner import (
     RunnerToolCall,
     RunnerToolResult,
     TurnFinished,
+    TurnOutcome,
     TurnRetryScheduled,
     TurnStarted,
 )
@@ -68,6 +69,8 @@ __all__ = [
 ]
 
 MCP_NAMESPACES = TOOL_NAMESPACES  # the servers a runner starts for the agent
+
+E = TypeVar("E", bound=Event)
 
 
 class Host(msgspec.Struct, frozen=True, kw_only=True):
@@ -210,7 +213,7 @@ class TurnRecorder:
     def touch(self) -> None:
         self.last_activity = time.monotonic()
 
-    def _emit(self, event: Event) -> Event:
+    def _emit(self, event: E) -> E:
         self.touch()
         return self.quest.emit(msgspec.structs.replace(event, run_id=self.run_id, actor=self.actor))
 
@@ -251,7 +254,7 @@ def finish_turn(
     quest: Quest,
     run_id: str,
     *,
-    outcome: str,
+    outcome: TurnOutcome,
     reason: str = "",
     exit_code: int | None = None,
     usage: dict[str, int] | None = None,
@@ -272,7 +275,7 @@ def finish_turn(
         if record.outcome is not None:
             return None
         finished = TurnFinished(
-            run_id=run_id, outcome=outcome, reason=reason, exit_code=exit_code, usage=dict(usage or {}),  # type: ignore[arg-type]
+            run_id=run_id, outcome=outcome, reason=reason, exit_code=exit_code, usage=dict(usage or {}),
             duration_ms=round(duration_ms, 3), messages=messages, tool_calls=tool_calls, actor=actor,
         )  # fmt: skip
         batch: list[Event] = [finished]

@@ -10,7 +10,6 @@ prompt costs the same on a quest of 1,000 events and of 1,000,000.
 from __future__ import annotations
 
 from itertools import islice
-from typing import Any
 
 from projections.artifacts import State as ArtifactsState
 from projections.bash_sessions import State as BashSessionsState
@@ -227,11 +226,11 @@ def _current(i: PromptInputs) -> list[str]:
     return lines[:-1]
 
 
-def _num(value: Any) -> str:
+def _num(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.6g}"
 
 
-def _signed(value: Any) -> str:
+def _signed(value: float) -> str:
     return f"{value:+.6g}"
 
 

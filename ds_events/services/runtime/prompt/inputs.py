@@ -246,7 +246,7 @@ def _pull_into(
     if cfg.memory_per_kind:
         plan = []
         for step in pull_for_stage(mem, skill, per_kind=cfg.memory_per_kind):
-            for c in step["cards"]:
+            for c in step.cards:
                 if c.id not in seen:
                     seen.add(c.id)
                     plan.append(c)
