@@ -179,4 +179,4 @@ def _jsonable(value: dict[str, Any], what: str) -> dict[str, Any]:
         raise Invalid(f"{what} must be JSON-compatible: {exc}", code="invalid_metadata") from None
     if len(data) > 50_000:
         raise Invalid(f"{what} is at most 50 kB of JSON", code="invalid_metadata")
-    return msgspec.json.decode(data)  # type: ignore[no-any-return]
+    return msgspec.json.decode(data, type=dict[str, Any])

@@ -149,7 +149,8 @@ def _clusters(store: MemoryStore, state: MemoryState, cards: list[Card], records
                 continue
             score = similarity(card.title, card.body, other.title, other.body)
             if is_near_duplicate(score):
-                best[tuple(sorted((card.id, other.id)))] = score  # type: ignore[index]
+                a, b = sorted((card.id, other.id))
+                best[(a, b)] = score
     out = [
         {"scope": store.scope, "kind": state.cards[members[0]].kind, "max_similarity": round(top, 3),
          "cards": [{"id": m, "title": state.cards[m].title} for m in members]}

@@ -283,8 +283,7 @@ def guard_keys(mem: MemoryContext, quest_state: MemoryState | None = None) -> li
                 return list(state.guard_keys)
     elif quest_state.guard_keys:
         return list(quest_state.guard_keys)
-    keys = mem.config.get("config_guard_keys") or []
-    return [str(k) for k in keys] if isinstance(keys, list) else []
+    return list(mem.config.config_guard_keys)
 
 
 def resolve_path(mem: MemoryContext, path: str) -> tuple[MemoryStore, Card]:
