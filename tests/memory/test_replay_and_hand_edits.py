@@ -9,14 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from ds_events.services.memory.commands import AppendRecord, AuditMemory, ImportHandEdits, PromoteToGlobal, ReadCard, SearchCards, WriteCard
 from ds_events.cli import main
 from ds_events.home import Home, Quest
-from ds_events.services.memory.audit import audit_memory, import_hand_edits
-from ds_events.services.memory.records import append_record
 from ds_events.memory.store import MemoryContext
 from ds_events.services.commands import to_builtins
 from ds_events.services.memory import cards as svc
+from ds_events.services.memory.audit import audit_memory, import_hand_edits
+from ds_events.services.memory.commands import AppendRecord, AuditMemory, ImportHandEdits, PromoteToGlobal, ReadCard, SearchCards, WriteCard
+from ds_events.services.memory.records import append_record
 
 
 def _files(root: Path) -> dict[str, bytes]:
@@ -33,11 +33,23 @@ def _ds(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
 
 
 def _populate(mem: MemoryContext) -> dict[str, str]:
-    a = svc.write(mem, WriteCard(kind="papers", title="Vision transformers need data", body="ViT underperforms ResNet below 10M images.", tags=['vit']))
-    b = svc.write(mem, WriteCard(kind="ideas", title="Distil ViT from a CNN teacher", body="DeiT-style token", metadata={"confidence": 0.6}))
-    c = svc.write(mem, WriteCard(kind="ideas", title="Distil a ViT from a CNN teacher network", body="DeiT-style distillation token", supersedes=b.id))
+    a = svc.write(
+        mem,
+        WriteCard(kind="papers", title="Vision transformers need data", body="ViT underperforms ResNet below 10M images.", tags=["vit"]),
+    )
+    b = svc.write(
+        mem, WriteCard(kind="ideas", title="Distil ViT from a CNN teacher", body="DeiT-style token", metadata={"confidence": 0.6})
+    )
+    c = svc.write(
+        mem, WriteCard(kind="ideas", title="Distil a ViT from a CNN teacher network", body="DeiT-style distillation token", supersedes=b.id)
+    )
     svc.promote_to_global(mem, PromoteToGlobal(card_id=a.id))
-    append_record(mem, AppendRecord(record_type="mistake_fix", summary="Forgot to freeze BN stats", detail="Set model.eval() for BN layers", session_id="s1"))
+    append_record(
+        mem,
+        AppendRecord(
+            record_type="mistake_fix", summary="Forgot to freeze BN stats", detail="Set model.eval() for BN layers", session_id="s1"
+        ),
+    )
     return {"paper": a.id, "old_idea": b.id, "idea": c.id}
 
 

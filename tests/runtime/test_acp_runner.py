@@ -82,7 +82,7 @@ async def test_an_acp_turn_lands_the_agents_messages_and_tool_calls_in_order(que
         "tool_call", "tool_result", "agent_message", "turn_finished",
     ]  # fmt: skip
     _, started, thought, said, call1, result1, call2, result2, closing, end = events
-    assert started.command == AGENT + ["--model-choice"]
+    assert started.command == [*AGENT, "--model-choice"]
     assert thought.text == "The prompt asks for a note. I will write it to memory first."  # chunks joined
     assert (said.text, said.message_id) == ("Recording what I learned, then telling you.", "m1")
     assert (call1.call_id, call1.tool, call1.server) == ("t1", "memory.write", "memory")

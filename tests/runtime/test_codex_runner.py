@@ -313,7 +313,11 @@ async def test_real_codex_calls_our_mcp_tools_and_the_events_land_in_the_log_in_
     assert card < write_done < result_write < call_interact < result_interact < said
     assert call_write < result_write and sent < interact_done < result_interact and card < sent
     assert turn[result_write].status == "ok" and turn[result_write].output["status"] == "written"
-    assert turn[result_interact].status == "ok" and turn[result_interact].output["status"] == "ok" and turn[result_interact].output["interaction_status"] == "sent"
+    assert (
+        turn[result_interact].status == "ok"
+        and turn[result_interact].output["status"] == "ok"
+        and turn[result_interact].output["interaction_status"] == "sent"
+    )
     assert turn[card].title == "Warmup avoids early divergence" and turn[sent].message == "Wrote the warmup card."
     assert turn[said].text == "Warmup card written and progress sent."
     assert types.index("runner.reasoning") < call_write

@@ -215,7 +215,9 @@ def test_a_turn_cut_off_by_a_crash_is_recorded_interrupted_once(quest: Quest, tm
         env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )  # fmt: skip
     try:
-        wait_until(lambda: quest.state("turns").turns and quest.state("turns").turns[quest.state("turns").running or ""].pgid, what="agent started")
+        wait_until(
+            lambda: quest.state("turns").turns and quest.state("turns").turns[quest.state("turns").running or ""].pgid, what="agent started"
+        )
     finally:
         host.send_signal(signal.SIGKILL)
         host.wait()
