@@ -1,6 +1,6 @@
 """The memory health report, and taking hand edits of card files in as events.
 
-:func:`audit` is read-only: counts per kind, near-duplicate clusters among active
+:func:`audit_memory` is read-only: counts per kind, near-duplicate clusters among active
 cards, config-polluted titles, broken supersession (and promotion) links, and drift
 between the card files on disk and what the log renders. :func:`import_hand_edits`
 turns that drift into events (``memory.card_imported`` for an edited card, a new card

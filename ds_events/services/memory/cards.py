@@ -1,7 +1,7 @@
 """Memory commands: write, read, search, list, promote, guard.
 
 Every function takes a :class:`~ds_events.memory.store.MemoryContext` and a typed
-command (:mod:`.memory_commands`), returns a typed result, validates
+command (:mod:`.commands`), returns a typed result, validates
 against the current views (caught up with every process's appends, under the log's
 append lock where a rule must hold across processes), and only then emits events.
 A refused request raises a :class:`ServiceError` and writes nothing; a write that
@@ -93,7 +93,7 @@ def write(mem: MemoryContext, cmd: WriteCard, *, record_type: str = "", extra: d
     """Write a new card (or refuse with a status); returns what happened.
 
     ``record_type`` and ``extra`` (metadata the record tools add) are for
-    :mod:`.memory_records`, not part of the public command.
+    :mod:`.records`, not part of the public command.
     """
     kind = check_kind(cmd.kind)
     scope = check_scope(cmd.scope, ("quest", "global"))

@@ -82,7 +82,7 @@ def read_records(mem: MemoryContext, cmd: ReadRecords) -> RecordsResult:
 
 
 def audit_records(mem: MemoryContext, cmd: AuditRecords | None = None) -> AuditReport:
-    """:func:`audit` restricted to records, counted per record type."""
+    """:func:`~.audit.audit_memory` restricted to records, counted per record type."""
     return audit_memory(mem, AuditMemory(scope="quest"), records_only=True)
 
 
