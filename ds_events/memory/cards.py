@@ -1,23 +1,20 @@
-"""Card values: checking what a caller gives for a card, parsing a card file, the
-fields every answer about a card carries. Pure helpers below the memory services."""
+"""Card values: checking what a caller gives for a card, parsing a card file, new card
+ids. Pure helpers below the memory services (which say what an answer about a card
+carries: ``ds_events.services.memory.cards.info``)."""
 
 from __future__ import annotations
 
 import secrets
 from collections.abc import Sequence
-from typing import Any, NotRequired, TypedDict
+from typing import Any
 
 import frontmatter
 import msgspec
 
 from ds_events.errors import Invalid
-from projections.memory import KINDS, RESERVED_KEYS, SINGULAR, Card, MemoryState
-
-from .store import MemoryStore
+from projections.memory import KINDS, RESERVED_KEYS, SINGULAR, MemoryState
 
 __all__ = [
-    "CardSummary",
-    "card_summary",
     "card_file_text",
     "parse_card_text",
     "new_card_id",
@@ -35,54 +32,6 @@ __all__ = [
 MAX_TITLE = 300
 MAX_BODY = 200_000
 MAX_TAGS = 32
-
-
-class CardSummary(TypedDict):
-    """The fields every answer about a card carries (a ``CardInfo`` of the memory
-    services, less where the card comes from); the optional ones only when they apply."""
-
-    id: str
-    kind: str
-    title: str
-    scope: str
-    quest_id: str
-    tags: list[str]
-    path: str
-    updated_at: str
-    status: NotRequired[str]  # only when not active
-    record_id: NotRequired[str]
-    record_type: NotRequired[str]
-    superseded_by: NotRequired[str]
-    promoted_to: NotRequired[str]
-    promoted_from: NotRequired[str]
-    read_only: NotRequired[bool]
-
-
-def card_summary(store: MemoryStore, card: Card) -> CardSummary:
-    """The fields every answer about a card carries."""
-    out: CardSummary = {
-        "id": card.id,
-        "kind": card.kind,
-        "title": card.title,
-        "scope": store.scope,
-        "quest_id": card.quest_id,
-        "tags": list(card.tags),
-        "path": store.display_path(card),
-        "updated_at": card.updated_at,
-    }
-    if not card.active:
-        out["status"] = card.status
-    if card.record_id:
-        out["record_id"], out["record_type"] = card.record_id, card.record_type
-    if card.superseded_by:
-        out["superseded_by"] = card.superseded_by
-    if card.promoted_to:
-        out["promoted_to"] = card.promoted_to
-    if card.promoted_from:
-        out["promoted_from"] = card.promoted_from
-    if store.read_only:
-        out["read_only"] = True
-    return out
 
 
 def card_file_text(data: bytes, rel: str) -> str:

@@ -17,7 +17,6 @@ from ds_events.events.memory import CardImported, CardWritten
 from ds_events.memory.cards import (
     as_tag_list,
     card_file_text,
-    card_summary,
     check_tags,
     check_title,
     new_card_id,
@@ -26,6 +25,7 @@ from ds_events.memory.cards import (
 from ds_events.memory.store import MemoryContext, MemoryStore, check_scope
 from ds_events.memory.text import config_pollution, is_near_duplicate, similarity
 from ds_events.paths import confined, write_atomic
+from ds_events.services.commands import to_builtins
 from ds_events.services.memory.cards import guard_keys, info
 from ds_events.services.memory.commands import (
     AuditMemory,
@@ -62,7 +62,7 @@ def audit_memory(mem: MemoryContext, cmd: AuditMemory, *, records_only: bool = F
             if card.active:
                 found = config_pollution([card.title, str(card.metadata.get("summary", ""))], keys)
                 if found:
-                    polluted.append({**card_summary(store, card), "settings": found})
+                    polluted.append({**to_builtins(info(store, card, provenance=False)), "settings": found})
         links += _broken_links(mem, store, state, cards)
         ids = {c.id for c in cards}
         drift += [

@@ -14,14 +14,13 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
-from typing import Any, TypedDict, TypeVar, overload
+from typing import Any, TypeVar, overload
 
 from ds_events.errors import Conflict, Invalid, NotFound
 from ds_events.events.memory import CardPromoted, CardSuperseded, CardWritten, GuardConfigured
 from ds_events.memory.cards import (
     as_tag_list,
     card_file_text,
-    card_summary,
     check_body,
     check_kind,
     check_metadata,
@@ -347,13 +346,25 @@ def near_duplicates(
 
 
 @overload
-def info(store: MemoryStore, card: Card) -> CardInfo: ...
+def info(store: MemoryStore, card: Card, *, provenance: bool = True) -> CardInfo: ...
 @overload
-def info(store: MemoryStore, card: Card, cls: type[InfoT], **extra: Any) -> InfoT: ...
-def info(store: MemoryStore, card: Card, cls: type[CardInfo] = CardInfo, **extra: Any) -> CardInfo:
-    """The card's :class:`CardInfo` (or a subclass of it, with ``extra`` fields)."""
-    fields: dict[str, Any] = {**card_summary(store, card), **_provenance(store)}
-    return cls(**fields, **extra)
+def info(store: MemoryStore, card: Card, cls: type[InfoT], *, provenance: bool = True, **extra: Any) -> InfoT: ...
+def info(store: MemoryStore, card: Card, cls: type[CardInfo] = CardInfo, *, provenance: bool = True, **extra: Any) -> CardInfo:
+    """The card's :class:`CardInfo` (or a subclass of it, with ``extra`` fields): what
+    every answer about a card carries, fields at their defaults left out on the wire.
+
+    ``provenance``: say which quest's memory a quest card comes from (``source_quest_id``;
+    another quest's card, read-only under ``shared_across_quests``, also says so with
+    scope ``shared_quest`` and ``shared``)."""
+    of_quest = provenance and store.scope == "quest"
+    shared = of_quest and store.read_only
+    return cls(
+        id=card.id, kind=card.kind, title=card.title, scope="shared_quest" if shared else store.scope,
+        quest_id=card.quest_id, tags=list(card.tags), path=store.display_path(card), updated_at=card.updated_at,
+        status=card.status, record_id=card.record_id, record_type=card.record_type, superseded_by=card.superseded_by,
+        promoted_to=card.promoted_to, promoted_from=card.promoted_from, read_only=store.read_only,
+        source_quest_id=store.name if of_quest else "", shared=shared, **extra,
+    )  # fmt: skip
 
 
 def tag_list(tags: list[str] | str | None) -> list[str] | None:
@@ -374,23 +385,6 @@ def tag_list(tags: list[str] | str | None) -> list[str] | None:
 
 
 # -- private helpers ---------------------------------------------------------------
-
-
-class _Provenance(TypedDict, total=False):
-    source_quest_id: str
-    scope: str
-    shared: bool
-
-
-def _provenance(store: MemoryStore) -> _Provenance:
-    """Which quest's memory a card comes from: every quest card names its quest; another
-    quest's card (read-only, under ``shared_across_quests``) says so with scope
-    ``shared_quest`` and ``shared``."""
-    if store.scope != "quest":
-        return {}
-    if store.read_only:
-        return {"source_quest_id": store.name, "scope": "shared_quest", "shared": True}
-    return {"source_quest_id": store.name}
 
 
 def _check_supersedes(store: MemoryStore, state: MemoryState, supersedes: str, kind: str) -> Card:
