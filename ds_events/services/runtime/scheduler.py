@@ -20,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import AsyncGenerator, Callable
+from collections.abc import Callable
 from typing import Any, Protocol
 
 from ds_events.config import RunnerConfig
@@ -200,10 +200,7 @@ class QuestScheduler:
         except TimeoutError:
             pass
         finally:
-            # The stores' follow is an async generator: close it now, not at collection
-            # (the protocol promises only an iterator).
-            if isinstance(follower, AsyncGenerator):
-                await follower.aclose()
+            await follower.aclose()  # now, not at collection
 
 
 def _outcome(stopped: str | None, result: RunResult | None, error: str, stall_seconds: float) -> tuple[TurnOutcome, str]:
