@@ -15,7 +15,7 @@ from ds_events.events.memory import CardImported, CardPromoted, CardSuperseded, 
 from ds_events.home import Home, Quest
 from ds_events.memory.store import MemoryContext
 from ds_events.services.memory import cards as svc
-from ds_events.services.memory.commands import WriteCard
+from ds_events.services.memory.commands import ListRecent, WriteCard
 from projections.base import fold
 from projections.memory import PROJECTION, render_card
 
@@ -97,4 +97,20 @@ def test_a_snapshot_of_the_old_card_shape_is_refused_and_the_log_folded_again(
         assert state.cards[card_id].title == "Warmup stops early divergence"
         assert msgspec.json.encode(state) == msgspec.json.encode(fold(PROJECTION, reopened.log.read(0)))
     finally:
+        reopened.close()
+
+
+def test_an_answer_about_a_card_is_the_same_from_a_snapshot_as_from_the_log(home: Home, quest: Quest, mem: MemoryContext) -> None:
+    card_id = _written(mem)
+    before = msgspec.json.encode(svc.list_recent(mem, ListRecent()))
+    quest.views.save_snapshots()
+    reopened = home.open_quest(quest.id)  # its memory view decoded from the snapshot
+    other = MemoryContext(reopened)
+    try:
+        after = svc.list_recent(other, ListRecent())
+        assert [c.id for c in after.results] == [card_id]
+        # An active card's status is left out (at its default), whatever state it came from.
+        assert msgspec.json.encode(after) == before and b'"status"' not in before
+    finally:
+        other.close()
         reopened.close()

@@ -361,9 +361,8 @@ def info(store: MemoryStore, card: Card, cls: type[CardInfo] = CardInfo, *, prov
     return cls(
         id=card.id, kind=card.kind, title=card.title, scope="shared_quest" if shared else store.scope,
         quest_id=card.quest_id, tags=list(card.tags), path=store.display_path(card), updated_at=card.updated_at,
-        status=card.status, record_id=card.record_id, record_type=card.record_type, superseded_by=card.superseded_by,
-        promoted_to=card.promoted_to, promoted_from=card.promoted_from, read_only=store.read_only,
-        source_quest_id=store.name if of_quest else "", shared=shared, **extra,
+        **_applying(card, read_only=store.read_only, source_quest_id=store.name if of_quest else "", shared=shared),
+        **extra,
     )  # fmt: skip
 
 
@@ -385,6 +384,32 @@ def tag_list(tags: list[str] | str | None) -> list[str] | None:
 
 
 # -- private helpers ---------------------------------------------------------------
+
+
+def _applying(card: Card, *, read_only: bool, source_quest_id: str, shared: bool) -> dict[str, Any]:
+    """The optional fields of a card's :class:`CardInfo` that differ from their defaults.
+
+    Only those are passed: msgspec leaves a field out when its value *is* the default
+    object, and a card's ``status`` read back from a snapshot is an equal but distinct
+    string, which would then be encoded."""
+    fields: dict[str, Any] = {}
+    if not card.active:
+        fields["status"] = card.status
+    if card.record_id:
+        fields.update(record_id=card.record_id, record_type=card.record_type)
+    if card.superseded_by:
+        fields["superseded_by"] = card.superseded_by
+    if card.promoted_to:
+        fields["promoted_to"] = card.promoted_to
+    if card.promoted_from:
+        fields["promoted_from"] = card.promoted_from
+    if read_only:
+        fields["read_only"] = True
+    if source_quest_id:
+        fields["source_quest_id"] = source_quest_id
+    if shared:
+        fields["shared"] = True
+    return fields
 
 
 def _check_supersedes(store: MemoryStore, state: MemoryState, supersedes: str, kind: str) -> Card:
