@@ -205,6 +205,10 @@ CODES = catalogue(
     ErrorCode("missing_argument", 400, "A required argument is absent (argument names it)."),
     ErrorCode("invalid_argument", 400, "A value of the wrong type (argument names it, expected the JSON type it takes), or "
               "arguments that are not a JSON object."),
+    # Raised by several domains for their own arguments (the message names the argument
+    # and what it takes), so catalogued here once.
+    ErrorCode("invalid_kind", 400, "A kind this call does not take: the message lists the kinds it does."),
+    ErrorCode("invalid_limit", 400, "A limit (or count) outside its range: the message says the range."),
     ErrorCode("invalid_text", 400, "A string (a value or a name, at any depth) holds a lone surrogate, which is not Unicode "
               "text and could never be stored (argument names its path): send well-formed Unicode."),
 )

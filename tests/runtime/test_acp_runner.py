@@ -22,8 +22,7 @@ from ds_events.home import Home, Quest
 from ds_events.runners import make_runner
 from ds_events.runners.acp import AcpRunner, tool_name
 from ds_events.services import quest as quest_service
-from ds_events.services.runtime import steering
-from ds_events.services.runtime import turns as turns
+from ds_events.services.runtime import steering, turns as turns
 from ds_events.services.runtime.commands import Action, PromptRequest
 from ds_events.services.runtime.scheduler import QuestScheduler
 from tests.helpers import DS, ds_env, wait_until_async

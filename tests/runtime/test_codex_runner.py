@@ -14,18 +14,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 from ds_events.config import CodexProviderConfig, RunnerConfig, parse_config
 from ds_events.errors import Invalid
 from ds_events.home import Quest
-from ds_events.runners import codex as codex_module
-from ds_events.runners import make_runner, scheduler_for
+from ds_events.runners import codex as codex_module, make_runner, scheduler_for
 from ds_events.runners.codex import CodexRunner, _toml, codex_home, render_config
 from ds_events.services import quest as quest_service
-from ds_events.services.runtime import steering
-from ds_events.services.runtime import turns as turns
+from ds_events.services.runtime import steering, turns as turns
 from ds_events.services.runtime.commands import Action, TurnSpec
 from ds_events.services.runtime.turns import MCP_NAMESPACES, Host, TurnRecorder
 from tests.helpers import DS, ds_env, wait_until_async

@@ -19,8 +19,7 @@ from ds_events.errors import Invalid
 from ds_events.home import Home, Quest
 from ds_events.runners import make_runner, scheduler_for
 from ds_events.services import quest as quest_service
-from ds_events.services.runtime import steering
-from ds_events.services.runtime import turns as turns
+from ds_events.services.runtime import steering, turns as turns
 from ds_events.services.runtime.commands import Action
 from projections import interactions as mailbox
 from tests.helpers import DS, ds_env, wait_until

@@ -24,8 +24,7 @@ from ds_events.services.artifacts.arxiv import MODES as ARXIV_MODES
 from ds_events.services.artifacts.checkpoints import BRANCH_KINDS
 from ds_events.services.artifacts.records import SLICE_STATUSES
 from ds_events.services.bash.commands import MODES as BASH_MODES
-from ds_events.services.interactions.commands import KINDS as INTERACTION_KINDS
-from ds_events.services.interactions.commands import REPLY_MODES
+from ds_events.services.interactions.commands import KINDS as INTERACTION_KINDS, REPLY_MODES
 from ds_events.services.memory.plan import stage_memory_plan
 from ds_events.services.runtime import skills as skills
 from ds_events.services.runtime.skills import (
@@ -40,8 +39,7 @@ from ds_events.services.runtime.skills import (
     tool_calls,
     tool_references,
 )
-from projections.memory import KINDS as MEMORY_KINDS
-from projections.memory import RECORD_TYPES
+from projections.memory import KINDS as MEMORY_KINDS, RECORD_TYPES
 from tests.mcp_support import open_clients
 
 REPO = Path(__file__).resolve().parent.parent.parent

@@ -1,8 +1,11 @@
 """The memory domain's error codes: what each one tells the caller, and its HTTP status.
 
-:data:`CODES` lists every code the memory services and their low helpers
-(``ds_events/memory``) raise; the shared vocabulary's (``unknown_argument``,
-``missing_argument``, ``invalid_argument``) are :data:`ds_events.services.commands.CODES`.
+:data:`CODES` lists the codes of the memory services and their low helpers
+(``ds_events/memory``). Codes they share with other areas are catalogued once, elsewhere:
+the command vocabulary's (``unknown_argument``, ``invalid_argument``, ``invalid_kind``,
+``invalid_limit``, ...) in :data:`ds_events.services.commands.CODES`, the core's
+(``missing_title``, ``invalid_title``, ``invalid_path``, ``path_outside_root``) in
+:data:`ds_events.errors.CODES`.
 :data:`STATUSES` lists the answers of a write that wrote nothing: they are not raised but
 returned (``ok: false`` with the status), so the caller can decide what to do next.
 """
@@ -26,13 +29,10 @@ CODES = catalogue(
               "first with `ds memory import`."),
     # -- Invalid (400): the request itself ---------------------------------------------
     ErrorCode("invalid_arguments", 400, "Give exactly one of card_id or path."),
-    ErrorCode("invalid_kind", 400, "Not a memory kind: papers, ideas, decisions, episodes, knowledge or templates."),
     ErrorCode("invalid_scope", 400, "Not a scope this call takes: quest or global (and both, to read)."),
     ErrorCode("kind_mismatch", 400, "A card supersedes only a card of its own kind."),
     ErrorCode("not_a_quest_card", 400, "Only this quest's own cards are promoted to global memory."),
     ErrorCode("read_only", 400, "Another quest's memory (seen under memory.shared_across_quests) is read-only here."),
-    ErrorCode("missing_title", 400, "A card needs a non-empty title."),
-    ErrorCode("invalid_title", 400, "A title is one line of at most 300 characters."),
     ErrorCode("invalid_body", 400, "A card's body is a string."),
     ErrorCode("body_too_long", 400, "A body is at most 200,000 characters: split the card."),
     ErrorCode("invalid_tags", 400, "Tags are a list of at most 32 strings of at most 64 characters, or one comma-separated string."),
@@ -43,14 +43,10 @@ CODES = catalogue(
               "methodology_note."),
     ErrorCode("missing_session_id", 400, "A record names the agent session that learned it (session_id)."),
     ErrorCode("empty_query", 400, "A search needs a non-empty query."),
-    ErrorCode("invalid_limit", 400, "limit (top_k for records) is an integer from 1 to 100."),
     ErrorCode("invalid_config_keys", 400, "Guarded config keys are non-empty strings without spaces, at most 64 characters."),
     ErrorCode("invalid_stage", 400, "Not a stage the memory plan knows: scout, baseline, idea, experiment, analysis-campaign, "
               "write, finalize or decision."),
-    ErrorCode("invalid_path", 400, "A card path is a non-empty string."),
     ErrorCode("path_outside_memory", 400, "The path is not a card file (memory/<kind>/<id>.md) of the quest or of global memory."),
-    ErrorCode("path_outside_root", 400, "A card file, or a directory on its way, is a symbolic link: it is never read or "
-              "written through; remove the link."),
     ErrorCode("invalid_card_file", 400, "A card file to take in is not UTF-8, does not parse, or vanished while read: fix or "
               "remove it (files lists each; nothing was imported)."),
     ErrorCode("id_mismatch", 400, "A card file's frontmatter id is not the card its file is."),

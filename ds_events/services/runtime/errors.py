@@ -2,7 +2,8 @@
 
 :data:`CODES` lists every code the runtime's services and its runners
 (``ds_events/runners``, adapters that refuse a runner they cannot build before a turn
-starts) raise, with what it tells the caller and its HTTP status.
+starts) raise, with what it tells the caller and its HTTP status. ``unknown_runner``,
+which the quest domain raises too (``quest set-runner``), is the quest domain's.
 """
 
 from __future__ import annotations
@@ -23,7 +24,6 @@ CODES = catalogue(
     # -- turns -----------------------------------------------------------------------
     ErrorCode("unknown_turn", 409, "The quest's log has no turn with that run id."),
     # -- runners ---------------------------------------------------------------------
-    ErrorCode("unknown_runner", 400, "Not a runner this installation can start: codex, claude, acp or scripted."),
     ErrorCode("runner_not_found", 400, "The runner's agent command is not installed or not executable: install it or set "
               "runner.commands.<runner> in config.yaml."),
     ErrorCode("runner_not_configured", 400, "The acp runner needs the agent's command line in runner.commands.acp."),

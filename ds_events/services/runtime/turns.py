@@ -52,8 +52,7 @@ from ds_events.services.runtime import prompt as prompt_service
 from ds_events.services.runtime.commands import Action, PromptBuilder, PromptRequest, TurnSpec
 from ds_events.services.runtime.skills import TOOL_NAMESPACES
 from ds_events.services.tool_calls import bounded
-from projections import interactions as mailbox
-from projections import turns as view
+from projections import interactions as mailbox, turns as view
 
 __all__ = [
     "Host",

@@ -13,8 +13,7 @@ from itertools import islice
 
 from projections.artifacts import State as ArtifactsState
 from projections.bash_sessions import State as BashSessionsState
-from projections.interactions import InboundItem, InteractionRecord
-from projections.interactions import State as InteractionsState
+from projections.interactions import InboundItem, InteractionRecord, State as InteractionsState
 
 from .budget import Block, one_line
 from .inputs import EXCERPT, PromptInputs

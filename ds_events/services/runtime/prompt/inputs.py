@@ -26,8 +26,7 @@ from ds_events.services.memory.plan import pull_for_stage
 from ds_events.services.runtime import skills as skills
 from projections.artifacts import State as ArtifactsState
 from projections.bash_sessions import State as BashSessionsState
-from projections.interactions import InboundItem
-from projections.interactions import State as InteractionsState
+from projections.interactions import InboundItem, State as InteractionsState
 from projections.status import StatusState
 
 from .budget import one_line
