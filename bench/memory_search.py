@@ -53,7 +53,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from ds_events.events.memory import CardWritten  # noqa: E402
 from ds_events.home import Home  # noqa: E402
-from ds_events.memory import index as index_module  # noqa: E402
+from ds_events.memory.index import ranking as index_module  # noqa: E402
 from ds_events.memory.index import query_terms  # noqa: E402
 from ds_events.memory.store import MemoryContext  # noqa: E402
 from ds_events.memory.text import words  # noqa: E402

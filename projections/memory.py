@@ -11,11 +11,16 @@ type in order of creation), updated event by event, and the digest lists the
 :data:`_RECENT_IN_DIGEST` newest cards and at most :data:`_RECORDS_IN_DIGEST` newest
 records per type (with a count of the older ones), so rendering it never walks every card.
 
+A :class:`Card` keeps the events that say what it is rather than a copy of their fields:
+the ``memory.card_written`` that made it and the ``memory.card_imported`` taken in since
+(until the next write); its id, kind, text, tags and metadata are read through them.
+Beside them it keeps only what later events changed (status, links, the last change).
+
 ``apply`` never changes a :class:`Card` it has put in the state: it puts a new one in its
-place (``msgspec.structs.replace``, fresh lists and dicts), so a card a caller holds stays
-as it was. It does insert into and delete from the state's containers, including the
-per-type dicts of ``active_records``: :func:`thaw` copies those, for a state that was
-handed out before more events are applied to it.
+place (``msgspec.structs.replace``), so a card a caller holds stays as it was. It does
+insert into and delete from the state's containers, including the per-type dicts of
+``active_records``: :func:`thaw` copies those, for a state that was handed out before
+more events are applied to it.
 
 A card taken in from a hand edit (``memory.card_imported``) is rendered as the exact
 text that was imported until the next change to it, so replay reproduces the edit.
@@ -83,31 +88,89 @@ _RECENT_SLACK = 1000  # recent may grow this far past twice the cards before com
 
 
 class Card(msgspec.Struct, kw_only=True):
-    id: str
-    kind: str
-    title: str
-    body: str = ""
-    scope: str = "quest"
-    tags: list[str] = []
-    metadata: dict[str, Any] = {}
-    quest_id: str = ""
-    created_at: str = ""
+    """One card: the write that made it, the hand edit taken in since, what happened after.
+
+    ``written`` is the card's ``memory.card_written`` (its envelope says when the card was
+    created; a later write of the same id, a revision, replaces its text, tags, metadata,
+    link and record fields in place). ``imported`` is the ``memory.card_imported`` taken in
+    after the last write, whose text, tags and metadata then win, and whose file text is
+    rendered verbatim."""
+
+    written: CardWritten
+    imported: CardImported | None = None
     updated_at: str = ""
-    created_seq: int = 0
     seq: int = 0  # last seq that changed the card
     revision: int = 1
     status: str = "active"  # active | superseded
-    supersedes: str | None = None
     superseded_by: str | None = None
     promoted_to: str | None = None
     promoted_from: str | None = None
-    record_id: str = ""
-    record_type: str = ""
-    content: str | None = None  # exact imported text, rendered verbatim while set
 
     @property
     def active(self) -> bool:
         return self.status == "active"
+
+    # -- what the write says --------------------------------------------------------
+
+    @property
+    def id(self) -> str:
+        return self.written.card_id
+
+    @property
+    def kind(self) -> str:
+        return self.written.kind
+
+    @property
+    def scope(self) -> str:
+        return self.written.scope
+
+    @property
+    def quest_id(self) -> str:
+        """The quest the card came from (its own log's quest unless the write names another)."""
+        return self.written.source_quest or self.written.quest_id
+
+    @property
+    def created_at(self) -> str:
+        return self.written.ts
+
+    @property
+    def created_seq(self) -> int:
+        return self.written.seq
+
+    @property
+    def supersedes(self) -> str | None:
+        return self.written.supersedes
+
+    @property
+    def record_id(self) -> str:
+        return self.written.record_id
+
+    @property
+    def record_type(self) -> str:
+        return self.written.record_type
+
+    # -- what the last write or import says -------------------------------------------
+
+    @property
+    def title(self) -> str:
+        return (self.imported or self.written).title
+
+    @property
+    def body(self) -> str:
+        return (self.imported or self.written).body
+
+    @property
+    def tags(self) -> list[str]:
+        return (self.imported or self.written).tags
+
+    @property
+    def metadata(self) -> dict[str, Any]:
+        return (self.imported or self.written).metadata
+
+    @property
+    def content(self) -> str | None:
+        """The exact imported file text, rendered verbatim until the next write (None: render)."""
+        return (self.imported.content or None) if self.imported is not None else None
 
 
 class MemoryState(msgspec.Struct, kw_only=True):
@@ -149,10 +212,7 @@ def apply(state: MemoryState, event: Event) -> MemoryState:
         case CardImported():
             card = state.cards.get(event.card_id)
             if card is not None:
-                _put(state, card, replace(
-                    card, title=event.title, body=event.body, tags=list(event.tags), metadata=dict(event.metadata),
-                    content=event.content or None, updated_at=event.ts, seq=event.seq, revision=card.revision + 1,
-                ))  # fmt: skip
+                _put(state, card, replace(card, imported=event, updated_at=event.ts, seq=event.seq, revision=card.revision + 1))
         case GuardConfigured(config_keys=keys):
             state.guard_keys = list(keys)
     return state
@@ -203,7 +263,9 @@ def make_projection(prefix: str, name: str = "memory") -> Projection[MemoryState
         thaw=thaw,
         # 2: the digest's parts (active_counts, recent, active_records) joined the state.
         # 3: recent became a list of ids in order of change.
-        version=3,
+        # 4: a card keeps its memory.card_written and memory.card_imported events instead
+        #    of a copy of their fields (an older snapshot is refused and the log refolded).
+        version=4,
     )
 
 
@@ -325,23 +387,19 @@ def _one_line(text: str) -> str:
 
 def _apply_written(state: MemoryState, event: CardWritten) -> None:
     old = state.cards.get(event.card_id)
-    base = old or Card(
-        id=event.card_id,
-        kind=event.kind,
-        title=event.title,
-        scope=event.scope,
-        quest_id=event.source_quest or event.quest_id,
-        created_at=event.ts,
-        created_seq=event.seq,
-        revision=0,
-    )
-    card = replace(
-        base, title=event.title, body=event.body, tags=list(event.tags), metadata=dict(event.metadata),
-        updated_at=event.ts, seq=event.seq, revision=base.revision + 1, content=None,
-        supersedes=event.supersedes or base.supersedes,
-    )  # fmt: skip
+    if old is None:
+        card = Card(written=event, updated_at=event.ts, seq=event.seq)
+    else:
+        # A revision: the card keeps the write that made it (its id, kind, scope, quest and
+        # creation), with the new text, tags and metadata, a link the new write names (or
+        # the one it had), and a record id the new write gives; a hand edit is dropped.
+        revised = replace(
+            old.written, title=event.title, body=event.body, tags=event.tags, metadata=event.metadata,
+            supersedes=event.supersedes or old.supersedes,
+            **({"record_id": event.record_id, "record_type": event.record_type} if event.record_id else {}),
+        )  # fmt: skip
+        card = replace(old, written=revised, imported=None, updated_at=event.ts, seq=event.seq, revision=old.revision + 1)
     if event.record_id:
-        card = replace(card, record_id=event.record_id, record_type=event.record_type)
         state.records[event.record_id] = event.card_id
     _put(state, old, card)
 

@@ -1,5 +1,6 @@
-"""Card values: checking what a caller gives for a card, parsing a card file, the
-fields every answer about a card carries. Pure helpers below the memory services."""
+"""Card values: checking what a caller gives for a card, parsing a card file, new card
+ids. Pure helpers below the memory services (which say what an answer about a card
+carries: ``ds_events.services.memory.cards.info``)."""
 
 from __future__ import annotations
 
@@ -11,12 +12,9 @@ import frontmatter
 import msgspec
 
 from ds_events.errors import Invalid
-from projections.memory import KINDS, RESERVED_KEYS, SINGULAR, Card, MemoryState
-
-from .store import MemoryStore
+from projections.memory import KINDS, RESERVED_KEYS, SINGULAR, MemoryState
 
 __all__ = [
-    "card_summary",
     "card_file_text",
     "parse_card_text",
     "new_card_id",
@@ -34,33 +32,6 @@ __all__ = [
 MAX_TITLE = 300
 MAX_BODY = 200_000
 MAX_TAGS = 32
-
-
-def card_summary(store: MemoryStore, card: Card) -> dict[str, Any]:
-    """The fields every answer about a card carries."""
-    out: dict[str, Any] = {
-        "id": card.id,
-        "kind": card.kind,
-        "title": card.title,
-        "scope": store.scope,
-        "quest_id": card.quest_id,
-        "tags": list(card.tags),
-        "path": store.display_path(card),
-        "updated_at": card.updated_at,
-    }
-    if not card.active:
-        out["status"] = card.status
-    if card.record_id:
-        out["record_id"], out["record_type"] = card.record_id, card.record_type
-    if card.superseded_by:
-        out["superseded_by"] = card.superseded_by
-    if card.promoted_to:
-        out["promoted_to"] = card.promoted_to
-    if card.promoted_from:
-        out["promoted_from"] = card.promoted_from
-    if store.read_only:
-        out["read_only"] = True
-    return out
 
 
 def card_file_text(data: bytes, rel: str) -> str:
@@ -157,4 +128,4 @@ def _jsonable(value: dict[str, Any], what: str) -> dict[str, Any]:
         raise Invalid(f"{what} must be JSON-compatible: {exc}", code="invalid_metadata") from None
     if len(data) > 50_000:
         raise Invalid(f"{what} is at most 50 kB of JSON", code="invalid_metadata")
-    return msgspec.json.decode(data)  # type: ignore[no-any-return]
+    return msgspec.json.decode(data, type=dict[str, Any])

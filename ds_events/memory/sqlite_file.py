@@ -30,6 +30,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
+import functools
 import os
 import random
 import re
@@ -148,7 +149,7 @@ class SharedSqlite:
             while True:
                 try:
                     conn = self._connection()
-                    return retry_busy(lambda: op(conn), on_busy=self._count_busy)
+                    return retry_busy(functools.partial(op, conn), on_busy=self._count_busy)
                 except sqlite3.DatabaseError as exc:
                     self.close()  # whatever happened, the next attempt starts from the name
                     if is_corrupt(exc) and recoveries < _RECOVERIES:
@@ -206,7 +207,7 @@ class SharedSqlite:
                 return self._conn
             self.close()
             try:
-                self._conn = retry_busy(lambda: self._open(target, create=False), on_busy=self._count_busy)
+                self._conn = retry_busy(functools.partial(self._open, target, create=False), on_busy=self._count_busy)
             except sqlite3.DatabaseError as exc:
                 if is_corrupt(exc):
                     self._replace(target)

@@ -13,16 +13,15 @@ import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import cast
 
-import msgspec
-
+from ds_events.config import MemoryConfig
 from ds_events.errors import Invalid, NotFound
 from ds_events.home import Home, Quest
 from ds_events.log import LogError
+from ds_events.paths import confined, read_confined
 from ds_events.store import EventStore, StoreTransaction
 from ds_events.stores import GLOBAL_LOG, is_file_store, local_dir
-from ds_events.paths import confined, read_confined
 from ds_events.views import Views
 from projections.memory import GLOBAL_PROJECTION, PROJECTION, Card, MemoryState, card_path, render_card
 
@@ -84,7 +83,8 @@ class MemoryStore:
 
     def state(self) -> MemoryState:
         self.views.catch_up()
-        return self.views.state(self.projection_name)  # type: ignore[no-any-return]
+        # The views hold states by name; this store's name is a memory projection's.
+        return cast(MemoryState, self.views.state(self.projection_name))
 
     @contextlib.contextmanager
     def lent_state(self, *, catch_up: bool = True) -> Iterator[MemoryState]:
@@ -209,14 +209,14 @@ class MemoryContext:
     _global: MemoryStore | None = None
     _quest_store: MemoryStore | None = None
     _shared: dict[str, MemoryStore] = field(default_factory=dict)
-    _config: tuple[tuple[int, int, int] | None, dict[str, Any]] | None = None
+    _config: tuple[tuple[int, int, int] | None, MemoryConfig] | None = None
 
     @property
     def home(self) -> Home:
         return self.quest.home
 
     @property
-    def config(self) -> dict[str, Any]:
+    def config(self) -> MemoryConfig:
         """The home config's ``memory`` section, parsed again only when the file changed
         (every search asks for it; parsing the YAML took most of a search's time)."""
         try:
@@ -225,8 +225,7 @@ class MemoryContext:
         except FileNotFoundError:
             key = None
         if self._config is None or self._config[0] != key:
-            memory = msgspec.json.decode(msgspec.json.encode(self.home.config().memory))  # plain dict and lists, as the memory services read it
-            self._config = (key, memory if isinstance(memory, dict) else {})
+            self._config = (key, self.home.config().memory)
         return self._config[1]
 
     def store(self, scope: str) -> MemoryStore:
@@ -262,7 +261,7 @@ class MemoryContext:
         stores: list[MemoryStore] = []
         if scope in ("quest", "both"):
             stores.append(self.store("quest"))
-            if self.config.get("shared_across_quests"):
+            if self.config.shared_across_quests:
                 stores.extend(self._shared_stores())
         if scope in ("global", "both"):
             stores.append(self.store("global"))

@@ -11,10 +11,14 @@
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ds_events.config import RUNNER_NAMES, RunnerConfig
 from ds_events.errors import Invalid
+
+if TYPE_CHECKING:  # the runner modules and the scheduler are imported on demand
+    from ds_events.home import Quest
+    from ds_events.services.runtime.scheduler import QuestScheduler, Runner
 
 __all__ = ["make_runner", "RUNNER_NAMES"]
 
@@ -26,7 +30,7 @@ _CLASSES = {
 }
 
 
-def make_runner(name: str, config: RunnerConfig, **options: Any) -> Any:
+def make_runner(name: str, config: RunnerConfig, **options: Any) -> Runner:
     """The runner ``name`` (one of :data:`RUNNER_NAMES`) with ``config``; unknown names
     are :class:`Invalid` (``unknown_runner``)."""
     if name not in _CLASSES:
@@ -36,12 +40,13 @@ def make_runner(name: str, config: RunnerConfig, **options: Any) -> Any:
         factory = getattr(importlib.import_module(module), cls)
     except ModuleNotFoundError as exc:
         raise Invalid(f"runner {name!r} is not available here: {exc}", code="unknown_runner") from None
-    return factory(config, **options)
+    runner: Runner = factory(config, **options)
+    return runner
 
 
 def scheduler_for(
-    quest: Any, *, runner: str | None = None, model: str | None = None, trajectory: str | None = None
-) -> Any:
+    quest: Quest, *, runner: str | None = None, model: str | None = None, trajectory: str | None = None
+) -> QuestScheduler:
     """A :class:`~ds_events.services.runtime.scheduler.QuestScheduler` for ``quest``: the runner
     and model named here, else the quest's own (``ds quest set-runner``), else the
     home's ``runner`` config."""
@@ -53,7 +58,7 @@ def scheduler_for(
     name = runner or status.runner or config.name
     options: dict[str, Any] = {"trajectory": trajectory} if trajectory is not None else {}
 
-    def build(n: str) -> Any:
+    def build(n: str) -> Runner:
         return make_runner(n, config, **(options if n == "scripted" else {}))
 
     build(name)  # refuse an unknown runner or a bad trajectory now

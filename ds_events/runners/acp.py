@@ -36,16 +36,15 @@ import signal
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import acp
 from acp import schema
-
 from ds_events.bash import procs
 from ds_events.config import RunnerConfig
 from ds_events.errors import Invalid
-from ds_events.services.runtime.scheduler import RunResult
-from ds_events.services.runtime.turns import MCP_NAMESPACES, TurnRecorder, TurnSpec
+from ds_events.services.runtime.commands import RunResult, TurnSpec
+from ds_events.services.runtime.turns import MCP_NAMESPACES, TurnRecorder
 
 from .base import agent_env, mcp_server_command, start_agent, stop_group
 
@@ -76,9 +75,11 @@ def mcp_servers(spec: TurnSpec) -> list[schema.McpServerStdio]:
         argv = mcp_server_command(namespace)
         servers.append(
             schema.McpServerStdio(
-                name=namespace, command=argv[0], args=argv[1:],
+                name=namespace,
+                command=argv[0],
+                args=argv[1:],
                 env=[schema.EnvVariable(name=k, value=v) for k, v in sorted(env.items())],
-            )  # fmt: skip
+            )
         )
     return servers
 
@@ -122,7 +123,11 @@ class AcpRunner:
         client = TurnClient(spec, recorder)
         with open(run_dir / "acp.jsonl", "wb") as traffic, open(run_dir / "stderr.log", "wb") as err:
             stderr = asyncio.create_task(_copy(proc.stderr, err, recorder))
-            conn = acp.connect_to_agent(client, proc.stdin, proc.stdout, observers=[_Traffic(traffic, recorder)])
+            # The SDK looks each of the agent's requests up on the client and answers
+            # method_not_found for what it lacks (terminals, elicitation): this client
+            # serves session updates, permissions and files only, not the whole protocol.
+            peer = cast(acp.Client, client)
+            conn = acp.connect_to_agent(peer, proc.stdin, proc.stdout, observers=[_Traffic(traffic, recorder)])
             self._conn = conn
             try:
                 ok, error = await self._converse(conn, spec, client, recorder)
@@ -189,16 +194,17 @@ class AcpRunner:
         """Close the agent's stdin (an ACP agent exits at EOF) and wait for it to exit;
         one that does not is signalled (TERM, then KILL), and whatever it left in its
         group goes too. The exit code, or None when the agent had to be signalled."""
-        with contextlib.suppress(Exception):
-            proc.stdin.close()  # type: ignore[union-attr]
+        if proc.stdin is not None:
+            with contextlib.suppress(Exception):
+                proc.stdin.close()
         code: int | None = None
         try:
             code = await asyncio.wait_for(proc.wait(), timeout=EXIT_GRACE_SECONDS)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             procs.signal_group(proc.pid, signal.SIGTERM)
             try:
                 await asyncio.wait_for(proc.wait(), timeout=self.config.kill_grace_seconds)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 stop_group(proc)
                 await proc.wait()
         if procs.group_alive(proc.pid):
@@ -359,7 +365,7 @@ def _refused(code: str, path: str, message: str) -> acp.RequestError:
 def _block_text(block: Any) -> str:
     kind = getattr(block, "type", "")
     if kind == "text":
-        return block.text
+        return str(block.text)
     if kind == "resource_link":
         return f"[{block.name}]({block.uri})"
     return f"[{kind or 'content'}]"

@@ -21,8 +21,8 @@ from typing import Any
 
 from ds_events.bash import procs
 from ds_events.config import RunnerConfig
-from ds_events.services.runtime.scheduler import RunResult
-from ds_events.services.runtime.turns import MCP_NAMESPACES, TurnRecorder, TurnSpec
+from ds_events.services.runtime.commands import RunResult, TurnSpec
+from ds_events.services.runtime.turns import MCP_NAMESPACES, TurnRecorder
 
 __all__ = ["LineRunner", "mcp_server_command", "agent_env", "start_agent", "stop_group", "STREAM_LIMIT"]
 

@@ -29,8 +29,8 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from ds_events.services.runtime.scheduler import RunResult
-from ds_events.services.runtime.turns import MCP_NAMESPACES, TurnRecorder, TurnSpec
+from ds_events.services.runtime.commands import RunResult, TurnSpec
+from ds_events.services.runtime.turns import MCP_NAMESPACES, TurnRecorder
 
 from .base import LineRunner, mcp_server_command
 

@@ -65,8 +65,8 @@ from typing import Any
 
 from ds_events.config import RunnerConfig
 from ds_events.errors import Invalid
-from ds_events.services.runtime.scheduler import RunResult
-from ds_events.services.runtime.turns import MCP_NAMESPACES, TurnRecorder, TurnSpec
+from ds_events.services.runtime.commands import RunResult, TurnSpec
+from ds_events.services.runtime.turns import MCP_NAMESPACES, TurnRecorder
 
 from .base import LineRunner, agent_env, mcp_server_command
 
@@ -151,10 +151,10 @@ class CodexRunner(LineRunner):
         return await super().run(spec, recorder)
 
     def command(self, spec: TurnSpec) -> list[str]:
-        argv = self.executable("codex") + ["exec", "--json", "--cd", self.workspace(spec), "--skip-git-repo-check"]
+        argv = [*self.executable("codex"), "exec", "--json", "--cd", self.workspace(spec), "--skip-git-repo-check"]
         if spec.model:
             argv += ["--model", spec.model]
-        return argv + ["-"]
+        return [*argv, "-"]
 
     def environment(self, spec: TurnSpec) -> dict[str, str]:
         return agent_env(spec, {"CODEX_HOME": str(codex_home(spec))})
@@ -248,7 +248,8 @@ def _result_of(item_type: str, body: dict[str, Any]) -> tuple[bool, Any]:
         error = body.get("error")
         if isinstance(error, dict) and error.get("message"):
             return False, {"message": error["message"]}
-        result = body.get("result") if isinstance(body.get("result"), dict) else {}
+        raw = body.get("result")
+        result: dict[str, Any] = raw if isinstance(raw, dict) else {}
         output = result.get("structured_content")
         if output is None:
             output = _content_value(result.get("content") or [])

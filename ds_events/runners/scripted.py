@@ -31,8 +31,10 @@ from typing import Any
 import msgspec
 import yaml
 
+from ds_events.config import RunnerConfig
 from ds_events.errors import Invalid
-from ds_events.services.runtime.turns import MCP_NAMESPACES, TurnRecorder, TurnSpec
+from ds_events.services.runtime.commands import TurnSpec
+from ds_events.services.runtime.turns import MCP_NAMESPACES, TurnRecorder
 
 from .base import LineRunner
 
@@ -111,7 +113,7 @@ def _load(path: str | Path) -> Trajectory:
 class ScriptedRunner(LineRunner):
     name = "scripted"
 
-    def __init__(self, config: Any, trajectory: str | None = None) -> None:
+    def __init__(self, config: RunnerConfig, trajectory: str | None = None) -> None:
         super().__init__(config)
         path = trajectory or config.trajectory
         if not path:

@@ -30,9 +30,9 @@ from typing import Annotated, Any, TypeVar, dataclass_transform
 import msgspec
 from msgspec import Meta
 
-from ds_events.errors import Invalid
+from ds_events.errors import ErrorCode, Invalid, catalogue
 
-__all__ = ["Command", "Result", "decode_command", "argument_names", "to_builtins", "check_text", "printable"]
+__all__ = ["Command", "Result", "decode_command", "argument_names", "to_builtins", "check_text", "printable", "CODES"]
 
 C = TypeVar("C", bound="Command")
 
@@ -196,3 +196,19 @@ def _json_type(value: Any) -> str:
         if isinstance(value, kind):
             return name
     return "null" if value is None else type(value).__name__
+
+
+# The vocabulary's own codes: the same on every edge, for every command.
+CODES = catalogue(
+    ErrorCode("unknown_argument", 400, "A name the call does not take (arguments lists every such name, allowed the names "
+              "it takes): a misspelled argument is never silently ignored."),
+    ErrorCode("missing_argument", 400, "A required argument is absent (argument names it)."),
+    ErrorCode("invalid_argument", 400, "A value of the wrong type (argument names it, expected the JSON type it takes), or "
+              "arguments that are not a JSON object."),
+    # Raised by several domains for their own arguments (the message names the argument
+    # and what it takes), so catalogued here once.
+    ErrorCode("invalid_kind", 400, "A kind this call does not take: the message lists the kinds it does."),
+    ErrorCode("invalid_limit", 400, "A limit (or count) outside its range: the message says the range."),
+    ErrorCode("invalid_text", 400, "A string (a value or a name, at any depth) holds a lone surrogate, which is not Unicode "
+              "text and could never be stored (argument names its path): send well-formed Unicode."),
+)

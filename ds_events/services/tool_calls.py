@@ -23,7 +23,7 @@ import json
 from typing import Any
 
 from ds_events.errors import Invalid
-from ds_events.events import Event, new_event_id
+from ds_events.events import new_event_id
 from ds_events.events.tool import ToolCallFinished, ToolCallStarted
 from ds_events.home import Quest
 
@@ -37,7 +37,7 @@ def new_call_id() -> str:
     return "tc-" + new_event_id()
 
 
-def start_call(quest: Quest, *, call_id: str, namespace: str, tool: str, arguments: dict[str, Any]) -> Event:
+def start_call(quest: Quest, *, call_id: str, namespace: str, tool: str, arguments: dict[str, Any]) -> ToolCallStarted:
     """Announce a long-running call (before it runs)."""
     args, _ = _bounded_arguments(arguments)
     return quest.emit(ToolCallStarted(call_id=call_id, namespace=namespace, tool=tool, arguments=args))
@@ -54,7 +54,7 @@ def finish_call(
     result: Any = None,
     error: dict[str, Any] | None = None,
     duration_ms: float = 0.0,
-) -> Event:
+) -> ToolCallFinished:
     """Record how a call ended: ``result`` (builtins) when it succeeded, else ``error``
     (the ``{"error": code, "message": ...}`` payload the caller saw).
 
@@ -81,7 +81,7 @@ def finish_call(
     )
 
 
-def record_call(quest: Quest, *, namespace: str, tool: str, arguments: dict[str, Any], **outcome: Any) -> Event:
+def record_call(quest: Quest, *, namespace: str, tool: str, arguments: dict[str, Any], **outcome: Any) -> ToolCallFinished:
     """A quick call, logged once after it ran (see :func:`finish_call` for ``outcome``)."""
     return finish_call(
         quest, call_id=new_call_id(), namespace=namespace, tool=tool, arguments=arguments, started=False, **outcome
@@ -102,7 +102,8 @@ def bounded(value: Any) -> tuple[Any, bool]:
 
 def _bounded_arguments(arguments: dict[str, Any]) -> tuple[dict[str, Any], bool]:
     if not isinstance(arguments, dict):  # the SDK hands a dict; be safe with anything else
-        raise Invalid("tool arguments must be an object", code="invalid_arguments")
+        # The same fact as decode_command's "arguments must be a JSON object": the same code.
+        raise Invalid("tool arguments must be an object", code="invalid_argument", argument="")
     if isinstance(arguments.get("env"), dict):
         arguments = {**arguments, "env": {key: REDACTED for key in arguments["env"]}}
     value, cut = bounded(arguments)

@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from ds_events.services.memory.commands import AuditMemory, ImportHandEdits, ReadCard, WriteCard
 from ds_events.errors import Invalid, ServiceError
 from ds_events.home import Home, Quest
 from ds_events.memory.store import MemoryContext
 from ds_events.services.memory import cards as svc
 from ds_events.services.memory.audit import audit_memory, import_hand_edits
+from ds_events.services.memory.commands import AuditMemory, ImportHandEdits, ReadCard, WriteCard
 
 SECRET = "TOP-SECRET-7f3a"
 

@@ -5,8 +5,7 @@ from __future__ import annotations
 import string
 
 import yaml
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 from projections.memory import _simple_yaml
 

@@ -6,14 +6,14 @@ import os
 
 import pytest
 
-from ds_events.services.memory.commands import SearchCards, WriteCard
+from ds_events.errors import Invalid
 from ds_events.home import Home, Quest
 from ds_events.memory.index import fts_query
-from ds_events.services.memory.plan import STAGE_PLANS, pull_for_stage, stage_memory_plan
 from ds_events.memory.store import INDEX_FILE, MemoryContext
 from ds_events.memory.text import config_pollution, similarity
 from ds_events.services.memory import cards as svc
-from ds_events.errors import Invalid
+from ds_events.services.memory.commands import SearchCards, WriteCard
+from ds_events.services.memory.plan import STAGE_PLANS, pull_for_stage, stage_memory_plan
 from ds_events.services.quest.commands import ANCHORS
 
 
@@ -22,9 +22,13 @@ def test_the_index_catches_up_with_another_handles_appends_before_checking_dupli
     other_quest = home.open_quest("q1", actor="other")  # a second handle: its own log fd, views, index connection
     other = MemoryContext(other_quest)
     try:
-        written = svc.write(other, WriteCard(kind="knowledge", title="Cache the tokenizer per vocabulary", body="rebuild it when the vocab changes"))
+        written = svc.write(
+            other, WriteCard(kind="knowledge", title="Cache the tokenizer per vocabulary", body="rebuild it when the vocab changes")
+        )
         assert [r.id for r in svc.search(mem, SearchCards(query="tokenizer vocabulary")).results] == [written.id]
-        dup = svc.write(mem, WriteCard(kind="knowledge", title="Cache the tokenizer per vocabulary size", body="rebuild it when the vocab changes"))
+        dup = svc.write(
+            mem, WriteCard(kind="knowledge", title="Cache the tokenizer per vocabulary size", body="rebuild it when the vocab changes")
+        )
         assert dup.status == "duplicate_candidates"
     finally:
         other.close()
@@ -92,12 +96,14 @@ def test_every_stage_has_a_memory_plan_with_quest_and_global_kinds():
 def test_pull_for_stage_returns_cards_in_plan_order_from_quest_and_global(mem: MemoryContext):
     ep = svc.write(mem, WriteCard(kind="episodes", title="Baseline run OOM at batch 256", body="used checkpointing"))
     kn = svc.write(mem, WriteCard(kind="knowledge", title="Checkpointing trades compute for memory", body="60 percent less memory"))
-    gl = svc.write(mem, WriteCard(kind="episodes", title="Global: OOM on 24 GB cards with long sequences", body="checkpointing", scope="global"))
+    gl = svc.write(
+        mem, WriteCard(kind="episodes", title="Global: OOM on 24 GB cards with long sequences", body="checkpointing", scope="global")
+    )
     pulled = pull_for_stage(mem, "baseline")
-    assert [(p["scope"], p["kind"]) for p in pulled] == [("quest", "episodes"), ("global", "episodes"), ("quest", "knowledge")]
-    assert [c.id for p in pulled for c in p["cards"]] == [ep.id, gl.id, kn.id]
+    assert [(p.scope, p.kind) for p in pulled] == [("quest", "episodes"), ("global", "episodes"), ("quest", "knowledge")]
+    assert [c.id for p in pulled for c in p.cards] == [ep.id, gl.id, kn.id]
     searched = pull_for_stage(mem, "baseline", query="memory checkpointing", per_kind=1)
-    assert {c.id for p in searched for c in p["cards"]} == {ep.id, gl.id, kn.id}
+    assert {c.id for p in searched for c in p.cards} == {ep.id, gl.id, kn.id}
 
 
 def test_common_words_only_rescore_cards_that_match_rarer_words(quest: Quest, mem: MemoryContext):
@@ -120,7 +126,7 @@ def test_common_words_only_rescore_cards_that_match_rarer_words(quest: Quest, me
 
 def test_a_query_of_only_common_words_ranks_the_newest_matching_cards_by_bm25(quest: Quest, mem: MemoryContext, monkeypatch):
     from ds_events.events.memory import CardWritten
-    from ds_events.memory import index as index_module
+    from ds_events.memory.index import ranking as index_module
 
     # 2,400 cards that all say "training loss"; an old and a new one say it more often.
     events = [CardWritten(card_id=f"knowledge-{i:08x}", kind="knowledge", title=f"training loss note {i}", body=f"filler{i} words")

@@ -12,17 +12,17 @@ import subprocess
 import sys
 import threading
 import traceback
-from pathlib import Path
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from ds_events.services.memory.commands import ListRecent, SearchCards, WriteCard
 from ds_events.errors import ServiceError
 from ds_events.home import Home, Quest
 from ds_events.memory.store import INDEX_FILE, MemoryContext
 from ds_events.services.memory import cards as svc
+from ds_events.services.memory.commands import ListRecent, SearchCards, WriteCard
 from tests.helpers import wait_until
 
 # The race's size; raise them from the environment for a longer stress run.
@@ -187,7 +187,8 @@ def test_a_garbled_index_is_replaced_and_refilled_and_every_open_handle_recovers
         more = svc.write(mem, WriteCard(kind="episodes", title="Run 12 finished", body=_words("g12"))).id
         # ...and so does the other one, which moves to the new file and sees everything.
         assert [h.id for h in svc.search(other, SearchCards(query="g12w0")).results] == [more]
-        assert {h.id for h in svc.search(other, SearchCards(query=" ".join((f"g{i}w2" for i in range(13))), limit=20)).results} == {*ids, more}
+        found = svc.search(other, SearchCards(query=" ".join(f"g{i}w2" for i in range(13)), limit=20)).results
+        assert {h.id for h in found} == {*ids, more}
         assert other.store("quest").index.file == index.file
     finally:
         other.close()
@@ -195,7 +196,8 @@ def test_a_garbled_index_is_replaced_and_refilled_and_every_open_handle_recovers
     # A newcomer finds the same, and nothing was lost from the log.
     fresh = MemoryContext(quest)
     try:
-        assert {h.id for h in svc.search(fresh, SearchCards(query=" ".join((f"g{i}w6" for i in range(13))), limit=20)).results} == {*ids, more}
+        found = svc.search(fresh, SearchCards(query=" ".join(f"g{i}w6" for i in range(13)), limit=20)).results
+        assert {h.id for h in found} == {*ids, more}
     finally:
         fresh.close()
 
@@ -208,7 +210,7 @@ def test_a_garbled_index_file_is_rebuilt_on_open_without_losing_anything(quest: 
     _garble(path)
     fresh = MemoryContext(quest)
     try:
-        assert {h.id for h in svc.search(fresh, SearchCards(query=" ".join((f"i{i}w0" for i in range(8))), limit=20)).results} == set(ids)
+        assert {h.id for h in svc.search(fresh, SearchCards(query=" ".join(f"i{i}w0" for i in range(8)), limit=20)).results} == set(ids)
     finally:
         fresh.close()
 
@@ -270,14 +272,16 @@ def test_a_write_whose_event_landed_is_never_reported_failed_because_of_the_inde
     # Another process holds the index's write lock for as long as it likes. The write
     # needs only to read the (up to date) index for its duplicate check; the index
     # catches up with the new card on the next read, not inside the write.
-    svc.search(mem, SearchCards(query="warm the index up")).results
+    svc.search(mem, SearchCards(query="warm the index up"))
     path = mem.store("quest").index.file
     outcome: dict[str, Any] = {}
     with _index_locked_by_another_process(path):
 
         def write() -> None:
             try:
-                outcome["result"] = svc.write(mem, WriteCard(kind="knowledge", title="Cache tokenizers per vocabulary", body="rebuild on change"))
+                outcome["result"] = svc.write(
+                    mem, WriteCard(kind="knowledge", title="Cache tokenizers per vocabulary", body="rebuild on change")
+                )
             except BaseException as exc:
                 outcome["error"] = exc
 
@@ -300,7 +304,7 @@ def test_an_index_that_stays_busy_answers_with_a_structured_error_and_recovers(q
         monkeypatch.setattr(sqlite_file, "_BUSY_HANDLER_SECONDS", 0.0)
         mem.store("quest").index.close()  # reopen with the short busy handler
         with pytest.raises(ServiceError) as err:
-            svc.search(mem, SearchCards(query="seed variance")).results  # the index must apply the write: needs the lock
+            svc.search(mem, SearchCards(query="seed variance"))  # the index must apply the write: needs the lock
         assert err.value.code == "index_busy" and "busy" in err.value.message
     assert len(svc.search(mem, SearchCards(query="seed variance")).results) == 1  # the next call simply works
 
@@ -337,7 +341,7 @@ def test_threads_sharing_one_index_while_another_process_appends_neither_deadloc
             try:
                 r = svc.write(mem, WriteCard(kind="episodes", title=f"Thread {t} run {i}", body=_words(f"t{t}x{i}"), force=True))
                 ids.append(r.id)
-                svc.search(mem, SearchCards(query=f"t{t}x{i}w2 ap{i}w3", limit=5)).results
+                svc.search(mem, SearchCards(query=f"t{t}x{i}w2 ap{i}w3", limit=5))
             except Exception as exc:
                 errors.append(f"{t}/{i}: {type(exc).__name__}: {exc}")
 
@@ -349,7 +353,12 @@ def test_threads_sharing_one_index_while_another_process_appends_neither_deadloc
     appender.communicate(timeout=30)  # waits, and closes its pipe
     assert errors == []
     assert len(ids) == n_threads * each
-    found = {h.id for h in svc.search(mem, SearchCards(query=" ".join((f"t{t}x{i}w5" for t in range(n_threads) for i in range(each))), limit=100)).results}
+    found = {
+        h.id
+        for h in svc.search(
+            mem, SearchCards(query=" ".join(f"t{t}x{i}w5" for t in range(n_threads) for i in range(each)), limit=100)
+        ).results
+    }
     assert found == set(ids)
     assert len(svc.list_recent(mem, ListRecent(limit=100)).results) == n_threads * each + appended
 
@@ -357,7 +366,7 @@ def test_threads_sharing_one_index_while_another_process_appends_neither_deadloc
 def test_the_duplicate_check_sees_cards_the_index_has_not_caught_up_with(quest: Quest, mem: MemoryContext):
     from ds_events.events.memory import CardWritten
 
-    svc.search(mem, SearchCards(query="warm the index up")).results
+    svc.search(mem, SearchCards(query="warm the index up"))
     store = mem.store("quest")
     # Appended by someone else after this handle last synced the index.
     quest.log.append(CardWritten(card_id="knowledge-0000beef", kind="knowledge", title="Cache the tokenizer per vocabulary",
@@ -371,10 +380,9 @@ def test_the_duplicate_check_sees_cards_the_index_has_not_caught_up_with(quest: 
 def test_a_write_never_holds_the_logs_lock_while_the_index_is_busy(quest: Quest, mem: MemoryContext, monkeypatch):
     from ds_events.events.memory import CardWritten
     from ds_events.memory import sqlite_file
-
     from ds_events.memory.store import INDEX_LAG
 
-    svc.search(mem, SearchCards(query="warm the index up")).results
+    svc.search(mem, SearchCards(query="warm the index up"))
     # The index is now behind by more than a write lets it lag: the write must fold them in.
     quest.log.append([CardWritten(card_id=f"knowledge-0000be{i:02x}", kind="knowledge", title=f"Seeds matter {i}",
                                   body=f"{i} seeds", source_quest="q1") for i in range(INDEX_LAG + 1)])  # fmt: skip

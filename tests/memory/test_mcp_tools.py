@@ -9,9 +9,9 @@ import mcp
 import pytest
 import yaml
 
-from ds_events.services.memory.commands import ConfigureGuard, WriteCard
 from ds_events.home import Home, Quest
 from ds_events.log import EventLog
+from ds_events.services.memory.commands import ConfigureGuard, WriteCard
 from tests.helpers import domain_events, tool_error
 
 from .conftest import call
@@ -103,7 +103,7 @@ async def test_read_by_id_record_id_and_path_and_paths_outside_memory_are_refuse
     secret.write_text("---\ntitle: s\n---\nsecret")
     link = quest.root / "memory" / "papers" / "link.md"
     link.symlink_to(secret)
-    for bad in ("../../../etc/passwd", "/etc/passwd", f"memory/papers/../../status.md", str(secret), "memory/papers/link.md",
+    for bad in ("../../../etc/passwd", "/etc/passwd", "memory/papers/../../status.md", str(secret), "memory/papers/link.md",
                 ".ds/events.jsonl", "memory/../brief.md"):
         err = tool_error(await client.call_tool("read", {"path": bad}))
         assert err["error"] == "path_outside_memory", (bad, err)
@@ -136,8 +136,8 @@ async def test_promote_copies_a_card_to_global_memory_and_both_logs_record_it(ho
 async def test_same_and_non_ascii_titles_never_collide(client, quest):
     a = await call(client, "write", kind="ideas", title="Mixup for ViT", body="alpha beta gamma")
     b = await call(client, "write", kind="ideas", title="Mixup for ViT", body="delta epsilon", force=True)
-    c = await call(client, "write", kind="ideas", title="数据增强：混合", body="中文 正文")
-    d = await call(client, "write", kind="ideas", title="数据增强：混合", body="另一个", force=True)
+    c = await call(client, "write", kind="ideas", title="数据增强\uff1a混合", body="中文 正文")
+    d = await call(client, "write", kind="ideas", title="数据增强\uff1a混合", body="另一个", force=True)
     paths = {x["path"] for x in (a, b, c, d)}
     assert len(paths) == 4 and all((quest.root / p).is_file() for p in paths)
     assert all(Path(p).name.isascii() for p in paths)
@@ -146,9 +146,24 @@ async def test_same_and_non_ascii_titles_never_collide(client, quest):
 
 
 async def test_diverse_search_returns_relevant_and_mutually_different_cards(client):
-    a = await call(client, "write", kind="knowledge", title="Gradient clipping stops loss spikes", body="clip norm 1.0 fixed spikes in fp16 runs")
-    b = await call(client, "write", kind="knowledge", title="Gradient clipping stops loss spikes in fp16", body="clip norm 1.0 fixed spikes in fp16 runs too", force=True)
-    c = await call(client, "write", kind="knowledge", title="Loss spikes come from bad data shards", body="shard 17 had corrupted tokens causing spikes")
+    a = await call(
+        client, "write", kind="knowledge", title="Gradient clipping stops loss spikes", body="clip norm 1.0 fixed spikes in fp16 runs"
+    )
+    b = await call(
+        client,
+        "write",
+        kind="knowledge",
+        title="Gradient clipping stops loss spikes in fp16",
+        body="clip norm 1.0 fixed spikes in fp16 runs too",
+        force=True,
+    )
+    c = await call(
+        client,
+        "write",
+        kind="knowledge",
+        title="Loss spikes come from bad data shards",
+        body="shard 17 had corrupted tokens causing spikes",
+    )
     plain = await call(client, "search", query="loss spikes clipping", limit=2)
     assert {r["id"] for r in plain["items"]} == {a["id"], b["id"]}
     diverse = await call(client, "search", query="loss spikes clipping", limit=2, diverse=True)
@@ -245,7 +260,11 @@ ERROR_CASES = [
     ("audit", {"scope": "elsewhere"}, "invalid_scope"),
     ("append_memory", {"record_type": "gossip", "summary": "s", "detail": "d", "session_id": "s1"}, "invalid_record_type"),
     ("append_memory", {"record_type": "mistake_fix", "summary": "s", "detail": "d", "session_id": " "}, "missing_session_id"),
-    ("append_memory", {"record_type": "mistake_fix", "summary": "s", "detail": "d", "session_id": "s", "supersedes": "mem-999"}, "unknown_card"),
+    (
+        "append_memory",
+        {"record_type": "mistake_fix", "summary": "s", "detail": "d", "session_id": "s", "supersedes": "mem-999"},
+        "unknown_card",
+    ),
     ("read_memory", {"task_description": "x", "top_k": 0}, "invalid_limit"),
 ]
 

@@ -12,10 +12,11 @@ import mcp
 import pytest
 
 from ds_events.home import Home, Quest
+from tests import stores
 from tests.helpers import DS, distinct_body, ds_env, write_shared_lesson
-from tests.stores import home  # noqa: F401 - every test here runs on the file store and on PostgreSQL
 
 pytestmark = pytest.mark.slow
+home = stores.home  # the conftest's home, on the file store and on PostgreSQL: every test here runs on both
 
 N_EACH = 12
 
@@ -44,7 +45,7 @@ async def _writer(home: Home, proc: str, ready: asyncio.Event, start: asyncio.Ev
 async def test_two_mcp_server_processes_writing_to_one_quest_lose_nothing(home: Home, quest: Quest):
     start = asyncio.Event()
     ready = [asyncio.Event(), asyncio.Event()]
-    tasks = [asyncio.create_task(_writer(home, p, r, start)) for p, r in zip(("a", "b"), ready)]
+    tasks = [asyncio.create_task(_writer(home, p, r, start)) for p, r in zip(("a", "b"), ready, strict=True)]
     # Both servers are up once each has listed its tools; then they start together.
     await asyncio.wait_for(asyncio.gather(*(r.wait() for r in ready)), 60)
     start.set()

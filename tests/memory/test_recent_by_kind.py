@@ -61,7 +61,7 @@ def test_list_recent_by_kind_through_the_service_is_newest_first_and_skips_super
     written = []
     titles = ["warmup stabilises early training", "loader crashed on shared memory", "cosine decay beats steps",
               "residual networks paper", "mixup hurts calibration here"]  # fmt: skip
-    for title, kind in zip(titles, ["knowledge", "episodes", "knowledge", "papers", "knowledge"]):
+    for title, kind in zip(titles, ["knowledge", "episodes", "knowledge", "papers", "knowledge"], strict=True):
         r = svc.write(mem, WriteCard(kind=kind, title=title, body=f"details of {title}"))
         assert r.status == "written", r
         written.append(r.id)

@@ -9,13 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from ds_events.services.memory.commands import AppendRecord, AuditMemory, ImportHandEdits, PromoteToGlobal, ReadCard, SearchCards, WriteCard
 from ds_events.cli import main
 from ds_events.home import Home, Quest
-from ds_events.services.memory.audit import audit_memory, import_hand_edits
-from ds_events.services.memory.records import append_record
 from ds_events.memory.store import MemoryContext
+from ds_events.services.commands import to_builtins
 from ds_events.services.memory import cards as svc
+from ds_events.services.memory.audit import audit_memory, import_hand_edits
+from ds_events.services.memory.commands import AppendRecord, AuditMemory, ImportHandEdits, PromoteToGlobal, ReadCard, SearchCards, WriteCard
+from ds_events.services.memory.records import append_record
 
 
 def _files(root: Path) -> dict[str, bytes]:
@@ -32,11 +33,23 @@ def _ds(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
 
 
 def _populate(mem: MemoryContext) -> dict[str, str]:
-    a = svc.write(mem, WriteCard(kind="papers", title="Vision transformers need data", body="ViT underperforms ResNet below 10M images.", tags=['vit']))
-    b = svc.write(mem, WriteCard(kind="ideas", title="Distil ViT from a CNN teacher", body="DeiT-style token", metadata={"confidence": 0.6}))
-    c = svc.write(mem, WriteCard(kind="ideas", title="Distil a ViT from a CNN teacher network", body="DeiT-style distillation token", supersedes=b.id))
+    a = svc.write(
+        mem,
+        WriteCard(kind="papers", title="Vision transformers need data", body="ViT underperforms ResNet below 10M images.", tags=["vit"]),
+    )
+    b = svc.write(
+        mem, WriteCard(kind="ideas", title="Distil ViT from a CNN teacher", body="DeiT-style token", metadata={"confidence": 0.6})
+    )
+    c = svc.write(
+        mem, WriteCard(kind="ideas", title="Distil a ViT from a CNN teacher network", body="DeiT-style distillation token", supersedes=b.id)
+    )
     svc.promote_to_global(mem, PromoteToGlobal(card_id=a.id))
-    append_record(mem, AppendRecord(record_type="mistake_fix", summary="Forgot to freeze BN stats", detail="Set model.eval() for BN layers", session_id="s1"))
+    append_record(
+        mem,
+        AppendRecord(
+            record_type="mistake_fix", summary="Forgot to freeze BN stats", detail="Set model.eval() for BN layers", session_id="s1"
+        ),
+    )
     return {"paper": a.id, "old_idea": b.id, "idea": c.id}
 
 
@@ -91,7 +104,8 @@ def test_hand_made_and_deleted_card_files_are_imported_and_restored(home: Home, 
     result = import_hand_edits(mem, ImportHandEdits())
     assert result.restored == [f"memory/ideas/{ids['idea']}.md"] and gone.read_bytes() == gone_bytes
     (moved,) = result.moved
-    assert not new.exists() and (quest.root / moved["to"]).is_file()
+    assert not new.exists() and (quest.root / moved.to).is_file()
+    assert to_builtins(moved) == {"from": f"memory/knowledge/{new.name}", "to": moved.to}  # the wire names
     assert [r.title for r in svc.search(mem, SearchCards(query="seeds variance")).results] == ["Seeds matter at small scale"]
     assert audit_memory(mem, AuditMemory()).drift == []
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from ds_events.services.memory.quality import evaluate, load_fixture, substring_search
 from ds_events.memory.store import MemoryContext
+from ds_events.services.memory.quality import evaluate, load_fixture, substring_search
 from tests.conftest import FIXTURES
 
 

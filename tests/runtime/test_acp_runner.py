@@ -22,10 +22,9 @@ from ds_events.home import Home, Quest
 from ds_events.runners import make_runner
 from ds_events.runners.acp import AcpRunner, tool_name
 from ds_events.services import quest as quest_service
-from ds_events.services.runtime import steering
-from ds_events.services.runtime import turns as turns
+from ds_events.services.runtime import steering, turns as turns
+from ds_events.services.runtime.commands import Action, PromptRequest
 from ds_events.services.runtime.scheduler import QuestScheduler
-from ds_events.services.runtime.turns import PromptRequest
 from tests.helpers import DS, ds_env, wait_until_async
 
 REPO = Path(__file__).resolve().parents[2]
@@ -82,7 +81,7 @@ async def test_an_acp_turn_lands_the_agents_messages_and_tool_calls_in_order(que
         "tool_call", "tool_result", "agent_message", "turn_finished",
     ]  # fmt: skip
     _, started, thought, said, call1, result1, call2, result2, closing, end = events
-    assert started.command == AGENT + ["--model-choice"]
+    assert started.command == [*AGENT, "--model-choice"]
     assert thought.text == "The prompt asks for a note. I will write it to memory first."  # chunks joined
     assert (said.text, said.message_id) == ("Recording what I learned, then telling you.", "m1")
     assert (call1.call_id, call1.tool, call1.server) == ("t1", "memory.write", "memory")
@@ -196,7 +195,7 @@ async def test_interrupt_sends_session_cancel_and_the_agent_answers_cancelled(qu
     post(quest, "start the long job")
     spec = turns.claim_turn(
         quest, runner="acp", model="", host=turns.Host.this_process(), build_prompt=build_prompt,
-        action=turns.Action(kind="start"),
+        action=Action(kind="start"),
     )  # fmt: skip
     assert spec is not None
     runner = AcpRunner(config("--mode", "hang"))

@@ -19,8 +19,8 @@ from ds_events.runners.base import mcp_server_command
 from ds_events.runners.claude import ClaudeRunner, tool_name
 from ds_events.services import quest as quest_service
 from ds_events.services.runtime import turns as turns
+from ds_events.services.runtime.commands import Action, PromptRequest, TurnSpec
 from ds_events.services.runtime.scheduler import QuestScheduler
-from ds_events.services.runtime.turns import PromptRequest, TurnSpec
 
 REPO = Path(__file__).resolve().parents[2]
 STREAM = REPO / "fixtures" / "claude" / "stream.jsonl"
@@ -36,7 +36,7 @@ def claim(quest: Quest, model: str = "") -> TurnSpec:
     quest_service.post_message(quest, quest_service.PostMessage(text="check the tokenizer baseline"), source="cli")
     spec = turns.claim_turn(
         quest, runner="claude", model=model, host=turns.Host.this_process(), build_prompt=build_prompt,
-        action=turns.Action(kind="start"),
+        action=Action(kind="start"),
     )  # fmt: skip
     assert spec is not None
     return spec

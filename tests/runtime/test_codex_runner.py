@@ -14,19 +14,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 from ds_events.config import CodexProviderConfig, RunnerConfig, parse_config
 from ds_events.errors import Invalid
 from ds_events.home import Quest
-from ds_events.runners import codex as codex_module
-from ds_events.runners import make_runner, scheduler_for
+from ds_events.runners import codex as codex_module, make_runner, scheduler_for
 from ds_events.runners.codex import CodexRunner, _toml, codex_home, render_config
 from ds_events.services import quest as quest_service
-from ds_events.services.runtime import steering
-from ds_events.services.runtime import turns as turns
-from ds_events.services.runtime.turns import MCP_NAMESPACES, Host, TurnRecorder, TurnSpec
+from ds_events.services.runtime import steering, turns as turns
+from ds_events.services.runtime.commands import Action, TurnSpec
+from ds_events.services.runtime.turns import MCP_NAMESPACES, Host, TurnRecorder
 from tests.helpers import DS, ds_env, wait_until_async
 
 from .codex_support import CODEX_FIXTURES, SCRIPTED_MODEL, codex_executable, responses_server, write_runner_config
@@ -42,7 +40,7 @@ def claim(quest: Quest, text: str = "Record the warmup finding.") -> TurnSpec:
     quest_service.post_message(quest, quest_service.PostMessage(text=text), source="cli")
     spec = turns.claim_turn(
         quest, runner="codex", model="", host=Host.this_process(), build_prompt=lambda q, r: "the prompt",
-        action=turns.Action(kind="start"),
+        action=Action(kind="start"),
     )  # fmt: skip
     assert spec is not None
     return spec
@@ -312,7 +310,11 @@ async def test_real_codex_calls_our_mcp_tools_and_the_events_land_in_the_log_in_
     assert card < write_done < result_write < call_interact < result_interact < said
     assert call_write < result_write and sent < interact_done < result_interact and card < sent
     assert turn[result_write].status == "ok" and turn[result_write].output["status"] == "written"
-    assert turn[result_interact].status == "ok" and turn[result_interact].output["status"] == "ok" and turn[result_interact].output["interaction_status"] == "sent"
+    assert (
+        turn[result_interact].status == "ok"
+        and turn[result_interact].output["status"] == "ok"
+        and turn[result_interact].output["interaction_status"] == "sent"
+    )
     assert turn[card].title == "Warmup avoids early divergence" and turn[sent].message == "Wrote the warmup card."
     assert turn[said].text == "Warmup card written and progress sent."
     assert types.index("runner.reasoning") < call_write

@@ -24,15 +24,13 @@ from ds_events.events.interaction import InteractionReplied
 from ds_events.events.memory import CardWritten
 from ds_events.home import Home, Quest
 from ds_events.memory.store import MemoryContext
+from ds_events.services import artifacts, quest as quests
 from ds_events.services.artifacts import commands as acmd
-from ds_events.services import artifacts
-from ds_events.services.runtime import prompt as prompt
-from ds_events.services import quest as quests
 from ds_events.services.interactions import mailbox as ia
 from ds_events.services.memory import cards as memory_service
 from ds_events.services.memory.commands import WriteCard
-from projections.interactions import InboundItem, InteractionRecord
-from projections.interactions import State as InteractionsState
+from ds_events.services.runtime import prompt as prompt
+from projections.interactions import InboundItem, InteractionRecord, State as InteractionsState
 from projections.status import StatusState
 
 from ..conftest import FIXTURES

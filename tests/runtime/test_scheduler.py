@@ -19,8 +19,8 @@ from ds_events.errors import Invalid
 from ds_events.home import Home, Quest
 from ds_events.runners import make_runner, scheduler_for
 from ds_events.services import quest as quest_service
-from ds_events.services.runtime import steering
-from ds_events.services.runtime import turns as turns
+from ds_events.services.runtime import steering, turns as turns
+from ds_events.services.runtime.commands import Action
 from projections import interactions as mailbox
 from tests.helpers import DS, ds_env, wait_until
 
@@ -214,7 +214,9 @@ def test_a_turn_cut_off_by_a_crash_is_recorded_interrupted_once(quest: Quest, tm
         env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )  # fmt: skip
     try:
-        wait_until(lambda: quest.state("turns").turns and quest.state("turns").turns[quest.state("turns").running or ""].pgid, what="agent started")
+        wait_until(
+            lambda: quest.state("turns").turns and quest.state("turns").turns[quest.state("turns").running or ""].pgid, what="agent started"
+        )
     finally:
         host.send_signal(signal.SIGKILL)
         host.wait()
@@ -253,7 +255,7 @@ def test_a_live_hosts_turn_is_not_recovered(quest: Quest) -> None:
     message(quest, "go")
     spec = turns.claim_turn(
         quest, runner="scripted", model="", host=turns.Host.this_process(),
-        build_prompt=lambda q, r: "prompt", action=turns.Action(kind="start"),
+        build_prompt=lambda q, r: "prompt", action=Action(kind="start"),
     )  # fmt: skip
     assert spec is not None
     assert turns.recover_turns(quest) == []
@@ -286,7 +288,7 @@ def test_the_turn_uses_the_selected_skill(quest: Quest, anchor: str, reply_to_bl
         message(quest, "carry on")
     spec = turns.claim_turn(
         quest, runner="scripted", model="", host=turns.Host.this_process(), build_prompt=turns.turn_prompt,
-        action=turns.Action(kind="start"),
+        action=Action(kind="start"),
     )  # fmt: skip
     chosen = spec.skill
     assert f"skill for this turn: `{skill}`" in Path(spec.prompt_path).read_text()

@@ -11,8 +11,9 @@ from ds_events.config import RunnerConfig
 from ds_events.home import Quest
 from ds_events.services import quest as quest_service
 from ds_events.services.runtime import steering
-from ds_events.services.runtime.scheduler import QuestScheduler, RunResult
-from ds_events.services.runtime.turns import PromptRequest, TurnRecorder, TurnSpec
+from ds_events.services.runtime.commands import PromptRequest, RunResult, TurnSpec
+from ds_events.services.runtime.scheduler import QuestScheduler
+from ds_events.services.runtime.turns import TurnRecorder
 
 
 class DiesOnControl:

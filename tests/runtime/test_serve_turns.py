@@ -9,8 +9,8 @@ import aiohttp
 import pytest
 
 from ds_events.home import Home, Quest
-from tests.http.sse import frames
 from tests.helpers import start_serve
+from tests.http.sse import frames
 
 pytestmark = pytest.mark.slow
 

@@ -60,10 +60,18 @@ async def test_the_route_the_skills_teach_runs_on_the_real_servers(home: Home, q
         await call("memory.search", query="resnet20 reproduce environment", kind="episodes", scope="both", limit=8)
         await call("memory.search", query="resnet20 cifar10", kind="knowledge", scope="both", limit=5)
         await call("memory.read_memory", task_description="reproduce resnet20 on cifar10", top_k=5)
-        await call("artifact.publish_baseline", payload={"baseline_id": "rn20", "title": "ResNet-20 (He et al.)", "baseline_path": "baselines/rn20", "source": "paper"})  # fmt: skip
+        await call(
+            "artifact.publish_baseline",
+            payload={"baseline_id": "rn20", "title": "ResNet-20 (He et al.)", "baseline_path": "baselines/rn20", "source": "paper"},
+        )
         await call("artifact.attach_baseline", baseline_id="rn20")
-        await call("bash_exec.bash_exec", command="mkdir -p baselines/rn20 && cd baselines/rn20 && echo smoke ok", mode="await", wait_timeout_seconds=60)  # fmt: skip
-        job = await call("bash_exec.bash_exec", command=_write_metrics(0.912), mode="detach", workdir="baselines/rn20", timeout_seconds=600)  # fmt: skip
+        await call(
+            "bash_exec.bash_exec",
+            command="mkdir -p baselines/rn20 && cd baselines/rn20 && echo smoke ok",
+            mode="await",
+            wait_timeout_seconds=60,
+        )
+        job = await call("bash_exec.bash_exec", command=_write_metrics(0.912), mode="detach", workdir="baselines/rn20", timeout_seconds=600)
         done = await call("bash_exec.bash_exec", mode="await", id=job["id"], wait_timeout_seconds=60)
         assert done["done"] and done["status"] == "completed"
         await call("bash_exec.bash_exec", mode="read", id=job["id"], tail=200)
@@ -73,7 +81,14 @@ async def test_the_route_the_skills_teach_runs_on_the_real_servers(home: Home, q
             baseline_path="baselines/rn20",
             baseline_id="rn20",
             metric_contract={
-                "metrics": {"top1": {"description": "top-1 accuracy on the test split", "origin_path": "baselines/rn20/results/metrics.json", "source_ref": "eval.py", "direction": "higher"}},  # fmt: skip
+                "metrics": {
+                    "top1": {
+                        "description": "top-1 accuracy on the test split",
+                        "origin_path": "baselines/rn20/results/metrics.json",
+                        "source_ref": "eval.py",
+                        "direction": "higher",
+                    }
+                },
                 "evaluation_protocol": {"split": "test", "command": "python eval.py"},
             },
             metrics_summary=_metrics(quest, "baselines/rn20"),
@@ -81,7 +96,13 @@ async def test_the_route_the_skills_teach_runs_on_the_real_servers(home: Home, q
             summary="measured 0.912, reported 0.9125",
         )
         assert confirmed["metric_ids"] == ["top1"]
-        await call("memory.append_memory", record_type="working_solution", summary="ResNet-20 evaluation runs on CPU", detail="python eval.py --device cpu", session_id="run-1")  # fmt: skip
+        await call(
+            "memory.append_memory",
+            record_type="working_solution",
+            summary="ResNet-20 evaluation runs on CPU",
+            detail="python eval.py --device cpu",
+            session_id="run-1",
+        )
         await call("artifact.interact", message="Baseline ResNet-20 confirmed: top1 = 0.912.", kind="milestone")
         await _decide(call, "baseline_confirmed", "confirm_baseline", "idea")
 
@@ -106,7 +127,9 @@ async def test_the_route_the_skills_teach_runs_on_the_real_servers(home: Home, q
         idea = submitted["idea_id"]
         assert submitted["branch"] == f"idea/{quest.id}-{idea}" and submitted["next_anchor"] == "experiment"
         assert quest.state("status").anchor == "experiment"
-        await call("memory.write", kind="ideas", title="Label smoothing selected over mixup for calibration", body="cheaper", tags=["cifar10"])  # fmt: skip
+        await call(
+            "memory.write", kind="ideas", title="Label smoothing selected over mixup for calibration", body="cheaper", tags=["cifar10"]
+        )
         await call("artifact.interact", message="Selected: label smoothing 0.1.", kind="milestone")
 
         call.stage = "experiment"
@@ -122,9 +145,15 @@ async def test_the_route_the_skills_teach_runs_on_the_real_servers(home: Home, q
         assert [(e["line_key"], e["best_run_id"]) for e in board["scoreboard"]["entries"]] == [(idea, None)]
         assert board["scoreboard"]["incumbent_line_key"] is None
         worktree = submitted["worktree"]
-        await call("bash_exec.bash_exec", command="echo 'smoothing = 0.1' > train_config.py && echo smoke ok", mode="await", workdir=worktree, wait_timeout_seconds=60)  # fmt: skip
+        await call(
+            "bash_exec.bash_exec",
+            command="echo 'smoothing = 0.1' > train_config.py && echo smoke ok",
+            mode="await",
+            workdir=worktree,
+            wait_timeout_seconds=60,
+        )
         await call("artifact.checkpoint", message="ls-0.1: label smoothing 0.1 in the loss")
-        job = await call("bash_exec.bash_exec", command=_write_metrics(0.921), mode="detach", workdir=worktree, timeout_seconds=600)  # fmt: skip
+        job = await call("bash_exec.bash_exec", command=_write_metrics(0.921), mode="detach", workdir=worktree, timeout_seconds=600)
         await call("artifact.interact", message=f"Main run ls-0.1 started ({job['id']}).", kind="progress")
         assert (await call("bash_exec.bash_exec", mode="await", id=job["id"], wait_timeout_seconds=60))["done"]
         await call("bash_exec.bash_exec", mode="read", id=job["id"], tail=100)
@@ -145,7 +174,9 @@ async def test_the_route_the_skills_teach_runs_on_the_real_servers(home: Home, q
         )
         assert main["primary"]["better"] is True and main["branch"] == "run/ls-0.1"
         assert main["progress_eval"]["beats_baseline"] is True
-        await call("memory.write", kind="episodes", title="ls-0.1 gains 0.9 points of top-1 over ResNet-20", body="0.921 vs 0.912", tags=["ls"])  # fmt: skip
+        await call(
+            "memory.write", kind="episodes", title="ls-0.1 gains 0.9 points of top-1 over ResNet-20", body="0.921 vs 0.912", tags=["ls"]
+        )
         await call("artifact.interact", message="ls-0.1: top1 0.921 vs baseline 0.912 (+0.009).", kind="milestone")
         await _decide(call, "win", "launch_analysis_campaign", "analysis-campaign")
 
@@ -161,7 +192,7 @@ async def test_the_route_the_skills_teach_runs_on_the_real_servers(home: Home, q
             parent_run_id="ls-0.1",
         )
         piece = campaign["slices"][0]
-        job = await call("bash_exec.bash_exec", command=_write_metrics(0.90), mode="detach", workdir=piece["worktree"], timeout_seconds=600)  # fmt: skip
+        job = await call("bash_exec.bash_exec", command=_write_metrics(0.90), mode="detach", workdir=piece["worktree"], timeout_seconds=600)
         await call("bash_exec.bash_exec", mode="await", id=job["id"], wait_timeout_seconds=60)
         await call("artifact.checkpoint", message="campaign-001/no-aug: results", branch=piece["branch"])
         recorded = await call(
@@ -175,7 +206,9 @@ async def test_the_route_the_skills_teach_runs_on_the_real_servers(home: Home, q
         )
         assert recorded["campaign_complete"] is True
         await call("artifact.interact", message="no-aug: 0.90; 0 slices left.", kind="progress")
-        await call("memory.write", kind="knowledge", title="Label smoothing helps ResNet-20 even without augmentation", body="0.90", tags=["ls"])  # fmt: skip
+        await call(
+            "memory.write", kind="knowledge", title="Label smoothing helps ResNet-20 even without augmentation", body="0.90", tags=["ls"]
+        )
         await call("artifact.interact", message="Augmentation is not the cause. Next: write.", kind="milestone")
         await _decide(call, "claim supported", "write", "write")
 
@@ -189,11 +222,28 @@ async def test_the_route_the_skills_teach_runs_on_the_real_servers(home: Home, q
         paper = await call("artifact.prepare_branch", run_id="ls-0.1", branch_kind="paper", start_point="run/ls-0.1")
         assert paper["branch"] == "paper/ls-0.1"
         await call("artifact.arxiv", paper_id="1512.00567", mode="list")
-        await call("bash_exec.bash_exec", command="mkdir -p paper && echo '# Label smoothing' > paper/main.md", mode="await", workdir=paper["worktree"], wait_timeout_seconds=60)  # fmt: skip
+        await call(
+            "bash_exec.bash_exec",
+            command="mkdir -p paper && echo '# Label smoothing' > paper/main.md",
+            mode="await",
+            workdir=paper["worktree"],
+            wait_timeout_seconds=60,
+        )
         await call("artifact.render_git_graph", max_commits=200)
         await call("artifact.checkpoint", message="paper: draft of the results section")
-        await call("artifact.record", payload={"kind": "report", "title": "Label smoothing on CIFAR-10", "summary": "...", "branch": paper["branch"], "files": ["paper/main.md"]})  # fmt: skip
-        await call("memory.write", kind="templates", title="Short result report: claim, table, ablation, limits", body="outline", tags=["writing"])  # fmt: skip
+        await call(
+            "artifact.record",
+            payload={
+                "kind": "report",
+                "title": "Label smoothing on CIFAR-10",
+                "summary": "...",
+                "branch": paper["branch"],
+                "files": ["paper/main.md"],
+            },
+        )
+        await call(
+            "memory.write", kind="templates", title="Short result report: claim, table, ablation, limits", body="outline", tags=["writing"]
+        )
         await call("artifact.interact", message="Draft ready on paper/ls-0.1.", kind="milestone")
         await _decide(call, "draft_ready", "finalize", "finalize")
 
@@ -202,7 +252,9 @@ async def test_the_route_the_skills_teach_runs_on_the_real_servers(home: Home, q
         await call("memory.search", query="failed route lesson", kind="episodes", limit=10)
         await call("memory.search", query="final report", kind="templates", scope="global", limit=3)
         audit = await call("memory.audit", scope="quest")
-        lesson = (await call("memory.write", kind="knowledge", title="Label smoothing 0.1 is a cheap top-1 gain for small ResNets", body="merged"))["id"]  # fmt: skip
+        lesson = (
+            await call("memory.write", kind="knowledge", title="Label smoothing 0.1 is a cheap top-1 gain for small ResNets", body="merged")
+        )["id"]
         await call("memory.promote_to_global", card_id=lesson)
         await call("artifact.checkpoint", message="finalize: summary and graph", branch="main")
         await call("artifact.render_git_graph")
@@ -217,7 +269,7 @@ async def test_the_route_the_skills_teach_runs_on_the_real_servers(home: Home, q
         )
         assert request["interaction_status"] == "waiting" and request["open_request_count"] == 1 and audit["ok"] is True
         # The user answers; the next turn is a decision turn that acts on the reply.
-        interactions.reply(quest, interactions.Reply(interaction_id=request["interaction_id"], text="close it", option_id="approve"))  # fmt: skip
+        interactions.reply(quest, interactions.Reply(interaction_id=request["interaction_id"], text="close it", option_id="approve"))
 
         call.stage = "decision"
         await call("memory.list_recent", kind="decisions", limit=8)
@@ -234,10 +286,13 @@ async def test_the_route_the_skills_teach_runs_on_the_real_servers(home: Home, q
         head = await call("artifact.activate_branch", run_id=frontier["best_run"]["run_id"], promote_to_head=True, anchor="finalize")
         assert head["branch"] == "run/ls-0.1" and quest.state("research").research_head_branch == "run/ls-0.1"
         await call("bash_exec.bash_exec", mode="list")
-        await call("artifact.record", payload={"kind": "decision", "verdict": "close", "action": "stop", "reason": "user approved", "next_anchor": "finalize"})  # fmt: skip
+        await call(
+            "artifact.record",
+            payload={"kind": "decision", "verdict": "close", "action": "stop", "reason": "user approved", "next_anchor": "finalize"},
+        )
         await call("artifact.record", payload={"kind": "approval", "verdict": "approved", "summary": "close"})
-        await call("memory.write", kind="decisions", title="Quest closed after label smoothing result was written up", body="approved")  # fmt: skip
-        await call("artifact.interact", kind="answer", message="Decided: stop.", reply_to_interaction_id=request["interaction_id"])  # fmt: skip
+        await call("memory.write", kind="decisions", title="Quest closed after label smoothing result was written up", body="approved")
+        await call("artifact.interact", kind="answer", message="Decided: stop.", reply_to_interaction_id=request["interaction_id"])
         closed = await call("artifact.complete_quest", summary="Label smoothing 0.1 helps a small ResNet; written up.")
         assert closed["status"] == "completed" and quest.state("status").status == "completed"
 
@@ -248,7 +303,10 @@ async def test_the_route_the_skills_teach_runs_on_the_real_servers(home: Home, q
 
 
 async def _decide(call: Route, verdict: str, action: str, next_anchor: str) -> None:
-    await call("artifact.record", payload={"kind": "decision", "verdict": verdict, "action": action, "reason": "evidence", "next_anchor": next_anchor})  # fmt: skip
+    await call(
+        "artifact.record",
+        payload={"kind": "decision", "verdict": verdict, "action": action, "reason": "evidence", "next_anchor": next_anchor},
+    )
 
 
 def _write_metrics(top1: float) -> str:

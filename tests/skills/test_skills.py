@@ -20,14 +20,13 @@ from ds_events.artifacts.validate import APPROVAL_VERDICTS, DECISION_ACTIONS
 from ds_events.errors import Invalid, NotFound
 from ds_events.home import Home
 from ds_events.memory.store import SCOPES
-from ds_events.services.runtime import skills as skills
 from ds_events.services.artifacts.arxiv import MODES as ARXIV_MODES
 from ds_events.services.artifacts.campaigns import SLICE_STATUSES
-from ds_events.services.bash.commands import MODES as BASH_MODES
 from ds_events.services.artifacts.checkpoints import BRANCH_KINDS
-from ds_events.services.interactions.commands import KINDS as INTERACTION_KINDS
-from ds_events.services.interactions.commands import REPLY_MODES
+from ds_events.services.bash.commands import MODES as BASH_MODES
+from ds_events.services.interactions.commands import KINDS as INTERACTION_KINDS, REPLY_MODES
 from ds_events.services.memory.plan import stage_memory_plan
+from ds_events.services.runtime import skills as skills
 from ds_events.services.runtime.skills import (
     SECTIONS,
     SKILL_NAMES,
@@ -40,8 +39,7 @@ from ds_events.services.runtime.skills import (
     tool_calls,
     tool_references,
 )
-from projections.memory import KINDS as MEMORY_KINDS
-from projections.memory import RECORD_TYPES
+from projections.memory import KINDS as MEMORY_KINDS, RECORD_TYPES
 from tests.mcp_support import open_clients
 
 REPO = Path(__file__).resolve().parent.parent.parent

@@ -1,6 +1,6 @@
 """The memory health report, and taking hand edits of card files in as events.
 
-:func:`audit` is read-only: counts per kind, near-duplicate clusters among active
+:func:`audit_memory` is read-only: counts per kind, near-duplicate clusters among active
 cards, config-polluted titles, broken supersession (and promotion) links, and drift
 between the card files on disk and what the log renders. :func:`import_hand_edits`
 turns that drift into events (``memory.card_imported`` for an edited card, a new card
@@ -17,7 +17,6 @@ from ds_events.events.memory import CardImported, CardWritten
 from ds_events.memory.cards import (
     as_tag_list,
     card_file_text,
-    card_summary,
     check_tags,
     check_title,
     new_card_id,
@@ -26,10 +25,17 @@ from ds_events.memory.cards import (
 from ds_events.memory.store import MemoryContext, MemoryStore, check_scope
 from ds_events.memory.text import config_pollution, is_near_duplicate, similarity
 from ds_events.paths import confined, write_atomic
-from projections.memory import KINDS, RESERVED_KEYS, Card, MemoryState, render_card
-
+from ds_events.services.commands import to_builtins
 from ds_events.services.memory.cards import guard_keys, info
-from ds_events.services.memory.commands import AuditMemory, AuditReport, ImportedCard, ImportHandEdits, ImportResult
+from ds_events.services.memory.commands import (
+    AuditMemory,
+    AuditReport,
+    ImportedCard,
+    ImportHandEdits,
+    ImportResult,
+    MovedCard,
+)
+from projections.memory import KINDS, RESERVED_KEYS, Card, MemoryState, render_card
 
 __all__ = ["audit_memory", "import_hand_edits"]
 
@@ -39,31 +45,36 @@ def audit_memory(mem: MemoryContext, cmd: AuditMemory, *, records_only: bool = F
     scope = check_scope(cmd.scope)
     stores = [mem.store(s) for s in (("quest", "global") if scope == "both" else (scope,))]
     keys = guard_keys(mem)
-    report: dict[str, Any] = {"scope": scope, "counts": {}, "duplicate_clusters": [], "config_polluted": [],
-                              "broken_links": [], "drift": []}  # fmt: skip
+    counts: dict[str, dict[str, dict[str, int]]] = {}
+    clusters: list[dict[str, Any]] = []
+    polluted: list[dict[str, Any]] = []
+    links: list[dict[str, Any]] = []
+    drift: list[dict[str, Any]] = []
     for store in stores:
         state = store.state()
         cards = [c for c in state.cards.values() if c.record_id or not records_only]
-        counts = report["counts"].setdefault(store.scope, {})
+        per_kind = counts.setdefault(store.scope, {})
         for card in cards:
-            slot = counts.setdefault(card.record_type if records_only else card.kind, {"active": 0, "superseded": 0})
+            slot = per_kind.setdefault(card.record_type if records_only else card.kind, {"active": 0, "superseded": 0})
             slot["active" if card.active else "superseded"] += 1
-        report["duplicate_clusters"] += _clusters(store, state, [c for c in cards if c.active], records_only)
+        clusters += _clusters(store, state, [c for c in cards if c.active], records_only)
         for card in cards:
             if card.active:
                 found = config_pollution([card.title, str(card.metadata.get("summary", ""))], keys)
                 if found:
-                    report["config_polluted"].append({**card_summary(store, card), "settings": found})
-        report["broken_links"] += _broken_links(mem, store, state, cards)
+                    polluted.append({**to_builtins(info(store, card, provenance=False)), "settings": found})
+        links += _broken_links(mem, store, state, cards)
         ids = {c.id for c in cards}
-        report["drift"] += [
+        drift += [
             {"scope": store.scope, "id": d.card_id, "path": d.path, "problem": d.problem}
             for d in store.drift(state)
             if not records_only or d.card_id in ids
         ]
-    report["total_active"] = sum(v["active"] for per in report["counts"].values() for v in per.values())
-    report["ok"] = not (report["duplicate_clusters"] or report["config_polluted"] or report["broken_links"] or report["drift"])
-    return AuditReport(**report)
+    return AuditReport(
+        scope=scope, counts=counts, duplicate_clusters=clusters, config_polluted=polluted, broken_links=links, drift=drift,
+        total_active=sum(v["active"] for per in counts.values() for v in per.values()),
+        ok=not (clusters or polluted or links or drift),
+    )  # fmt: skip
 
 
 def import_hand_edits(mem: MemoryContext, cmd: ImportHandEdits) -> ImportResult:
@@ -118,10 +129,11 @@ def import_hand_edits(mem: MemoryContext, cmd: ImportHandEdits) -> ImportResult:
             os.unlink(confined(store.root, old))  # its text is in the log now, and materialised at _new
         except (Invalid, FileNotFoundError):
             continue
-    for event in stored:
-        card = state.cards[event.card_id]
-        imported.append(info(store, card, ImportedCard, seq=event.seq, event=event.type))
-    return ImportResult(imported=imported, restored=restored, moved=[{"from": a, "to": b} for a, b in moved])
+    for done in stored:
+        if isinstance(done, (CardImported, CardWritten)):  # every one of them
+            card = state.cards[done.card_id]
+            imported.append(info(store, card, ImportedCard, seq=done.seq, event=done.type))
+    return ImportResult(imported=imported, restored=restored, moved=[MovedCard(from_=a, to=b) for a, b in moved])
 
 
 # -- private helpers ---------------------------------------------------------------
@@ -137,7 +149,8 @@ def _clusters(store: MemoryStore, state: MemoryState, cards: list[Card], records
                 continue
             score = similarity(card.title, card.body, other.title, other.body)
             if is_near_duplicate(score):
-                best[tuple(sorted((card.id, other.id)))] = score  # type: ignore[index]
+                a, b = sorted((card.id, other.id))
+                best[(a, b)] = score
     out = [
         {"scope": store.scope, "kind": state.cards[members[0]].kind, "max_similarity": round(top, 3),
          "cards": [{"id": m, "title": state.cards[m].title} for m in members]}
@@ -171,7 +184,7 @@ def _broken_links(mem: MemoryContext, store: MemoryStore, state: MemoryState, ca
     out = []
     global_cards = mem.store("global").state().cards if store.scope == "quest" else None
     for card in cards:
-        problem = None
+        problem: tuple[str, str | None] | None = None
         if card.supersedes and card.supersedes not in state.cards:
             problem = ("supersedes_unknown", card.supersedes)
         elif card.supersedes and state.cards[card.supersedes].active:

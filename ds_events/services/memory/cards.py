@@ -1,7 +1,7 @@
 """Memory commands: write, read, search, list, promote, guard.
 
 Every function takes a :class:`~ds_events.memory.store.MemoryContext` and a typed
-command (:mod:`.memory_commands`), returns a typed result, validates
+command (:mod:`.commands`), returns a typed result, validates
 against the current views (caught up with every process's appends, under the log's
 append lock where a rule must hold across processes), and only then emits events.
 A refused request raises a :class:`ServiceError` and writes nothing; a write that
@@ -14,14 +14,13 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, overload
 
 from ds_events.errors import Conflict, Invalid, NotFound
 from ds_events.events.memory import CardPromoted, CardSuperseded, CardWritten, GuardConfigured
 from ds_events.memory.cards import (
     as_tag_list,
     card_file_text,
-    card_summary,
     check_body,
     check_kind,
     check_metadata,
@@ -32,8 +31,6 @@ from ds_events.memory.cards import (
 )
 from ds_events.memory.store import MemoryContext, MemoryStore, check_scope
 from ds_events.memory.text import DUPLICATE_THRESHOLD, config_pollution, is_near_duplicate, similarity_of, word_set, word_sets
-from projections.memory import KINDS, RECORD_TYPES, RESERVED_KEYS, SINGULAR, Card, MemoryState, changed_after, recent_cards, render_card
-
 from ds_events.services.memory.commands import (
     CardInfo,
     CardsResult,
@@ -51,8 +48,9 @@ from ds_events.services.memory.commands import (
     WriteCard,
     WriteResult,
 )
+from projections.memory import KINDS, RECORD_TYPES, RESERVED_KEYS, SINGULAR, Card, MemoryState, changed_after, recent_cards, render_card
 
-I = TypeVar("I", bound=CardInfo)
+InfoT = TypeVar("InfoT", bound=CardInfo)
 
 __all__ = [
     "write",
@@ -94,7 +92,7 @@ def write(mem: MemoryContext, cmd: WriteCard, *, record_type: str = "", extra: d
     """Write a new card (or refuse with a status); returns what happened.
 
     ``record_type`` and ``extra`` (metadata the record tools add) are for
-    :mod:`.memory_records`, not part of the public command.
+    :mod:`.records`, not part of the public command.
     """
     kind = check_kind(cmd.kind)
     scope = check_scope(cmd.scope, ("quest", "global"))
@@ -156,11 +154,14 @@ def write(mem: MemoryContext, cmd: WriteCard, *, record_type: str = "", extra: d
         stored = txn.append(events)
     card = store.card(card_id, catch_up=False)
     assert card is not None  # just appended, and the views caught up on materialising
-    summary = card_summary(store, card)
-    summary.pop("status", None)
-    summary.update(_provenance(store))
-    return WriteResult(**summary, ok=True, status="written", metadata=dict(card.metadata), seq=stored[0].seq,
-                       supersedes=old.id if old else None)  # fmt: skip
+    # The answer is flat (the tool's output schema says so): the card's fields, named once here.
+    shown = info(store, card)
+    return WriteResult(
+        ok=True, status="written", id=shown.id, kind=shown.kind, title=shown.title, scope=shown.scope,
+        quest_id=shown.quest_id, tags=shown.tags, metadata=dict(card.metadata), path=shown.path,
+        updated_at=shown.updated_at, source_quest_id=shown.source_quest_id, seq=stored[0].seq,
+        supersedes=old.id if old else None, record_id=shown.record_id, record_type=shown.record_type,
+    )  # fmt: skip
 
 
 def read(mem: MemoryContext, cmd: ReadCard) -> CardText:
@@ -281,8 +282,7 @@ def guard_keys(mem: MemoryContext, quest_state: MemoryState | None = None) -> li
                 return list(state.guard_keys)
     elif quest_state.guard_keys:
         return list(quest_state.guard_keys)
-    keys = mem.config.get("config_guard_keys") or []
-    return [str(k) for k in keys] if isinstance(keys, list) else []
+    return list(mem.config.config_guard_keys)
 
 
 def resolve_path(mem: MemoryContext, path: str) -> tuple[MemoryStore, Card]:
@@ -345,9 +345,25 @@ def near_duplicates(
     return out
 
 
-def info(store: MemoryStore, card: Card, cls: type[I] = CardInfo, **extra: Any) -> I:  # type: ignore[assignment]
-    """The card's :class:`CardInfo` (or a subclass of it, with ``extra`` fields)."""
-    return cls(**{**card_summary(store, card), **_provenance(store)}, **extra)
+@overload
+def info(store: MemoryStore, card: Card, *, provenance: bool = True) -> CardInfo: ...
+@overload
+def info(store: MemoryStore, card: Card, cls: type[InfoT], *, provenance: bool = True, **extra: Any) -> InfoT: ...
+def info(store: MemoryStore, card: Card, cls: type[CardInfo] = CardInfo, *, provenance: bool = True, **extra: Any) -> CardInfo:
+    """The card's :class:`CardInfo` (or a subclass of it, with ``extra`` fields): what
+    every answer about a card carries, fields at their defaults left out on the wire.
+
+    ``provenance``: say which quest's memory a quest card comes from (``source_quest_id``;
+    another quest's card, read-only under ``shared_across_quests``, also says so with
+    scope ``shared_quest`` and ``shared``)."""
+    of_quest = provenance and store.scope == "quest"
+    shared = of_quest and store.read_only
+    return cls(
+        id=card.id, kind=card.kind, title=card.title, scope="shared_quest" if shared else store.scope,
+        quest_id=card.quest_id, tags=list(card.tags), path=store.display_path(card), updated_at=card.updated_at,
+        **_applying(card, read_only=store.read_only, source_quest_id=store.name if of_quest else "", shared=shared),
+        **extra,
+    )  # fmt: skip
 
 
 def tag_list(tags: list[str] | str | None) -> list[str] | None:
@@ -370,15 +386,30 @@ def tag_list(tags: list[str] | str | None) -> list[str] | None:
 # -- private helpers ---------------------------------------------------------------
 
 
-def _provenance(store: MemoryStore) -> dict[str, Any]:
-    """Which quest's memory a card comes from: every quest card names its quest; another
-    quest's card (read-only, under ``shared_across_quests``) says so with scope
-    ``shared_quest`` and ``shared``."""
-    if store.scope != "quest":
-        return {}
-    if store.read_only:
-        return {"source_quest_id": store.name, "scope": "shared_quest", "shared": True}
-    return {"source_quest_id": store.name}
+def _applying(card: Card, *, read_only: bool, source_quest_id: str, shared: bool) -> dict[str, Any]:
+    """The optional fields of a card's :class:`CardInfo` that differ from their defaults.
+
+    Only those are passed: msgspec leaves a field out when its value *is* the default
+    object, and a card's ``status`` read back from a snapshot is an equal but distinct
+    string, which would then be encoded."""
+    fields: dict[str, Any] = {}
+    if not card.active:
+        fields["status"] = card.status
+    if card.record_id:
+        fields.update(record_id=card.record_id, record_type=card.record_type)
+    if card.superseded_by:
+        fields["superseded_by"] = card.superseded_by
+    if card.promoted_to:
+        fields["promoted_to"] = card.promoted_to
+    if card.promoted_from:
+        fields["promoted_from"] = card.promoted_from
+    if read_only:
+        fields["read_only"] = True
+    if source_quest_id:
+        fields["source_quest_id"] = source_quest_id
+    if shared:
+        fields["shared"] = True
+    return fields
 
 
 def _check_supersedes(store: MemoryStore, state: MemoryState, supersedes: str, kind: str) -> Card:

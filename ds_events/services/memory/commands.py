@@ -38,6 +38,7 @@ __all__ = [
     "PromoteResult",
     "GuardResult",
     "ImportedCard",
+    "MovedCard",
     "ImportResult",
     "AuditReport",
     "RecordsResult",
@@ -130,7 +131,9 @@ class ConfigureGuard(Command):
 
 class ImportHandEdits(Command):
     scope: Annotated[str, Meta(description="quest | global.")] = "quest"
-    paths: Annotated[list[str] | None, Meta(description="Only these card files (relative to the store root); all drifted files by default.")] = None
+    paths: Annotated[list[str] | None, Meta(description=(
+        "Only these card files (relative to the store root); all drifted files by default."
+    ))] = None
 
 
 # -- results ------------------------------------------------------------------------
@@ -245,21 +248,36 @@ class ImportedCard(CardInfo, omit_defaults=True):
     event: str = ""
 
 
+class MovedCard(Result):
+    """A hand-made card file taken in as a new card: where it was, and the card's file now."""
+
+    from_: str = msgspec.field(name="from")
+    to: str
+
+
 class ImportResult(Result):
     imported: list[ImportedCard]
     restored: list[str]
-    moved: list[dict[str, str]]  # {"from": file, "to": the card's file}
+    moved: list[MovedCard]
 
 
+# The report's entries (JSON objects: the MCP output schema of ``audit`` lists them as
+# objects, and the class docstring is its description, so both stay as they are):
+# - counts: scope -> kind (record type, for the records' audit) -> {active, superseded};
+# - duplicate_clusters: {scope, kind, max_similarity, cards: [{id, title}]};
+# - config_polluted: a card's fields (as in every answer about a card) and settings;
+# - broken_links: {scope, id, problem, target}, problem one of supersedes_unknown,
+#   supersedes_active, superseded_by_unknown, promoted_copy_missing;
+# - drift: {scope, id, path, problem}, problem modified, missing, untracked or link.
 class AuditReport(Result):
     """The health report; ``ok`` when nothing below needs attention."""
 
     scope: str
-    counts: dict[str, dict[str, dict[str, int]]]  # scope -> kind (or record type) -> {active, superseded}
-    duplicate_clusters: list[dict[str, Any]]  # {scope, kind, max_similarity, cards: [{id, title}]}
-    config_polluted: list[dict[str, Any]]  # card fields + settings
-    broken_links: list[dict[str, Any]]  # {scope, id, problem, target}
-    drift: list[dict[str, Any]]  # {scope, id, path, problem}
+    counts: dict[str, dict[str, dict[str, int]]]
+    duplicate_clusters: list[dict[str, Any]]
+    config_polluted: list[dict[str, Any]]
+    broken_links: list[dict[str, Any]]
+    drift: list[dict[str, Any]]
     total_active: int
     ok: bool
 

@@ -8,15 +8,15 @@ most recent cards), in plan order.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+
+import msgspec
 
 from ds_events.errors import Invalid
 from ds_events.memory.store import MemoryContext
-
 from ds_events.services.memory.cards import list_recent, search
-from ds_events.services.memory.commands import ListRecent, SearchCards
+from ds_events.services.memory.commands import CardInfo, ListRecent, SearchCards
 
-__all__ = ["StagePlan", "STAGE_PLANS", "stage_memory_plan", "pull_for_stage"]
+__all__ = ["StagePlan", "PlanStep", "STAGE_PLANS", "stage_memory_plan", "pull_for_stage"]
 
 
 @dataclass(frozen=True)
@@ -34,6 +34,14 @@ class StagePlan:
             if i < len(self.global_):
                 out.append(("global", self.global_[i]))
         return out
+
+
+class PlanStep(msgspec.Struct, frozen=True, kw_only=True):
+    """The cards one step of a plan pulled: of ``kind`` from the ``scope`` memory, best or newest first."""
+
+    scope: str
+    kind: str
+    cards: list[CardInfo]
 
 
 STAGE_PLANS: dict[str, StagePlan] = {
@@ -61,18 +69,18 @@ def stage_memory_plan(stage: str) -> StagePlan:
         raise Invalid(f"unknown stage {stage!r}: use one of {', '.join(STAGE_PLANS)}", code="invalid_stage") from None
 
 
-def pull_for_stage(mem: MemoryContext, stage: str, query: str = "", per_kind: int = 3) -> list[dict[str, Any]]:
-    """Cards for ``stage`` in plan order: ``[{scope, kind, cards: [CardInfo, ...]}, ...]``, empty steps dropped."""
+def pull_for_stage(mem: MemoryContext, stage: str, query: str = "", per_kind: int = 3) -> list[PlanStep]:
+    """Cards for ``stage``, one step per (scope, kind) in plan order, each card once; empty steps dropped."""
     plan = stage_memory_plan(stage)
     out = []
     seen: set[str] = set()
     for scope, kind in plan.steps():
         if query.strip():
-            cards: list[Any] = search(mem, SearchCards(query=query, scope=scope, kind=kind, limit=per_kind)).results
+            cards: list[CardInfo] = [*search(mem, SearchCards(query=query, scope=scope, kind=kind, limit=per_kind)).results]
         else:
             cards = list_recent(mem, ListRecent(scope=scope, kind=kind, limit=per_kind)).results
         cards = [c for c in cards if c.id not in seen]
         seen.update(c.id for c in cards)
         if cards:
-            out.append({"scope": scope, "kind": kind, "cards": cards})
+            out.append(PlanStep(scope=scope, kind=kind, cards=cards))
     return out

@@ -9,10 +9,8 @@ from __future__ import annotations
 
 from ds_events.errors import Invalid
 from ds_events.memory.store import MemoryContext
-from projections.memory import RECORD_TYPES, digest_line
-
-from ds_events.services.memory.cards import info, search, write
 from ds_events.services.memory.audit import audit_memory
+from ds_events.services.memory.cards import info, search, write
 from ds_events.services.memory.commands import (
     AppendRecord,
     AuditMemory,
@@ -25,6 +23,7 @@ from ds_events.services.memory.commands import (
     WriteCard,
     WriteResult,
 )
+from projections.memory import RECORD_TYPES, digest_line
 
 __all__ = ["RECORD_KINDS", "append_record", "read_records", "audit_records"]
 
@@ -83,7 +82,7 @@ def read_records(mem: MemoryContext, cmd: ReadRecords) -> RecordsResult:
 
 
 def audit_records(mem: MemoryContext, cmd: AuditRecords | None = None) -> AuditReport:
-    """:func:`audit` restricted to records, counted per record type."""
+    """:func:`~.audit.audit_memory` restricted to records, counted per record type."""
     return audit_memory(mem, AuditMemory(scope="quest"), records_only=True)
 
 

@@ -23,29 +23,19 @@ import time
 from collections.abc import Callable
 from typing import Any, Protocol
 
-import msgspec
-
 from ds_events.config import RunnerConfig
-from ds_events.events.runner import TurnFinished
+from ds_events.events.runner import TurnFinished, TurnOutcome
 from ds_events.home import Quest
-
 from ds_events.services.runtime import turns as turns
-from ds_events.services.runtime.turns import Host, PromptBuilder, TurnRecorder, TurnSpec
+from ds_events.services.runtime.commands import Action, PromptBuilder, RunResult, TurnSpec
+from ds_events.services.runtime.turns import Host, TurnRecorder
 
-__all__ = ["Runner", "RunResult", "QuestScheduler"]
+__all__ = ["Runner", "QuestScheduler"]
 
 POLL_SECONDS = 0.1  # how often a running turn's pause/stop/stall is checked
 # How often an idle quest's log is checked for another process's append (a message from
 # `ds message` or the HTTP API's own handle): the latency a new turn can wait for.
 NEWS_POLL_SECONDS = 0.02
-
-
-class RunResult(msgspec.Struct, kw_only=True):
-    """How the agent process ended, as its runner saw it."""
-
-    ok: bool
-    exit_code: int | None = None
-    error: str = ""
 
 
 class Runner(Protocol):
@@ -123,7 +113,7 @@ class QuestScheduler:
 
     # -- one turn ---------------------------------------------------------------------
 
-    async def _take_turn(self, action: turns.Action) -> bool:
+    async def _take_turn(self, action: Action) -> bool:
         status = self.quest.state("status")
         runner = self.runner_name or status.runner or self.config.name
         model = self.model if self.model is not None else (status.model or self.config.model)
@@ -189,7 +179,7 @@ class QuestScheduler:
 
     # -- waiting ----------------------------------------------------------------------
 
-    def _action(self) -> turns.Action:
+    def _action(self) -> Action:
         q = self.quest
         return turns.next_action(q.state("status").status, q.state("turns"), q.state("interactions"))
 
@@ -207,13 +197,13 @@ class QuestScheduler:
         follower = self.quest.log.follow(self.quest.views.last_seq, poll_interval=NEWS_POLL_SECONDS)
         try:
             await asyncio.wait_for(anext(follower), timeout)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             pass
         finally:
-            await follower.aclose()
+            await follower.aclose()  # now, not at collection
 
 
-def _outcome(stopped: str | None, result: RunResult | None, error: str, stall_seconds: float) -> tuple[str, str]:
+def _outcome(stopped: str | None, result: RunResult | None, error: str, stall_seconds: float) -> tuple[TurnOutcome, str]:
     if stopped == "pause":
         return "interrupted", "paused"
     if stopped == "stop":

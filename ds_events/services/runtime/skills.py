@@ -31,6 +31,7 @@ import ds_events
 from ds_events.errors import Invalid, NotFound
 
 __all__ = [
+    "STAGE_SKILLS",
     "SKILL_NAMES",
     "SECTIONS",
     "FRONTMATTER_FIELDS",
@@ -53,7 +54,10 @@ __all__ = [
     "NOT_LITERAL",
 ]
 
-SKILL_NAMES = ("scout", "baseline", "idea", "experiment", "analysis-campaign", "write", "finalize", "decision")
+# The quest's stages that have a skill of their own, in order; ``decision`` is the
+# cross-cutting skill of a turn that answers the user.
+STAGE_SKILLS = ("scout", "baseline", "idea", "experiment", "analysis-campaign", "write", "finalize")
+SKILL_NAMES = (*STAGE_SKILLS, "decision")
 SECTIONS = ("Goal", "Entry checks", "Tool calls", "Exit criteria", "What to record", "What to ask the user")
 FRONTMATTER_FIELDS = ("name", "description", "when_to_use")
 TOOL_NAMESPACES = ("memory", "artifact", "bash_exec")
@@ -325,7 +329,9 @@ def _value_problem(source: str, schema: Mapping[str, Any]) -> str | None:
     value = literal_value(source)
     if value is NOT_LITERAL or value is Ellipsis or _has_ellipsis(value):
         return None
-    import jsonschema  # only a checker needs it; the mcp SDK depends on it
+    # Only a checker needs it; the mcp SDK depends on it. It ships no type information
+    # (and types-jsonschema is not among the test extras).
+    import jsonschema  # type: ignore[import-untyped]
 
     try:
         jsonschema.validate(_jsonable(value), dict(schema))

@@ -25,9 +25,8 @@ import os
 import signal
 import socket
 import time
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import msgspec
 
@@ -43,22 +42,20 @@ from ds_events.events.runner import (
     RunnerToolCall,
     RunnerToolResult,
     TurnFinished,
+    TurnOutcome,
     TurnRetryScheduled,
     TurnStarted,
 )
 from ds_events.home import Quest
 from ds_events.paths import write_atomic
-from projections import interactions as mailbox
-from projections import turns as view
-
 from ds_events.services.runtime import prompt as prompt_service
+from ds_events.services.runtime.commands import Action, PromptBuilder, PromptRequest, TurnSpec
+from ds_events.services.runtime.skills import TOOL_NAMESPACES
 from ds_events.services.tool_calls import bounded
+from projections import interactions as mailbox, turns as view
 
 __all__ = [
     "Host",
-    "Action",
-    "TurnSpec",
-    "PromptRequest",
     "TurnRecorder",
     "next_action",
     "turn_prompt",
@@ -70,8 +67,9 @@ __all__ = [
     "MCP_NAMESPACES",
 ]
 
-MCP_NAMESPACES = ("memory", "artifact", "bash_exec")
-STAGE_SKILLS = ("scout", "baseline", "idea", "experiment", "analysis-campaign", "write", "finalize")
+MCP_NAMESPACES = TOOL_NAMESPACES  # the servers a runner starts for the agent
+
+E = TypeVar("E", bound=Event)
 
 
 class Host(msgspec.Struct, frozen=True, kw_only=True):
@@ -92,53 +90,6 @@ class Host(msgspec.Struct, frozen=True, kw_only=True):
         if self.name and self.name != socket.gethostname():
             return True  # another machine's host: not ours to judge
         return procs.is_alive(self.pid, self.start, self.boot)
-
-
-class Action(msgspec.Struct, frozen=True, kw_only=True):
-    """What a quest needs now. ``kind``: ``start`` (queued messages), ``retry`` (a failed
-    turn, due at ``due``), ``continue`` (the last turn was cut off), ``busy`` (a turn
-    runs), ``idle`` (nothing to do; ``reason`` says why, e.g. ``paused``)."""
-
-    kind: str
-    reason: str = ""
-    due: float = 0.0  # epoch seconds, for a retry
-    retry_of: str | None = None
-    attempt: int = 1
-
-
-class PromptRequest(msgspec.Struct, frozen=True, kw_only=True):
-    """What a prompt builder gets for one turn."""
-
-    run_id: str
-    runner: str
-    model: str
-    skill: str
-    skill_reason: str
-    messages: list[mailbox.InboundItem]
-    continuation: bool = False  # the previous turn was cut off: continue it
-    retry_of: str | None = None
-    attempt: int = 1
-
-
-PromptBuilder = Callable[[Quest, PromptRequest], str]
-
-
-class TurnSpec(msgspec.Struct, frozen=True, kw_only=True):
-    """What a runner gets: where the quest is, the turn's id and directory, the prompt."""
-
-    quest_id: str
-    quest_root: str
-    home: str
-    run_id: str
-    run_dir: str  # <quest>/.ds/runs/<run_id>: the runner keeps its raw streams here
-    prompt: str
-    prompt_path: str
-    skill: str
-    runner: str
-    model: str = ""
-    attempt: int = 1
-    turn_number: int = 1  # 1 for the quest's first turn
-    env: dict[str, str] = {}  # what the agent's MCP servers need (DS_HOME, DS_QUEST_ID)
 
 
 def run_dir(quest: Quest, run_id: str) -> Path:
@@ -226,12 +177,11 @@ def claim_turn(
         )  # fmt: skip
         batch: list[Event] = [started]
         if fresh:
-            batch.append(
-                MailboxDelivered(
-                    run_id=run_id, batch_id="mb-" + new_event_id(), message_ids=[m.id for m in fresh],
-                    message_seqs=[m.seq for m in fresh], consumer=f"turn:{run_id}",
-                )  # fmt: skip
-            )
+            delivered = MailboxDelivered(
+                run_id=run_id, batch_id="mb-" + new_event_id(), message_ids=[m.id for m in fresh],
+                message_seqs=[m.seq for m in fresh], consumer=f"turn:{run_id}",
+            )  # fmt: skip
+            batch.append(delivered)
         txn.append(batch)
     record = quest.state("turns").turns[run_id]
     return TurnSpec(
@@ -262,7 +212,7 @@ class TurnRecorder:
     def touch(self) -> None:
         self.last_activity = time.monotonic()
 
-    def _emit(self, event: Event) -> Event:
+    def _emit(self, event: E) -> E:
         self.touch()
         return self.quest.emit(msgspec.structs.replace(event, run_id=self.run_id, actor=self.actor))
 
@@ -271,7 +221,7 @@ class TurnRecorder:
         event = RunnerProcessStarted(
             pid=pid, pgid=pgid, start_time=procs.start_time(pid), boot_id=procs.boot_id(), command=list(command)
         )
-        self.process = event  # type: ignore[assignment]
+        self.process = event
         self._emit(event)
 
     def agent_message(self, text: str, message_id: str = "") -> None:
@@ -303,7 +253,7 @@ def finish_turn(
     quest: Quest,
     run_id: str,
     *,
-    outcome: str,
+    outcome: TurnOutcome,
     reason: str = "",
     exit_code: int | None = None,
     usage: dict[str, int] | None = None,
@@ -324,7 +274,7 @@ def finish_turn(
         if record.outcome is not None:
             return None
         finished = TurnFinished(
-            run_id=run_id, outcome=outcome, reason=reason, exit_code=exit_code, usage=dict(usage or {}),  # type: ignore[arg-type]
+            run_id=run_id, outcome=outcome, reason=reason, exit_code=exit_code, usage=dict(usage or {}),
             duration_ms=round(duration_ms, 3), messages=messages, tool_calls=tool_calls, actor=actor,
         )  # fmt: skip
         batch: list[Event] = [finished]
