@@ -4,8 +4,8 @@ them all.
 
 Raise sites are found in the source: a ``code="..."`` argument to any call (``Invalid``,
 ``NotFound``, ``Conflict``, ``LogError`` subclasses, helpers that build one), a
-``code = "..."`` class attribute of an error class, and the edges' own
-``error_response(status, "code", ...)``. Which catalogue holds a code follows from where
+``code = "..."`` class attribute of an error class, the edges' own
+``error_response(status, "code", ...)`` and answers built by hand (``{"error": "code"}``). Which catalogue holds a code follows from where
 it is raised (``AREAS``): a domain's low helpers are the domain's. Codes that several
 areas raise (``invalid_limit``, a query parameter out of range) belong to the shared
 vocabulary (``ds_events/services/commands.py``).
@@ -20,6 +20,7 @@ from __future__ import annotations
 import ast
 import importlib
 import os
+import re
 from pathlib import Path
 
 from ds_events.errors import ErrorCode
@@ -48,6 +49,7 @@ AREAS: dict[str, str] = {
     "projections": CORE,
 }
 STATUS_OF = {"Invalid": 400, "NotFound": 404, "Conflict": 409}
+_CODE = re.compile(r"[a-z][a-z0-9_]*")  # a code, not a message kept under "error"
 
 
 def area_of(module: str) -> str:
@@ -69,6 +71,13 @@ def raise_sites(root: Path = REPO) -> list[tuple[str, int, str, int | None]]:
                 if name == "error_response" and len(node.args) >= 2 and isinstance(node.args[1], ast.Constant):
                     status = node.args[0].value if isinstance(node.args[0], ast.Constant) else None
                     sites.append((me, node.lineno, str(node.args[1].value), status))
+            elif isinstance(node, ast.Dict):  # an answer built by hand: {"error": "code", ...}
+                for key, value in zip(node.keys, node.values, strict=True):
+                    if (
+                        isinstance(key, ast.Constant) and key.value == "error" and isinstance(value, ast.Constant)
+                        and isinstance(value.value, str) and _CODE.fullmatch(value.value)
+                    ):
+                        sites.append((me, node.lineno, str(value.value), None))
             elif isinstance(node, ast.ClassDef):
                 for stmt in node.body:
                     if (

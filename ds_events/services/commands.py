@@ -209,6 +209,7 @@ CODES = catalogue(
     # and what it takes), so catalogued here once.
     ErrorCode("invalid_kind", 400, "A kind this call does not take: the message lists the kinds it does."),
     ErrorCode("invalid_limit", 400, "A limit (or count) outside its range: the message says the range."),
+    ErrorCode("invalid_filter", 400, "A filter (event types, an artifact kind) that names nothing this call knows."),
     ErrorCode("invalid_text", 400, "A string (a value or a name, at any depth) holds a lone surrogate, which is not Unicode "
               "text and could never be stored (argument names its path): send well-formed Unicode."),
 )

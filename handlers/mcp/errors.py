@@ -12,10 +12,20 @@ from typing import Any
 
 from mcp.types import CallToolResult, TextContent
 
-from ds_events.errors import DiskFull, LogError, LogUnavailable, ServiceError
+from ds_events.errors import DiskFull, ErrorCode, LogError, LogUnavailable, ServiceError, catalogue
 from ds_events.events import EventDecodeError
 
-__all__ = ["error_payload", "error_result"]
+__all__ = ["error_payload", "error_result", "CODES"]
+
+# The codes the MCP edge itself answers (what binds a server to its quest, what it
+# cannot find or do); every domain's codes reach the model unchanged.
+CODES = catalogue(
+    ErrorCode("no_quest", 400, "ds mcp was started without a quest: set DS_QUEST_ID (with DS_HOME) or DS_QUEST_ROOT, or pass --quest."),
+    ErrorCode("quest_outside_home", 400, "DS_QUEST_ROOT is not a quest directory of the home DS_HOME names."),
+    ErrorCode("conflicting_quest", 400, "DS_QUEST_ID and DS_QUEST_ROOT name different quests: give one of them."),
+    ErrorCode("unknown_tool", 404, "No tool of that name in this namespace: tools lists the ones there are."),
+    ErrorCode("os_error", 500, "The operating system refused a file operation (errno and the path say which)."),
+)
 
 
 def error_payload(exc: BaseException, *, tool: str = "") -> dict[str, Any]:

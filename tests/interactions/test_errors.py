@@ -23,7 +23,9 @@ from tests.helpers import domain_events, tool_error
 from .clients import artifact_client
 
 OPTIONS = [{"id": "a", "label": "A"}, {"id": "b", "label": "B"}]
-ARGUMENT_CODES = {"invalid_argument", "missing_argument", "unknown_argument"}  # decoding, at every edge
+# The shared vocabulary's (services/commands.py): decoding at every edge, and the kind and
+# limit checks several domains make.
+SHARED_CODES = {"invalid_argument", "missing_argument", "unknown_argument", "invalid_kind", "invalid_limit"}
 Act = Callable[[Quest, mcp.Client, dict[str, str]], Awaitable[dict[str, Any]]]
 
 
@@ -179,7 +181,7 @@ async def test_bad_input_gets_a_structured_error_with_a_stable_code_and_writes_n
 
 
 def test_every_error_code_of_interactions_and_delivery_has_a_case() -> None:
-    assert {code for code, _, _ in CASES} == set(CODES) | ARGUMENT_CODES
+    assert {code for code, _, _ in CASES} == set(CODES) | SHARED_CODES
 
 
 def test_the_cli_reports_a_bad_reply_or_binding_as_one_line_and_exits_non_zero(

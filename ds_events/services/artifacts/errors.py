@@ -8,27 +8,19 @@ codes of the shared command vocabulary (``unknown_argument``, ``missing_argument
 ``invalid_argument``) are :mod:`ds_events.services.commands`'; ``path_outside_root`` is
 :func:`ds_events.paths.confined`'s, which the checks here call.
 
-One code, one entry: a code raised here that another catalogue holds already (the quest
-domain below, the bash domain beside, the shared vocabulary) is named in ``ELSEWHERE``
-instead. The
-codes that the research domain raises through these helpers, or raises itself
-(``missing_fields``, ``unknown_branch``, ``worktree_exists`` ...), are catalogued here.
+One code, one entry (``tests/test_error_catalogue.py`` holds it so): a code raised here
+that another catalogue holds (``invalid_action``/``invalid_anchor`` the quest domain's,
+``invalid_mode``/``unexpected_argument`` the bash domain's, ``invalid_filter`` the shared
+vocabulary's) is not repeated. The codes that the research domain raises through these
+helpers, or raises itself (``missing_fields``, ``unknown_branch``, ``worktree_exists``
+...), are catalogued here.
 """
 
 from __future__ import annotations
 
 from ds_events.errors import ErrorCode, catalogue
 
-__all__ = ["CODES", "ELSEWHERE"]
-
-# Raised here, catalogued where another domain that raises them put them first.
-ELSEWHERE: dict[str, str] = {
-    "invalid_action": "ds_events.services.quest.errors",  # a decision record's action
-    "invalid_anchor": "ds_events.services.quest.errors",  # a decision's next_anchor
-    "invalid_mode": "ds_events.services.bash.errors",  # arxiv's mode
-    "unexpected_argument": "ds_events.services.bash.errors",  # arxiv's full_text where there is no text
-    "invalid_filter": "ds_events.services.commands",  # the artifact listing's kind (the edges raise it too)
-}
+__all__ = ["CODES"]
 
 CODES = catalogue(
     # -- what callers send (ds_events.artifacts.validate) --

@@ -17,7 +17,6 @@ __all__ = ["CODES"]
 
 CODES = catalogue(
     # -- an interaction (checks.check_interact, check_wait; mailbox.interact)
-    ErrorCode("invalid_kind", 400, "kind is not one of progress, milestone, decision_request, approval_result, answer."),
     ErrorCode("empty_message", 400, "The message (or a reply's text) is empty or only whitespace."),
     ErrorCode("message_too_long", 400, "The message (or a reply's text) is longer than 20000 characters."),
     ErrorCode("invalid_reply_mode", 400, "reply_mode is unknown, or does not fit the kind (a progress update cannot "
@@ -28,7 +27,6 @@ CODES = catalogue(
     ErrorCode("invalid_reply_schema", 400, "reply_schema is neither {\"decision_type\": ...} nor a small JSON Schema object."),
     ErrorCode("invalid_allow_free_text", 400, "allow_free_text=false leaves nothing to answer with: give options or a "
               "reply_schema with properties, on an interaction that takes replies."),
-    ErrorCode("invalid_limit", 400, "recent_message_limit is not an integer from 0 to 50."),
     ErrorCode("invalid_dedupe_key", 400, "dedupe_key is empty or longer than 200 characters."),
     ErrorCode("invalid_wait", 400, "wait_timeout_seconds is not from 0 to 300, or was given on a request that does not block."),
     ErrorCode("unknown_interaction", 404, "No interaction (or user message) of this quest has that id."),

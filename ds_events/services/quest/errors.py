@@ -1,24 +1,18 @@
 """The quest domain's error codes: what each means to whoever got it, and its HTTP status
 (400 ``Invalid``, 404 ``NotFound``, 409 ``Conflict``).
 
-Every code raised in ``ds_events/services/quest/`` is in ``CODES`` or, where another
-catalogue holds it already, named in ``ELSEWHERE``: one code, one entry. Every code in
-``CODES`` is raised here. The quest domain is the lowest, so a code it shares with a
-domain above it and that no catalogue holds yet (``invalid_anchor``, ``invalid_action``,
-``unknown_runner``) is catalogued here, in words that fit every raise."""
+Every code raised in ``ds_events/services/quest/`` is here, but for the shared ones
+(``invalid_limit``) and the message codes the interactions domain holds
+(``empty_message``, ``message_too_long``). The quest domain is the lowest, so a code it
+shares with a domain above it (``invalid_anchor``, ``invalid_action``, ``unknown_runner``)
+is catalogued here, in words that fit every raise. One code, one entry:
+``tests/test_error_catalogue.py`` holds it so."""
 
 from __future__ import annotations
 
 from ds_events.errors import ErrorCode, catalogue
 
-__all__ = ["CODES", "ELSEWHERE"]
-
-# Raised here, catalogued where another domain that raises them put them first.
-ELSEWHERE: dict[str, str] = {
-    "invalid_limit": "ds_events.services.interactions.errors",  # many domains raise it
-    "empty_message": "ds_events.services.interactions.errors",
-    "message_too_long": "ds_events.services.interactions.errors",
-}
+__all__ = ["CODES"]
 
 CODES = catalogue(
     # lifecycle: messages, control, stage, completion, runner

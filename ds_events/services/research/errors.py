@@ -1,31 +1,16 @@
 """The research domain's error codes: what each means to whoever got it, and its HTTP
 status (400 ``Invalid``, 404 ``NotFound``, 409 ``Conflict``).
 
-Every code raised in ``ds_events/services/research/`` is in ``CODES`` or, when a domain
-below research raises it too, catalogued there (``ELSEWHERE`` names where): one code,
-one entry. Every code in ``CODES`` is raised here. Codes raised by the helpers research
-calls (``ds_events.artifacts.validate``, ``ds_events.artifacts.git``, the artifacts
-domain's checkpoint and branch commands) are theirs."""
+Every code raised in ``ds_events/services/research/`` is here unless a domain below
+research raises it too and holds it (``invalid_anchor`` the quest's; the branch and
+worktree codes the artifacts domain's, whose helpers research calls). One code, one
+entry: ``tests/test_error_catalogue.py`` holds it so."""
 
 from __future__ import annotations
 
 from ds_events.errors import ErrorCode, catalogue
 
-__all__ = ["CODES", "ELSEWHERE"]
-
-_ARTIFACTS = "ds_events.services.artifacts.errors"
-
-# Codes raised here whose entry is a lower domain's: the one that holds it already, else
-# the lowest that raises it.
-ELSEWHERE: dict[str, str] = {
-    "invalid_anchor": "ds_events.services.quest.errors",
-    "invalid_limit": "ds_events.services.interactions.errors",
-    "invalid_mode": "ds_events.services.bash.errors",
-    **dict.fromkeys((
-        "missing_fields", "invalid_field", "unknown_branch", "unknown_run", "unknown_campaign", "worktree_exists",
-        "worktree_missing", "invalid_branch_name", "unknown_start_point",
-    ), _ARTIFACTS),
-}  # fmt: skip
+__all__ = ["CODES"]
 
 CODES = catalogue(
     # submit_idea
