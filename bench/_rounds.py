@@ -32,7 +32,7 @@ def run_rounds(measures: dict[str, Callable[[], float]], rounds: int = ROUNDS) -
 
 def ratios(top: list[float], bottom: list[float]) -> list[float]:
     """Per-round ratios ``top[i] / bottom[i]``."""
-    return [t / b for t, b in zip(top, bottom)]
+    return [t / b for t, b in zip(top, bottom, strict=False)]
 
 
 def spread(values: list[float], fmt: str = "{:.2f}", unit: str = "") -> str:

@@ -7,8 +7,8 @@ import statistics
 import sys
 import time
 from collections.abc import Callable, Iterable
-from typing import Any
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 

@@ -38,12 +38,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from ds_events.events.artifact import ArtifactRecorded  # noqa: E402
-from ds_events.home import Home, Quest  # noqa: E402
-from ds_events.log import EventLog  # noqa: E402
-from ds_events.services import artifacts  # noqa: E402
-from ds_events.services.artifacts import checkpoints as git
-from ds_events.services.artifacts import commands as cmd  # noqa: E402
+from ds_events.events.artifact import ArtifactRecorded
+from ds_events.home import Home, Quest
+from ds_events.log import EventLog
+from ds_events.services import artifacts
+from ds_events.services.artifacts import (
+    checkpoints as git,
+    commands as cmd,
+)
 
 FILES = 2000
 VENV_FILES = 3000
@@ -161,7 +163,7 @@ def spread(values: list[float], scale: float = 1000.0) -> str:
 
 
 def ratio_spread(num: list[float], den: list[float]) -> str:
-    ratios = [n / d for n, d in zip(num, den)]
+    ratios = [n / d for n, d in zip(num, den, strict=False)]
     return f"{statistics.median(ratios):6.3f}x [{min(ratios):.3f} - {max(ratios):.3f}]"
 
 

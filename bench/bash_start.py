@@ -49,13 +49,13 @@ def main() -> None:
     print(f"rounds: {rounds} (medians; spread as [min | p10-p90 | max])")
     _line("python3 -c pass (raw baseline)", bare)
     _line("monitor start (spawn to handshake)", monitor)
-    ratios = [m / b for m, b in zip(monitor, bare)]
+    ratios = [m / b for m, b in zip(monitor, bare, strict=False)]
     ratio = statistics.median(monitor) / statistics.median(bare)
     print(f"  ratio monitor / python3 -c pass: {ratio:.2f}x, per round {_spread(ratios, 'x', 1.0)}"
           f"  ({verdict(ratio, 3.0, higher_is_better=False)})")
     _line("subprocess.Popen (raw baseline)", popen)
     _line("bash_exec detached start", session)
-    ratios = [s / p for s, p in zip(session, popen)]
+    ratios = [s / p for s, p in zip(session, popen, strict=False)]
     ratio = statistics.median(session) / statistics.median(popen)
     print(f"  ratio session / Popen: {ratio:.1f}x, per round {_spread(ratios, 'x', 1.0)}")
 

@@ -20,11 +20,11 @@ import tempfile
 import time
 from pathlib import Path
 
+import _util  # noqa: F401 - puts the repository on sys.path
 import aiohttp
-from _rounds import ROUNDS, ratios, run_rounds, spread, verdict
+from _rounds import ROUNDS, ratios, spread, verdict
 from _serve import start_serve
 
-import _util  # noqa: F401 - puts the repository on sys.path
 from ds_events.events import ConversationMessage
 from ds_events.home import Home
 from ds_events.log import EventLog

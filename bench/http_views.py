@@ -34,14 +34,14 @@ import aiohttp
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from _rounds import ratios, spread, verdict  # noqa: E402
-from _serve import start_serve  # noqa: E402
-from _util import append_in_batches  # noqa: E402
-from read_models import _BRANCHES, _event  # noqa: E402 - the same event mix as the in-process bench
+from _rounds import ratios, spread, verdict
+from _serve import start_serve
+from _util import append_in_batches
 
-from ds_events.events import Event  # noqa: E402
-from ds_events.events.artifact import BranchPrepared  # noqa: E402
-from ds_events.home import Home  # noqa: E402
+from ds_events.events import Event
+from ds_events.events.artifact import BranchPrepared
+from ds_events.home import Home
+from read_models import _BRANCHES, _event
 
 _BATCH = 5000
 MEASURES = {

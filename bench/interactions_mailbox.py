@@ -19,8 +19,8 @@ from ds_events.events import ConversationMessage
 from ds_events.events.interaction import MailboxDelivered
 from ds_events.home import Home
 from ds_events.log import EventLog
-from ds_events.services.interactions import mailbox as interactions
 from ds_events.services import quest as quests
+from ds_events.services.interactions import mailbox as interactions
 
 
 def main(n: int) -> None:

@@ -22,9 +22,9 @@ import inspect
 import os
 import tempfile
 
+import _util  # noqa: F401 - puts the repository on sys.path
 from _rounds import ROUNDS, ratios, run_rounds, spread, timed, verdict
 
-import _util  # noqa: F401 - puts the repository on sys.path
 from ds_events.events import ConversationMessage, encode
 from ds_events.log import EventLog, line_hash
 

@@ -19,16 +19,15 @@ go, e.g. a mount of another disk; default: the system temp directory)
 from __future__ import annotations
 
 import argparse
-import inspect
 import asyncio
+import inspect
 import os
 import statistics
 import tempfile
 import threading
 
-from _rounds import ROUNDS, ratios, run_rounds, spread, timed, verdict
-
 import _util  # noqa: F401 - puts the repository on sys.path
+from _rounds import ROUNDS, ratios, run_rounds, spread, timed, verdict
 
 from ds_events.events import ConversationMessage, encode
 from ds_events.log import EventLog

@@ -11,13 +11,12 @@ import argparse
 import os
 import statistics
 import tempfile
-import typing
 
+import _util  # noqa: F401 - puts the repository on sys.path
 import msgspec
 from _rounds import ROUNDS, ratios, run_rounds, spread, timed, verdict
 
-import _util  # noqa: F401 - puts the repository on sys.path
-from ds_events.events import ALL_EVENT_TYPES, ConversationMessage, QuestAnchorChanged, QuestControl, QuestCreated
+from ds_events.events import AnyEvent, ConversationMessage, QuestAnchorChanged, QuestControl, QuestCreated
 from ds_events.log import EventLog
 from ds_events.views import Views
 from projections.status import PROJECTION as STATUS
@@ -47,7 +46,7 @@ def main() -> None:
             log.append(batch)
         size = os.path.getsize(path)
 
-        decoder = msgspec.json.Decoder(typing.Union[ALL_EVENT_TYPES])  # type: ignore[valid-type]
+        decoder = msgspec.json.Decoder(AnyEvent)
 
         def plain() -> None:
             with open(path, "rb") as f:

@@ -17,9 +17,9 @@ import statistics
 import tempfile
 import time
 
+import _util  # noqa: F401 - puts the repository on sys.path
 from _rounds import ROUNDS, ratios, run_rounds, spread, verdict
 
-import _util  # noqa: F401 - puts the repository on sys.path
 from ds_events.events import ConversationMessage, decode_line
 from ds_events.log import EventLog
 

@@ -33,14 +33,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import mcp  # noqa: E402
+import mcp
 
-from ds_events.home import Home, Quest  # noqa: E402
-from ds_events.services import tool_calls  # noqa: E402
-from handlers.mcp import QuestBinding, build_server  # noqa: E402
+from ds_events.home import Home, Quest
+from ds_events.services import tool_calls
+from handlers.mcp import QuestBinding, build_server
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _rounds import ratios, spread  # noqa: E402
+from _rounds import ratios, spread
 
 RECORD = b'{"type":"tool.call_finished","seq":12,"id":"' + b"0" * 32 + b'","ts":"2026-12-01T07:00:00.000000Z",' + b'"x":"' + b"y" * 300 + b'"}\n'
 

@@ -51,15 +51,18 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from ds_events.events.memory import CardWritten  # noqa: E402
-from ds_events.home import Home  # noqa: E402
-from ds_events.memory.index import ranking as index_module  # noqa: E402
-from ds_events.memory.index import query_terms  # noqa: E402
-from ds_events.memory.store import MemoryContext  # noqa: E402
-from ds_events.memory.text import words  # noqa: E402
-from ds_events.services.memory import cards as svc  # noqa: E402
-from projections.memory import KINDS, SINGULAR  # noqa: E402
-from _util import vocabulary  # noqa: E402
+from _util import vocabulary
+
+from ds_events.events.memory import CardWritten
+from ds_events.home import Home
+from ds_events.memory.index import (
+    query_terms,
+    ranking as index_module,
+)
+from ds_events.memory.store import MemoryContext
+from ds_events.memory.text import words
+from ds_events.services.memory import cards as svc
+from projections.memory import KINDS, SINGULAR
 
 K = 10
 
@@ -265,7 +268,7 @@ def _ms(values: list[float]) -> str:
 
 
 def _ratio(baseline: list[float], ours: list[float]) -> str:
-    ratios = [b / o for b, o in zip(baseline, ours)]
+    ratios = [b / o for b, o in zip(baseline, ours, strict=False)]
     return f"{statistics.median(ratios):,.1f}x [{min(ratios):,.1f}-{max(ratios):,.1f}]"
 
 

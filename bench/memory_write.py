@@ -37,13 +37,14 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from ds_events.events.memory import CardWritten  # noqa: E402
-from ds_events.home import Home, Quest  # noqa: E402
-from ds_events.memory.store import MemoryContext  # noqa: E402
-from ds_events.paths import write_atomic  # noqa: E402
-from ds_events.services.memory import cards as svc  # noqa: E402
-from projections.memory import KINDS, SINGULAR  # noqa: E402
-from _util import append_in_batches, vocabulary  # noqa: E402
+from _util import append_in_batches, vocabulary
+
+from ds_events.events.memory import CardWritten
+from ds_events.home import Home, Quest
+from ds_events.memory.store import MemoryContext
+from ds_events.paths import write_atomic
+from ds_events.services.memory import cards as svc
+from projections.memory import KINDS, SINGULAR
 
 _BATCH = 2000
 
@@ -89,10 +90,10 @@ def main() -> None:
     print(f"\nmemory write p50 per round, median over {args.rounds} rounds [lowest-highest round], "
           f"{args.writes} writes per size and round, durability group:")  # fmt: skip
     for n in sizes:
-        r = [o / b for o, b in zip(ours[n], raw[n])]
+        r = [o / b for o, b in zip(ours[n], raw[n], strict=False)]
         print(f"  {n:>6} cards: ours {_ms(ours[n])}   raw {_ms(raw[n])}   ours/raw {_x(r)}   ({statuses[n]})")
     small, large = sizes[0], sizes[-1]
-    flat = [b / a for a, b in zip(ours[small], ours[large])]
+    flat = [b / a for a, b in zip(ours[small], ours[large], strict=False)]
     print(f"  ours at {large} / ours at {small} cards: {_x(flat)}  (target <= 1.5x: "
           f"{'met' if statistics.median(flat) <= 1.5 else 'NOT met'})")  # fmt: skip
     p50 = statistics.median(ours[large]) * 1e3

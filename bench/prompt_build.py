@@ -36,23 +36,23 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench._rounds import ratios, spread, verdict  # noqa: E402
-from bench._util import append_in_batches, median_seconds  # noqa: E402
-from ds_events.events import Event, new_event_id  # noqa: E402
-from ds_events.events.artifact import (  # noqa: E402
+from bench._rounds import ratios, spread, verdict
+from bench._util import append_in_batches, median_seconds
+from ds_events.events import Event, new_event_id
+from ds_events.events.artifact import (
     ArtifactRecorded,
     BaselineConfirmed,
     GitCheckpointed,
     MainExperimentRecorded,
 )
-from ds_events.events.core import ConversationMessage, QuestAnchorChanged  # noqa: E402
-from ds_events.events.interaction import InteractionSent  # noqa: E402
-from ds_events.events.memory import CardWritten  # noqa: E402
-from ds_events.home import Home, Quest  # noqa: E402
-from ds_events.memory.store import MemoryContext  # noqa: E402
-from ds_events.services.interactions import mailbox as interactions  # noqa: E402
-from ds_events.services.runtime import prompt as prompt
+from ds_events.events.core import ConversationMessage, QuestAnchorChanged
+from ds_events.events.interaction import InteractionSent
+from ds_events.events.memory import CardWritten
+from ds_events.home import Home, Quest
+from ds_events.memory.store import MemoryContext
 from ds_events.services import quest as quests
+from ds_events.services.interactions import mailbox as interactions
+from ds_events.services.runtime import prompt as prompt
 
 _BATCH = 1000
 _STAGES = ("baseline", "idea", "experiment", "analysis-campaign", "experiment", "write")

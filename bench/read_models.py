@@ -28,13 +28,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench._rounds import ratios, spread, verdict  # noqa: E402
-from bench._util import append_in_batches, median_seconds  # noqa: E402
-from ds_events.events import Event  # noqa: E402
-from ds_events.events.artifact import ArtifactRecorded, BranchPrepared, GitCheckpointed  # noqa: E402
-from ds_events.events.core import ConversationMessage, QuestAnchorChanged  # noqa: E402
-from ds_events.home import Home, Quest  # noqa: E402
-from ds_events.services.quest import read_models as read_models  # noqa: E402
+from bench._rounds import ratios, spread, verdict
+from bench._util import append_in_batches, median_seconds
+from ds_events.events import Event
+from ds_events.events.artifact import ArtifactRecorded, BranchPrepared, GitCheckpointed
+from ds_events.events.core import ConversationMessage, QuestAnchorChanged
+from ds_events.home import Home, Quest
+from ds_events.services.quest import read_models as read_models
 
 _BATCH = 1000
 _STAGES = ("scout", "baseline", "idea", "decision", "experiment", "analysis-campaign", "write")

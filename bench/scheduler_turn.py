@@ -31,15 +31,15 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench._util import append_in_batches  # noqa: E402
-from ds_events.events import ConversationMessage  # noqa: E402
-from ds_events.home import Home  # noqa: E402
-from ds_events.runners import scheduler_for  # noqa: E402
-from ds_events.runners.base import start_agent  # noqa: E402
-from ds_events.runners.scripted import ScriptedRunner  # noqa: E402
-from ds_events.services.runtime.turns import TurnRecorder, TurnSpec  # noqa: E402
+from bench._util import append_in_batches
+from ds_events.events import ConversationMessage
+from ds_events.home import Home
+from ds_events.runners import scheduler_for
+from ds_events.runners.base import start_agent
+from ds_events.runners.scripted import ScriptedRunner
+from ds_events.services.runtime.turns import TurnRecorder, TurnSpec
 
-TRAJECTORY = "turns:\n" + "".join("  - steps: [{say: 'turn %d'}]\n" % i for i in range(1, 200))
+TRAJECTORY = "turns:\n" + "".join(f"  - steps: [{{say: 'turn {i}'}}]\n" for i in range(1, 200))
 
 
 class TimedRunner(ScriptedRunner):

@@ -22,18 +22,17 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import statistics
 import subprocess
 import sys
 import time
 from pathlib import Path
 
+import _util  # noqa: F401 - puts the repository on sys.path
 import aiohttp
 from _rounds import ROUNDS, ratios, spread
 from _serve import served_bench_quest
 from _start_env import child_env
 
-import _util  # noqa: F401 - puts the repository on sys.path
 from ds_events.home import Home
 from ds_events.log import EventLog
 
@@ -56,7 +55,7 @@ with home.open_quest("bench", actor="appender") as q:
 
 def percentile(values: list[float], p: float) -> float:
     s = sorted(values)
-    return s[min(len(s) - 1, int(round(p / 100 * (len(s) - 1))))]
+    return s[min(len(s) - 1, round(p / 100 * (len(s) - 1)))]
 
 
 async def sse_subscriber(session: aiohttp.ClientSession, url: str, total: int, arrivals: list[tuple[int, float, float]], seqs: list[int]) -> None:

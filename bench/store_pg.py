@@ -32,17 +32,16 @@ import statistics
 import tempfile
 import threading
 import time
-import typing
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import _util  # noqa: F401 - puts the repository on sys.path
 import msgspec
 from _rounds import ratios, run_rounds, spread, timed
-
-import _util  # noqa: F401 - puts the repository on sys.path
 from _util import append_in_batches
-from ds_events.events import ALL_EVENT_TYPES, ConversationMessage, QuestCreated, encode
+
+from ds_events.events import AnyEvent, ConversationMessage, QuestCreated, encode
 from ds_events.log import EventLog
 from ds_events.log.postgres import PostgresStore, configure_connection
 from ds_events.views import Views
@@ -206,7 +205,7 @@ def long_log(args: argparse.Namespace, tmp: Path) -> None:
     print(f"\n3. replay of a {n:,}-event log through the status projection "
           f"(file {path.stat().st_size / 1e6:.0f} MB, built in {built_file:.0f} s; "
           f"table + indexes {table / 1e6:.0f} MB, built in {built_pg:.0f} s)")  # fmt: skip
-    decoder = msgspec.json.Decoder(typing.Union[ALL_EVENT_TYPES])  # type: ignore[valid-type]
+    decoder = msgspec.json.Decoder(AnyEvent)
 
     def raw_file() -> None:
         with open(path, "rb") as f:

@@ -29,13 +29,13 @@ import threading
 import time
 from pathlib import Path
 
+import _util  # noqa: F401 - puts the repository on sys.path
 import aiohttp
 from _rounds import ROUNDS, ratios, spread
 from _serve import served_bench_quest
 from _start_env import child_env
 from serve_stream import APPENDER, sse_subscriber  # the same appender and raw reader as the stream bench
 
-import _util  # noqa: F401 - puts the repository on sys.path
 from ds_events.home import Home
 
 # In the page: note when each message's card enters the trace.

@@ -22,8 +22,7 @@ import mcp
 
 from ds_events.home import Home
 from ds_events.verify.audit import verify_log
-from handlers.mcp import NAMESPACES, QuestBinding, build_server
-from handlers.mcp import artifact as artifact_ns
+from handlers.mcp import NAMESPACES, QuestBinding, artifact as artifact_ns, build_server
 
 __all__ = [
     "SCENE",

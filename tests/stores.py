@@ -37,7 +37,7 @@ def use_store(home: Home, url: str) -> Home:
 
 
 @pytest.fixture(params=["file", "postgresql"])
-def home(request: pytest.FixtureRequest, home: Home) -> Iterator[Home]:  # noqa: F811 - the conftest's, on a store
+def home(request: pytest.FixtureRequest, home: Home) -> Iterator[Home]:
     if request.param == "file":
         yield home
         return

@@ -17,7 +17,7 @@ from typing import Any
 
 from ds_events.home import Home, Quest
 
-from .mcp_support import SCENE, changed, discover_tools, open_clients, snapshot, is_log_file
+from .mcp_support import SCENE, changed, discover_tools, is_log_file, open_clients, snapshot
 
 TOOLS = discover_tools()
 

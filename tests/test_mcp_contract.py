@@ -29,10 +29,10 @@ import anyio
 import anyio.to_thread
 import pytest
 
-from ds_events.home import Home, Quest
 from ds_events.events.artifact import GitCheckpointed
+from ds_events.home import Home, Quest
 
-from .mcp_support import changed, discover_tools, open_clients, snapshot, tool_ids, unstructured_reason, verify_every_log, is_log_file
+from .mcp_support import changed, discover_tools, is_log_file, open_clients, snapshot, tool_ids, unstructured_reason, verify_every_log
 
 TOOLS = discover_tools()
 UNKNOWN = "zz_not_an_argument"
@@ -95,7 +95,7 @@ async def test_a_lone_surrogate_anywhere_is_invalid_text_and_changes_nothing_but
         before_seq = quest.log.last_seq
         before = snapshot(home.root)
         answers = [await client.call_tool(tool.name, {**_required_placeholders(tool.input_schema), **extra}) for extra, _ in forms]
-    for answer, (_, path) in zip(answers, forms):
+    for answer, (_, path) in zip(answers, forms, strict=False):
         assert unstructured_reason(answer) is None, unstructured_reason(answer)
         payload = json.loads(answer.content[0].text)
         assert payload["error"] == "invalid_text" and payload["argument"] == path, payload

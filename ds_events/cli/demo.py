@@ -97,8 +97,9 @@ async def _turns(quest: Quest) -> None:
             answering.cancel()
         state = quest.state("turns")
         for end in finished[-1:] if finished else []:
-            record = state.turns[end.run_id]
-            said = _last_agent_message(quest, end.run_id)
+            run_id = end.run_id or ""  # a turn's finish always names its run
+            record = state.turns[run_id]
+            said = _last_agent_message(quest, run_id)
             out(
                 f"turn {n}:  {record.skill:<18} {record.outcome:<10} {record.tool_calls:>2} tool calls "
                 f"{record.duration_ms / 1000:5.1f} s   agent: {said}"

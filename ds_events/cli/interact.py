@@ -8,9 +8,9 @@ import click
 import msgspec
 
 from ds_events.home import Home
+from ds_events.services import interactions as service
 from ds_events.services.commands import decode_command
 from ds_events.services.interactions import connectors as connectors
-from ds_events.services import interactions as service
 from projections import interactions as view
 
 from .common import CliError, cli, emit_json, json_option, open_quest, out, pass_home

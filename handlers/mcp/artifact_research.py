@@ -11,9 +11,8 @@ and :mod:`ds_events.services.research.git_tool`; ``handlers.mcp.artifact`` calls
 
 from __future__ import annotations
 
+from ds_events.services import research as queries, research as service
 from ds_events.services.research import git_tool as git_tool
-from ds_events.services import research as service
-from ds_events.services import research as queries
 from ds_events.services.research.commands import (
     ActivateBranch,
     ActivateBranchResult,

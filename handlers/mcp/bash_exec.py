@@ -13,8 +13,7 @@ from dataclasses import dataclass
 
 from ds_events.events.bash import BashSessionLost
 from ds_events.home import Quest
-from ds_events.services.bash import sessions as service
-from ds_events.services.bash import tool as bash_tool
+from ds_events.services.bash import sessions as service, tool as bash_tool
 from ds_events.services.bash.commands import BashExec, BashExecResult
 
 from .binding import QuestBinding

@@ -11,6 +11,7 @@ from ds_events.services.artifacts.errors import CODES
 
 from .support import client_for, fails, git_ok
 
+
 def test_every_error_code_raised_by_the_artifact_domain_is_asserted_by_some_test() -> None:
     tests = "".join(p.read_text() for p in Path(__file__).parent.glob("test_*.py") if p.name != Path(__file__).name)
     tests += Path(__file__).read_text().split("\n# -- the odd cases", 1)[1]  # this module: its odd cases only

@@ -55,10 +55,10 @@ def test_every_command_has_help():
     def walk(group: click.Group, path: list[str]):
         for name in group.list_commands(ctx):
             cmd = group.get_command(ctx, name)
-            assert cmd is not None, f"ds {' '.join(path + [name])} is listed but does not load"
-            yield path + [name], cmd
+            assert cmd is not None, f"ds {' '.join([*path, name])} is listed but does not load"
+            yield [*path, name], cmd
             if isinstance(cmd, click.Group):
-                yield from walk(cmd, path + [name])
+                yield from walk(cmd, [*path, name])
 
     walked = [" ".join(path) for path, _ in walk(cli, [])]
     assert {"quest show", "events tail", "mcp", "demo", "bash kill"} <= set(walked)

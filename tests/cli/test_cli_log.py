@@ -10,7 +10,6 @@ import pytest
 
 from ds_events.events import ConversationMessage
 from ds_events.home import Home
-
 from tests.core.full_disk import FullDisk, small_fs
 from tests.helpers import DS, ds_env
 

@@ -4,10 +4,9 @@ must succeed or fail in our shape, and the events a call appended to the log."""
 from __future__ import annotations
 
 import json
-from typing import Any
-
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import Any
 
 import mcp
 

@@ -29,8 +29,7 @@ from ds_events.events import ConversationMessage
 from ds_events.events.interaction import DeliveryAttempted, InteractionSent, MailboxDelivered
 from ds_events.home import Home, Quest
 from ds_events.replay import replay_quest
-from ds_events.services import interactions as service
-from ds_events.services import quest as quest_service
+from ds_events.services import interactions as service, quest as quest_service
 from ds_events.services.interactions import connectors
 from projections import interactions as view
 from tests.helpers import domain_events, ds_env, stdio_server, tool_error

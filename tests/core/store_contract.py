@@ -10,6 +10,7 @@ keeps its events (after eventsourcing's tests/persistence.py).
 from __future__ import annotations
 
 import asyncio
+import itertools
 import threading
 from collections.abc import Callable
 
@@ -110,7 +111,7 @@ class StoreContract:
         assert sorted(seqs) == list(range(1, 151))
         events = store.read()
         assert [e.seq for e in events] == list(range(1, 151))
-        assert all(b.prev == line_hash(encode(a)) for a, b in zip(events, events[1:]))
+        assert all(b.prev == line_hash(encode(a)) for a, b in itertools.pairwise(events))
 
     def test_appends_through_a_closed_handle_are_refused(self, open_store):
         s = open_store()

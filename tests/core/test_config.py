@@ -13,9 +13,8 @@ import yaml
 from ds_events.config import Config
 from ds_events.errors import Invalid, ServiceError
 from ds_events.home import DEFAULT_CONFIG, Home, Quest
-from ds_events.services.artifacts import commands as cmd
 from ds_events.services import artifacts
-from ds_events.services.artifacts import checkpoints as git_service
+from ds_events.services.artifacts import checkpoints as git_service, commands as cmd
 
 BAD = [
     ("git:\n  max_file_bytes: lots\n", "git.max_file_bytes"),

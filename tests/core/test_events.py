@@ -6,8 +6,7 @@ import shutil
 
 import msgspec
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
+from hypothesis import given, strategies as st
 
 from ds_events.events import (
     ALL_EVENT_TYPES,

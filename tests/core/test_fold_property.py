@@ -11,8 +11,7 @@ from __future__ import annotations
 
 import msgspec
 import pytest
-from hypothesis import Phase, given, settings
-from hypothesis import strategies as st
+from hypothesis import Phase, given, settings, strategies as st
 
 from ds_events.events import TYPES_BY_TAG
 from ds_events.log import EventLog

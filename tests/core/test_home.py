@@ -7,8 +7,8 @@ import subprocess
 import pytest
 import yaml
 
-from ds_events.home import Home, Quest, validate_quest_id
 from ds_events.errors import Conflict, Invalid, NotFound
+from ds_events.home import Home, Quest, validate_quest_id
 
 
 def git(root, *args: str) -> str:

@@ -154,7 +154,7 @@ def test_a_write_error_other_than_a_full_disk_is_a_log_error_and_keeps_nothing(t
             return real_write(fd, data)
 
         monkeypatch.setattr(os, "write", failing)
-        with pytest.raises(LogError, match="a write failed .*simulated I/O error") as caught:
+        with pytest.raises(LogError, match=r"a write failed .*simulated I/O error") as caught:
             log.append([msg(1), msg(2), msg(3)])
         assert not isinstance(caught.value, DiskFull)
         monkeypatch.undo()

@@ -12,11 +12,10 @@ import threading
 
 import pytest
 
-from ds_events.events import ConversationMessage
 from ds_events.errors import LogError
+from ds_events.events import ConversationMessage
 from ds_events.log import EventLog, append_lock
 from ds_events.verify import verify_log
-
 from tests.helpers import wait_until
 
 from .test_log_group_commit import SyncRecorder, end_offsets
@@ -82,7 +81,7 @@ def test_a_handle_that_finds_the_file_rewritten_under_it_reloads_and_refuses_to_
         assert [e.seq for e in a.read(after_seq=128)] == [129, 130]
         assert a.get(40).content == "m39" and a.get(65).content == "m114" + "x" * 80
         assert a.get(129).content == "m178" + "x" * 80
-        with pytest.raises(LogError, match="changed under this handle.*ds repair"):
+        with pytest.raises(LogError, match=r"changed under this handle.*ds repair"):
             a.append(msg(999))
         with pytest.raises(LogError, match="changed under this handle"):
             a.append(msg(999))  # and stays refused

@@ -14,7 +14,6 @@ import threading
 import pytest
 
 from ds_events.log.group import AsyncGroupCommit, ThreadGroupCommit
-
 from tests.helpers import wait_until
 
 from .line_file import LineFile

@@ -19,7 +19,6 @@ import pytest
 from ds_events.events import ConversationMessage
 from ds_events.log import EventLog, LogError
 from ds_events.verify import verify_log
-
 from tests.helpers import wait_until
 
 from .test_log_group_commit import HeldLock, SyncRecorder, end_offsets, msg
@@ -163,7 +162,7 @@ def test_ids_assigned_in_the_batch_that_first_builds_the_id_map_are_remembered(t
     # re-appending one of them (with its stored id) appends it a second time.
     path = str(tmp_path / "events.jsonl")
     with EventLog(path, policy="never") as log:
-        plain, preset = log.append([msg(1), ConversationMessage(role="user", content="x", id="2" * 32)])
+        plain, _preset = log.append([msg(1), ConversationMessage(role="user", content="x", id="2" * 32)])
         again = log.append(ConversationMessage(role="user", content="retry", id=plain.id))
         assert again.seq == plain.seq == 1, f"re-appended as seq {again.seq}"
         assert log.last_seq == 2
@@ -230,7 +229,8 @@ def test_an_append_cancelled_with_its_loop_is_not_written_by_a_later_loop(tmp_pa
     with EventLog(path, policy="group") as log:
 
         async def fire_and_forget() -> None:
-            asyncio.ensure_future(log.append_async(ConversationMessage(role="user", content="cancelled")))
+            asyncio.ensure_future(log.append_async(  # noqa: RUF006 - abandoned on purpose
+                ConversationMessage(role="user", content="cancelled")))
 
         asyncio.run(fire_and_forget())
         asyncio.run(log.append_async(ConversationMessage(role="user", content="later")))
@@ -245,7 +245,8 @@ def test_a_loop_closed_with_its_flusher_pending_does_not_wedge_later_loops(tmp_p
     with EventLog(path, policy="group") as log:
 
         async def fire_and_forget() -> None:
-            asyncio.ensure_future(log.append_async(msg(1)))
+            asyncio.ensure_future(log.append_async(  # noqa: RUF006 - abandoned on purpose
+                msg(1)))
 
         first = asyncio.new_event_loop()
         first.run_until_complete(fire_and_forget())
@@ -256,7 +257,7 @@ def test_a_loop_closed_with_its_flusher_pending_does_not_wedge_later_loops(tmp_p
 
         try:
             stored = asyncio.run(bounded())
-        except asyncio.TimeoutError:
+        except TimeoutError:
             pytest.fail("an append on a new loop never returned")
         assert stored.seq >= 1
 
@@ -299,7 +300,8 @@ def test_a_loop_closed_while_its_sync_is_in_flight_leaves_the_sync_thread_servin
         syncs.hold_first = True
 
         async def abandon() -> None:
-            asyncio.ensure_future(log.append_async(msg(1)))
+            asyncio.ensure_future(log.append_async(  # noqa: RUF006 - abandoned on purpose
+                msg(1)))
             # Return (cancelling the appender, closing the loop) with its sync in flight.
             assert await asyncio.get_running_loop().run_in_executor(None, syncs.started.wait, 30)
 

@@ -40,7 +40,7 @@ class Work:
 
         monkeypatch.setattr(os, "pread", pread)
 
-    def _profile(self, frame, event, arg):  # noqa: ANN001
+    def _profile(self, frame, event, arg):
         if event == "c_call" and type(getattr(arg, "__self__", None)) is bytes:
             self.scanned += len(arg.__self__)
 
@@ -103,7 +103,7 @@ def test_reading_a_line_of_tens_of_megabytes_costs_work_linear_in_its_length(tmp
     work = Work(monkeypatch)
     costs: dict[str, tuple[int, int]] = {}
 
-    def measure(name, fn):  # noqa: ANN001
+    def measure(name, fn):
         with work:
             fn()
         costs[name] = (work.read, work.scanned)

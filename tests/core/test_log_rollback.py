@@ -21,11 +21,9 @@ import pytest
 
 from ds_events.errors import LogError
 from ds_events.events import ConversationMessage, LogRepaired
-from ds_events.log import EventLog, line_hash
-from ds_events.log import anchor as anchor_module
+from ds_events.log import EventLog, anchor as anchor_module, line_hash
 from ds_events.log.anchor import HeadAnchor, head_mac
 from ds_events.verify import repair_log, verify_log
-
 from tests.helpers import DS, ds_env
 
 KEY = b"k" * 32
@@ -288,7 +286,7 @@ def test_a_format_1_past_head_that_does_not_check_is_not_re_signed(tmp_path):
 @pytest.mark.parametrize("policy", ["always", "group", "never"])
 def test_appends_recovery_and_reopening_keep_the_head_and_witness_in_step(tmp_path, policy):
     path, witness = tmp_path / "events.jsonl", tmp_path / "heads" / "q.head"
-    for round_ in range(3):
+    for _round in range(3):
         with EventLog(path, quest_id="q", actor="t", policy=policy, key=KEY, witness=witness) as log:
             for i in range(70):
                 log.append(msg(i))

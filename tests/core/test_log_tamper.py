@@ -19,7 +19,7 @@ import pytest
 
 from ds_events.errors import LogError
 from ds_events.events import ConversationMessage, decode_line, encode
-from ds_events.log import INDEX_EVERY, EventLog, line_hash
+from ds_events.log import EventLog, line_hash
 from ds_events.log.anchor import HeadAnchor, anchor_mac, load_key
 from ds_events.verify import repair_log, verify_log
 
@@ -111,7 +111,7 @@ def test_a_mid_file_truncation_is_not_recovered_by_opening_and_verify_reports_it
     with EventLog(path, quest_id="q", key=KEY) as log:  # an appender opens it
         assert log.recovered is None and log.torn is not None
         assert log.last_seq == 49
-        with pytest.raises(LogError, match="shrank below a head it had.*ds repair"):
+        with pytest.raises(LogError, match=r"shrank below a head it had.*ds repair"):
             log.append(msg(1))
     assert path.read_bytes() == before  # nothing cut, nothing appended
     report = verify_log(str(path), key=KEY)

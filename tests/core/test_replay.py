@@ -5,16 +5,15 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 from ds_events.events import ConversationMessage, QuestAnchorChanged, QuestCompleted, QuestControl, QuestCreated
 from ds_events.log import EventLog
 from ds_events.replay import replay_quest
 from ds_events.services import quest as svc
 from ds_events.services.runtime import steering
-from ds_events.views import Views
 from ds_events.verify import repair_log
+from ds_events.views import Views
 from projections import fold, quest_projections
 from projections.status import PROJECTION as STATUS
 

@@ -17,8 +17,8 @@ from ds_events.log.format import line_id, line_seq, line_type
 from ds_events.log.postgres import PostgresStore
 from ds_events.memory.store import MemoryContext
 from ds_events.migrate import migrate_log
-from ds_events.services.memory import cards as memory_service
 from ds_events.services import quest as quests
+from ds_events.services.memory import cards as memory_service
 from ds_events.services.memory.commands import WriteCard
 from ds_events.stores import close_pool
 from tests.helpers import DS, ds_env

@@ -10,9 +10,9 @@ from pathlib import Path
 import psycopg
 import pytest
 
+from ds_events.errors import LogError
 from ds_events.events import ConversationMessage, encode
 from ds_events.log import EventLog, line_hash
-from ds_events.errors import LogError
 from ds_events.log.postgres import PostgresStore
 
 from .store_contract import StoreContract, msg

@@ -8,8 +8,7 @@ from collections import Counter
 from typing import Any
 
 import msgspec
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 from ds_events.events import Event
 from ds_events.events.artifact import ArtifactRecorded

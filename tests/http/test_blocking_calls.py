@@ -29,7 +29,7 @@ SSE = {"Accept": "text/event-stream"}
 
 def _some_thread_is_in(code: Any) -> bool:
     """Whether any thread of this process is running ``code`` right now (anywhere on its stack)."""
-    for frame in sys._current_frames().values():  # noqa: SLF001 - the one way to see another thread's stack
+    for frame in sys._current_frames().values():
         f: Any = frame
         while f is not None:
             if f.f_code is code:

@@ -159,7 +159,7 @@ class Fuzzer:
             return None
         if kind == "list":
             return [self.value(depth - 1) for _ in range(r.randrange(0, 3))]
-        return {r.choice(FIELDS + ["k", "é"]): self.value(depth - 1) for _ in range(r.randrange(0, 3))}
+        return {r.choice([*FIELDS, "k", "é"]): self.value(depth - 1) for _ in range(r.randrange(0, 3))}
 
 
 def _state(home: Home, quest: Quest) -> tuple[int, list[str], dict[str, Any]]:

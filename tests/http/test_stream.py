@@ -12,10 +12,10 @@ from ds_events.home import Home, Quest
 from ds_events.services.quest.lifecycle import PostMessage, post_message
 from handlers.http import make_app
 from handlers.http.app import HUB
+from tests.stores import home  # noqa: F401 - streams follow either store (PostgreSQL: LISTEN/NOTIFY)
 
 from ..helpers import wait_until_async
 from .sse import frames, take
-from tests.stores import home  # noqa: F401 - streams follow either store (PostgreSQL: LISTEN/NOTIFY)
 
 SSE = {"Accept": "text/event-stream"}
 

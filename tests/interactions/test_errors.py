@@ -9,8 +9,10 @@ from typing import Any
 import mcp
 import pytest
 
-from ds_events.cli import interact as _interact_cli  # noqa: F401 - registers ds reply/inbox/binding
-from ds_events.cli import main
+from ds_events.cli import (
+    interact as _interact_cli,  # noqa: F401 - registers ds reply/inbox/binding
+    main,
+)
 from ds_events.errors import ServiceError
 from ds_events.home import Home, Quest
 from ds_events.services import interactions as service

@@ -11,8 +11,7 @@ import pytest
 from ds_events.events.interaction import InteractionSent, MailboxDelivered
 from ds_events.home import Home, Quest
 from ds_events.replay import replay_quest
-from ds_events.services import interactions as service
-from ds_events.services import quest as quest_service
+from ds_events.services import interactions as service, quest as quest_service
 from ds_events.services.interactions.commands import Interact, Reply
 
 from .clients import artifact_client, call

@@ -52,7 +52,7 @@ print(json.dumps(got))
 
 
 @pytest.mark.slow
-async def test_each_user_message_is_delivered_exactly_once_while_processes_race(home: Home, quest: Quest) -> None:  # noqa: F811
+async def test_each_user_message_is_delivered_exactly_once_while_processes_race(home: Home, quest: Quest) -> None:
     env = ds_env(home, DS_QUEST_ID="q1")
     consumer = subprocess.Popen([sys.executable, "-c", CONSUMER, str(N), "80"], env=env, stdout=subprocess.PIPE, text=True)
     params = mcp.StdioServerParameters(command=sys.executable, args=["-m", "ds_events", "mcp", "--namespace", "artifact"], env=env)

@@ -5,15 +5,12 @@ from __future__ import annotations
 import tempfile
 
 import msgspec
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from ds_events.home import Home
-from ds_events.services import interactions as service
-from ds_events.services import quest as quest_service
+from ds_events.services import interactions as service, quest as quest_service
 from ds_events.services.interactions.commands import Interact, Reply
-from projections import fold
-from projections import interactions as view
+from projections import fold, interactions as view
 
 OPTIONS = [{"id": "a", "label": "A"}, {"id": "b", "label": "B"}]
 op = st.one_of(

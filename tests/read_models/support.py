@@ -5,8 +5,7 @@ from __future__ import annotations
 
 from ds_events.home import Quest
 from ds_events.memory.store import MemoryContext
-from ds_events.services import artifacts
-from ds_events.services import quest as quests
+from ds_events.services import artifacts, quest as quests
 from ds_events.services.artifacts import checkpoints as git
 from ds_events.services.artifacts.commands import Checkpoint, PrepareBranch, Record
 from ds_events.services.memory import cards as memory_service

@@ -16,8 +16,7 @@ from ds_events.events.artifact import (
     MainExperimentRecorded,
 )
 from ds_events.events.core import QuestAnchorChanged, QuestCreated
-from projections import fold
-from projections import node_traces as nt
+from projections import fold, node_traces as nt
 from projections.canvas import event_view, stage_view
 
 

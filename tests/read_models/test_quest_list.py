@@ -7,8 +7,7 @@ from __future__ import annotations
 import msgspec
 
 from ds_events.home import Home
-from ds_events.services import interactions as interaction_service
-from ds_events.services import quest as quest_service
+from ds_events.services import interactions as interaction_service, quest as quest_service
 from ds_events.services.quest import listing
 
 

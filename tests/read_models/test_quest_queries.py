@@ -7,9 +7,8 @@ import msgspec
 
 from ds_events.home import Home, Quest
 from ds_events.services.interactions import mailbox
-from ds_events.services.quest import PostMessage, post_message
+from ds_events.services.quest import PostMessage, QuestSummary, post_message
 from ds_events.services.quest.event_pages import EventPage, event_page
-from ds_events.services.quest import QuestSummary
 from ds_events.services.quest.listing import list_quests, quest_summary, show_quest
 from projections.status import StatusState
 

@@ -8,8 +8,7 @@ from ds_events.events.artifact import ArtifactRecorded, BaselineConfirmed, GitCh
 from ds_events.events.core import ConversationMessage, LogRecovered, QuestAnchorChanged, QuestCreated
 from ds_events.events.memory import CardWritten
 from ds_events.events.tool import ToolCallFinished, ToolCallStarted
-from projections import fold, quest_projections
-from projections import workflow as wf
+from projections import fold, quest_projections, workflow as wf
 
 
 def _numbered(events: list[Event]) -> list[Event]:

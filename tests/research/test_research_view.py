@@ -11,8 +11,7 @@ from pathlib import Path
 from ds_events.events import decode_line, encode
 from ds_events.events.research import IdeaSubmitted
 from ds_events.home import Home
-from projections import fold
-from projections import research as research_view
+from projections import fold, research as research_view
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "logs"
 

@@ -71,7 +71,7 @@ def open_page(browser: Any, request: pytest.FixtureRequest) -> Iterator[Callable
     yield open_
     name = request.node.name
     try:
-        for n, (context, page, guard) in enumerate(opened):
+        for n, (_context, page, guard) in enumerate(opened):
             page.screenshot(path=str(screenshot_path(name if n == 0 else f"{name}-{n}")), full_page=True)
             guard.check()
     finally:

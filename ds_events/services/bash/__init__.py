@@ -13,44 +13,48 @@ from typing import TYPE_CHECKING
 from ds_events.services import lazy_exports
 
 if TYPE_CHECKING:
-    from .commands import MODES as MODES
-    from .commands import ORDERS as ORDERS
-    from .commands import AwaitSession as AwaitSession
-    from .commands import BashExec as BashExec
-    from .commands import BashExecResult as BashExecResult
-    from .commands import GetSession as GetSession
-    from .commands import KillSession as KillSession
-    from .commands import ListSessions as ListSessions
-    from .commands import LogEntry as LogEntry
-    from .commands import OutputPage as OutputPage
-    from .commands import ReadOutput as ReadOutput
-    from .commands import Session as Session
-    from .commands import SessionItem as SessionItem
-    from .commands import SessionList as SessionList
-    from .commands import StartSession as StartSession
-    from .commands import StartSpec as StartSpec
-    from .ending import await_session as await_session
-    from .ending import check_wait_timeout as check_wait_timeout
-    from .ending import kill as kill
-    from .ending import kill_async as kill_async
-    from .ending import kill_quest_sessions as kill_quest_sessions
-    from .queries import check_window as check_window
-    from .queries import get_session as get_session
-    from .queries import list_sessions as list_sessions
-    from .queries import read_output as read_output
-    from .sessions import ExitFacts as ExitFacts
-    from .sessions import kill_grace_seconds as kill_grace_seconds
-    from .sessions import progress_interval_seconds as progress_interval_seconds
-    from .sessions import reconcile as reconcile
-    from .sessions import record_exit as record_exit
-    from .sessions import record_progress as record_progress
-    from .sessions import session_dir as session_dir
-    from .starting import prepare_start as prepare_start
-    from .starting import start as start
-    from .starting import start_async as start_async
-    from .tool import AWAIT_TAIL_LINES as AWAIT_TAIL_LINES
-    from .tool import bash_exec as bash_exec
-    from .tool import command_text as command_text
+    from .commands import (
+        MODES as MODES,
+        ORDERS as ORDERS,
+        AwaitSession as AwaitSession,
+        BashExec as BashExec,
+        BashExecResult as BashExecResult,
+        GetSession as GetSession,
+        KillSession as KillSession,
+        ListSessions as ListSessions,
+        LogEntry as LogEntry,
+        OutputPage as OutputPage,
+        ReadOutput as ReadOutput,
+        Session as Session,
+        SessionItem as SessionItem,
+        SessionList as SessionList,
+        StartSession as StartSession,
+        StartSpec as StartSpec,
+    )
+    from .ending import (
+        await_session as await_session,
+        check_wait_timeout as check_wait_timeout,
+        kill as kill,
+        kill_async as kill_async,
+        kill_quest_sessions as kill_quest_sessions,
+    )
+    from .queries import (
+        check_window as check_window,
+        get_session as get_session,
+        list_sessions as list_sessions,
+        read_output as read_output,
+    )
+    from .sessions import (
+        ExitFacts as ExitFacts,
+        kill_grace_seconds as kill_grace_seconds,
+        progress_interval_seconds as progress_interval_seconds,
+        reconcile as reconcile,
+        record_exit as record_exit,
+        record_progress as record_progress,
+        session_dir as session_dir,
+    )
+    from .starting import prepare_start as prepare_start, start as start, start_async as start_async
+    from .tool import AWAIT_TAIL_LINES as AWAIT_TAIL_LINES, bash_exec as bash_exec, command_text as command_text
 
 __all__, __getattr__ = lazy_exports(__name__, {
     "commands": (

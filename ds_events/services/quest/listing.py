@@ -12,10 +12,8 @@ from collections.abc import Callable
 import msgspec
 
 from ds_events.home import Home, Quest
-from projections.interactions import PROJECTION as INTERACTIONS
-from projections.interactions import State as InteractionsState
-from projections.status import PROJECTION as STATUS
-from projections.status import StatusState
+from projections.interactions import PROJECTION as INTERACTIONS, State as InteractionsState
+from projections.status import PROJECTION as STATUS, StatusState
 
 from .commands import QuestSummary
 

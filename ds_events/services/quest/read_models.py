@@ -22,9 +22,7 @@ import msgspec
 from ds_events.artifacts.branches import branch_view
 from ds_events.errors import Invalid, NotFound
 from ds_events.home import Quest
-from projections import artifacts as artifacts_projection
-from projections import node_traces as traces_projection
-from projections import workflow as workflow_projection
+from projections import artifacts as artifacts_projection, node_traces as traces_projection, workflow as workflow_projection
 from projections.base import Projection
 from projections.canvas import VIEWS, event_view, stage_view
 from projections.canvas_svg import render_svg

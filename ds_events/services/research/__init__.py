@@ -15,50 +15,55 @@ from ds_events.services import lazy_exports
 
 if TYPE_CHECKING:
     from .branches import activate_branch as activate_branch
-    from .commands import DOCUMENT_NAMES as DOCUMENT_NAMES
-    from .commands import GIT_ACTIONS as GIT_ACTIONS
-    from .commands import ActivateBranch as ActivateBranch
-    from .commands import ActivateBranchResult as ActivateBranchResult
-    from .commands import AnalysisCampaignResult as AnalysisCampaignResult
-    from .commands import CompleteQuest as CompleteQuest
-    from .commands import CompleteQuestResult as CompleteQuestResult
-    from .commands import ConversationContextResult as ConversationContextResult
-    from .commands import GetAnalysisCampaign as GetAnalysisCampaign
-    from .commands import GetConversationContext as GetConversationContext
-    from .commands import GetGlobalStatus as GetGlobalStatus
-    from .commands import GetQuestState as GetQuestState
-    from .commands import GetResearchMapStatus as GetResearchMapStatus
-    from .commands import Git as Git
-    from .commands import GitResult as GitResult
-    from .commands import GlobalStatusResult as GlobalStatusResult
-    from .commands import ListResearchBranches as ListResearchBranches
-    from .commands import QuestDocumentsResult as QuestDocumentsResult
-    from .commands import QuestStateResult as QuestStateResult
-    from .commands import ReadQuestDocuments as ReadQuestDocuments
-    from .commands import ResearchBranchesResult as ResearchBranchesResult
-    from .commands import ResearchMapResult as ResearchMapResult
-    from .commands import ResolveRuntimeRefs as ResolveRuntimeRefs
-    from .commands import RuntimeRefsResult as RuntimeRefsResult
-    from .commands import SubmitIdea as SubmitIdea
-    from .commands import SubmitIdeaResult as SubmitIdeaResult
-    from .completion import COMPLETION_DECISION_TYPE as COMPLETION_DECISION_TYPE
-    from .completion import complete_quest as complete_quest
-    from .git_tool import changed_files as changed_files
-    from .git_tool import git as git
-    from .ideas import resolve_foundation as resolve_foundation
-    from .ideas import submit_idea as submit_idea
-    from .lineage import baseline_gate as baseline_gate
-    from .lineage import branch_kind_of as branch_kind_of
-    from .lineage import has_branch as has_branch
-    from .lineage import workspace_branch as workspace_branch
-    from .overview import get_global_status as get_global_status
-    from .overview import get_quest_state as get_quest_state
-    from .overview import get_research_map_status as get_research_map_status
-    from .queries import get_analysis_campaign as get_analysis_campaign
-    from .queries import get_conversation_context as get_conversation_context
-    from .queries import list_research_branches as list_research_branches
-    from .queries import read_quest_documents as read_quest_documents
-    from .queries import resolve_runtime_refs as resolve_runtime_refs
+    from .commands import (
+        DOCUMENT_NAMES as DOCUMENT_NAMES,
+        GIT_ACTIONS as GIT_ACTIONS,
+        ActivateBranch as ActivateBranch,
+        ActivateBranchResult as ActivateBranchResult,
+        AnalysisCampaignResult as AnalysisCampaignResult,
+        CompleteQuest as CompleteQuest,
+        CompleteQuestResult as CompleteQuestResult,
+        ConversationContextResult as ConversationContextResult,
+        GetAnalysisCampaign as GetAnalysisCampaign,
+        GetConversationContext as GetConversationContext,
+        GetGlobalStatus as GetGlobalStatus,
+        GetQuestState as GetQuestState,
+        GetResearchMapStatus as GetResearchMapStatus,
+        Git as Git,
+        GitResult as GitResult,
+        GlobalStatusResult as GlobalStatusResult,
+        ListResearchBranches as ListResearchBranches,
+        QuestDocumentsResult as QuestDocumentsResult,
+        QuestStateResult as QuestStateResult,
+        ReadQuestDocuments as ReadQuestDocuments,
+        ResearchBranchesResult as ResearchBranchesResult,
+        ResearchMapResult as ResearchMapResult,
+        ResolveRuntimeRefs as ResolveRuntimeRefs,
+        RuntimeRefsResult as RuntimeRefsResult,
+        SubmitIdea as SubmitIdea,
+        SubmitIdeaResult as SubmitIdeaResult,
+    )
+    from .completion import COMPLETION_DECISION_TYPE as COMPLETION_DECISION_TYPE, complete_quest as complete_quest
+    from .git_tool import changed_files as changed_files, git as git
+    from .ideas import resolve_foundation as resolve_foundation, submit_idea as submit_idea
+    from .lineage import (
+        baseline_gate as baseline_gate,
+        branch_kind_of as branch_kind_of,
+        has_branch as has_branch,
+        workspace_branch as workspace_branch,
+    )
+    from .overview import (
+        get_global_status as get_global_status,
+        get_quest_state as get_quest_state,
+        get_research_map_status as get_research_map_status,
+    )
+    from .queries import (
+        get_analysis_campaign as get_analysis_campaign,
+        get_conversation_context as get_conversation_context,
+        list_research_branches as list_research_branches,
+        read_quest_documents as read_quest_documents,
+        resolve_runtime_refs as resolve_runtime_refs,
+    )
 
 __all__, __getattr__ = lazy_exports(__name__, {
     "commands": (

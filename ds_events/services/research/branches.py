@@ -27,8 +27,7 @@ from ds_events.services.research.commands import ActivateBranch, ActivateBranchR
 from ds_events.services.research.lineage import baseline_gate, branch_kind_of, has_branch, idea_on
 from ds_events.store import StoreTransaction
 from projections.artifacts import State as ArtifactsState
-from projections.research import State as ResearchState
-from projections.research import idea_paths
+from projections.research import State as ResearchState, idea_paths
 
 __all__ = ["activate_branch"]
 

@@ -17,8 +17,7 @@ from ds_events.errors import Conflict
 from ds_events.home import Quest
 from ds_events.services import quest as quests
 from ds_events.services.research.commands import CompleteQuest, CompleteQuestResult
-from projections.interactions import InboundItem, InteractionRecord
-from projections.interactions import State as InteractionsState
+from projections.interactions import InboundItem, InteractionRecord, State as InteractionsState
 
 __all__ = ["complete_quest", "completion_approval", "COMPLETION_DECISION_TYPE"]
 

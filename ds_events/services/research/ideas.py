@@ -40,8 +40,7 @@ from ds_events.services.research.commands import SubmitIdea, SubmitIdeaResult
 from ds_events.services.research.lineage import baseline_gate, has_branch, idea_on, workspace_branch
 from ds_events.store import StoreTransaction
 from projections.artifacts import State as ArtifactsState
-from projections.research import State as ResearchState
-from projections.research import format_branch_no, idea_paths
+from projections.research import State as ResearchState, format_branch_no, idea_paths
 
 __all__ = ["submit_idea", "resolve_foundation"]
 

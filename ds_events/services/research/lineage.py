@@ -13,8 +13,7 @@ import pygit2
 
 from ds_events.artifacts import git as git_ops
 from projections.artifacts import State as ArtifactsState
-from projections.research import Idea
-from projections.research import State as ResearchState
+from projections.research import Idea, State as ResearchState
 
 __all__ = ["workspace_branch", "branch_kind_of", "has_branch", "baseline_gate", "idea_on", "BaselineGate"]
 

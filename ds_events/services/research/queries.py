@@ -34,8 +34,7 @@ from ds_events.services.research.commands import (
 from ds_events.services.research.lineage import branch_kind_of, workspace_branch
 from ds_events.services.research.refs import run_summary, runtime_refs, workspace_root
 from projections.artifacts import State as ArtifactsState
-from projections.research import State as ResearchState
-from projections.research import format_branch_no, idea_paths
+from projections.research import State as ResearchState, format_branch_no, idea_paths
 
 __all__ = [
     "list_research_branches",

@@ -13,8 +13,7 @@ from ds_events.errors import Invalid
 from ds_events.home import Quest
 from ds_events.services.research.commands import RuntimeRefsResult
 from ds_events.services.research.lineage import workspace_branch
-from projections.artifacts import MainRun, record_path
-from projections.artifacts import State as ArtifactsState
+from projections.artifacts import MainRun, State as ArtifactsState, record_path
 from projections.research import State as ResearchState
 
 __all__ = ["RunSummary", "runtime_refs", "run_summary", "latest_run", "workspace_root", "parse_detail"]

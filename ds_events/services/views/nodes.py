@@ -26,8 +26,7 @@ from ds_events.errors import NotFound
 from ds_events.home import Quest
 from ds_events.services.quest import read_models
 from ds_events.services.research.git_tool import ChangedFiles, FileChange, changed_files
-from projections.artifacts import MainRun, Slice, document
-from projections.artifacts import State as ArtifactsState
+from projections.artifacts import MainRun, Slice, State as ArtifactsState, document
 
 __all__ = ["node_details", "NodeDetails", "ArtifactDoc", "Metrics", "BranchGit", "NodeChanges"]
 
