@@ -80,8 +80,13 @@ class StoreTransaction(Protocol):
     @property
     def last_seq(self) -> int: ...
 
-    def append(self, events: Event | Sequence[Event]) -> list[Event]:
-        """Append now (durably per the store's policy); returns the events as stored."""
+    @overload
+    def append(self, events: E) -> E: ...
+    @overload
+    def append(self, events: Sequence[Event]) -> list[Event]: ...
+    def append(self, events: Event | Sequence[Event]) -> Event | list[Event]:
+        """Append now (durably per the store's policy): one event in, that event as
+        stored (its own type); a batch in, the batch as stored."""
         ...
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, TypeVar, overload
 
 from ..errors import LogError, ServiceError
 from ..events import Event
@@ -34,6 +34,7 @@ __all__ = ["Appends", "Transaction", "CommitTarget", "Stored", "or_raise"]
 # What one batch of an append became: its events as stored, or the refusal of the whole
 # batch (an event over log.max_event_bytes), which the caller raises.
 Stored = list[Event] | ServiceError
+E = TypeVar("E", bound=Event)
 
 _NEVER_ANCHOR_EVERY = 64  # policy never: writes between head anchor updates (and one on close)
 
@@ -218,13 +219,18 @@ class Transaction:
     def last_seq(self) -> int:
         return self._log._last_seq
 
-    def append(self, events: Event | Sequence[Event]) -> list[Event]:
-        """Write ``events`` now (one write, synced unless the policy is ``never``)."""
-        batch = [events] if isinstance(events, Event) else list(events)
+    @overload
+    def append(self, events: E) -> E: ...
+    @overload
+    def append(self, events: Sequence[Event]) -> list[Event]: ...
+    def append(self, events: Event | Sequence[Event]) -> Event | list[Event]:
+        """Write ``events`` now (one write, synced unless the policy is ``never``): one
+        event in, that event as stored; a batch in, the batch as stored."""
+        batch: list[Event] = [events] if isinstance(events, Event) else list(events)
         results, _ = self._log._commit_locked([batch])
         stored = or_raise(results[0])
         self.appended.extend(stored)
-        return stored
+        return stored[0] if isinstance(events, Event) else stored
 
 
 

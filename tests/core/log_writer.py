@@ -58,7 +58,7 @@ def main() -> None:
                 key = f"claim-{i}"
                 with log.transaction() as txn:
                     if not any(e.content == key for e in log.read(types=["conversation.message"])):  # type: ignore[attr-defined]
-                        _acknowledge(out, txn.append(ConversationMessage(role="user", content=key)))
+                        _acknowledge(out, [txn.append(ConversationMessage(role="user", content=key))])
                 i += 1
                 continue
             if policy == "txn":

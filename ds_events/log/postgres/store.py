@@ -416,15 +416,20 @@ class PgTransaction:
         except psycopg.Error as exc:
             raise self._failed(exc) from exc
 
-    def append(self, events: Event | Sequence[Event]) -> list[Event]:
-        """Append and commit ``events`` now (the lock stays held)."""
-        batch = [events] if isinstance(events, Event) else list(events)
+    @overload
+    def append(self, events: E) -> E: ...
+    @overload
+    def append(self, events: Sequence[Event]) -> list[Event]: ...
+    def append(self, events: Event | Sequence[Event]) -> Event | list[Event]:
+        """Append and commit ``events`` now (the lock stays held): one event in, that
+        event as stored; a batch in, the batch as stored."""
+        batch: list[Event] = [events] if isinstance(events, Event) else list(events)
         if not batch:
             return []
         self._store._usable()
         stored = self._commit(batch)
         self.appended.extend(stored)
-        return stored
+        return stored[0] if isinstance(events, Event) else stored
 
     def _commit(self, events: list[Event]) -> list[Event]:
         import psycopg

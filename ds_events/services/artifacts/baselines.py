@@ -88,7 +88,7 @@ def publish_baseline(quest: Quest, cmd: PublishBaseline) -> PublishBaselineResul
     # and a retry completes it (the same id makes the registry append idempotent).
     with quest.transaction() as txn:
         _check_publishable(quest.state("artifacts"), baseline_id)
-        stored = txn.append(BaselinePublished(baseline_id=baseline_id, payload=clean, variant_ids=variants))[0]
+        stored = txn.append(BaselinePublished(baseline_id=baseline_id, payload=clean, variant_ids=variants))
     assert isinstance(stored, BaselinePublished)
     entry = publish_to_registry(quest, stored)
     return PublishBaselineResult(
@@ -126,7 +126,7 @@ def attach_baseline(quest: Quest, cmd: AttachBaseline) -> AttachBaselineResult:
             source = entry.source_quest
         else:
             raise unknown_baseline(state, baseline_id, home=quest.home)
-        stored = txn.append(event)[0]
+        stored = txn.append(event)
     confirmed = baseline is not None and baseline.confirmed is not None
     return AttachBaselineResult(
         baseline_id=baseline_id, variant_id=variant_id, confirmed=confirmed, seq=stored.seq,

@@ -150,7 +150,7 @@ def record_analysis_slice(quest: Quest, cmd: RecordAnalysisSlice) -> SliceResult
             head_sha=head, details=cmd.details or {}, setup=setup, execution=execution, results=results,
             evaluation_summary=evaluation, evidence_paths=evidence, metric_rows=rows, report=report,
         )  # fmt: skip
-        stored = txn.append(event)[0]
+        stored = txn.append(event)
     pending = [s for s in campaign.slices if s.status == "pending" and s.slice_id != slice_id]
     return SliceResult(
         campaign_id=campaign_id, slice_id=slice_id, status=status, branch=found.branch, head_sha=head,

@@ -205,7 +205,7 @@ def append_recording(quest: Quest, undo: Rollback, decide: Callable[[StoreTransa
         with quest.transaction() as txn:
             before = txn.last_seq
             event = decide(txn)
-            stored = txn.append(event)[0]
+            stored = txn.append(event)
             undo.keep()
     except BaseException as exc:
         if event is not None and not undo.kept and _reached_log(quest, event, before):

@@ -150,7 +150,7 @@ def overwrite_baseline(quest: Quest, cmd: OverwriteBaseline) -> ConfirmBaselineR
             metric_directions=resolved.directions, summary=resolved.summary, variant_id=variant_id,
             comment=comment, baseline_kind=current.baseline_kind, overwrite=overwrite,
         )  # fmt: skip
-        stored = txn.append(event)[0]
+        stored = txn.append(event)
     result = _result(quest, event, stored.seq)
     result.compatibility_verdict = overwrite["compatibility_verdict"]
     return result

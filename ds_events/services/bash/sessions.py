@@ -133,9 +133,7 @@ def record_exit(quest: Quest, session_id: str, facts: ExitFacts) -> BashSessionE
             bytes=facts.nbytes,
             duration_seconds=round(facts.duration_seconds, 3),
         )
-        (stored,) = txn.append(event)
-    assert isinstance(stored, BashSessionExited)
-    return stored
+        return txn.append(event)
 
 
 def session_dir(quest: Quest, session_id: str) -> Path:

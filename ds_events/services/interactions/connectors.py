@@ -97,9 +97,7 @@ def bind(
         bound = ConnectorBound(
             binding_id=binding_id, connector=known, target=target, label=label, primary=bool(primary), settings=settings
         )
-        (stored,) = txn.append(bound)
-    assert isinstance(stored, ConnectorBound)
-    return stored
+        return txn.append(bound)
 
 
 def unbind(quest: Quest, binding_id: str, *, reason: str = "") -> ConnectorUnbound:
@@ -109,9 +107,7 @@ def unbind(quest: Quest, binding_id: str, *, reason: str = "") -> ConnectorUnbou
         binding = quest.state("interactions").bindings.get(binding_id)
         if binding is None or not binding.active:
             raise NotFound(f"no active binding {binding_id!r}: see interactions/bindings.json", code="unknown_binding")
-        (stored,) = txn.append(ConnectorUnbound(binding_id=binding_id, reason=reason))
-    assert isinstance(stored, ConnectorUnbound)
-    return stored
+        return txn.append(ConnectorUnbound(binding_id=binding_id, reason=reason))
 
 
 def set_routing_policy(quest: Quest, policy: str) -> RoutingPolicyChanged:

@@ -232,9 +232,7 @@ def reply(quest: Quest, cmd: Reply, *, source: str = "cli") -> InteractionReplie
         event = InteractionReplied(
             interaction_id=cmd.interaction_id, text=cmd.text, option_id=cmd.option_id, data=cmd.data, source=source
         )
-        (stored,) = txn.append(event)
-    assert isinstance(stored, InteractionReplied)
-    return stored
+        return txn.append(event)
 
 
 def get_interaction(quest: Quest, cmd: GetInteraction) -> InteractionDetail:

@@ -259,7 +259,7 @@ def promote_to_global(mem: MemoryContext, cmd: PromoteToGlobal) -> PromoteResult
         stored = qtxn.append(promoted)
     gcard = gstore.state().cards[gid]
     return PromoteResult(ok=True, status="promoted", id=card.id, global_id=gid, scope="global",
-                         path=gstore.display_path(gcard), seq=stored[0].seq)  # fmt: skip
+                         path=gstore.display_path(gcard), seq=stored.seq)  # fmt: skip
 
 
 def configure_guard(mem: MemoryContext, cmd: ConfigureGuard) -> GuardResult:

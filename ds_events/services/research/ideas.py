@@ -95,7 +95,7 @@ def submit_idea(quest: Quest, cmd: SubmitIdea) -> SubmitIdeaResult:
         )  # fmt: skip
         with quest.transaction() as txn:
             _check_new_idea(quest.state("research"), idea_id)
-            stored = _submitted(txn.append(candidate))
+            stored = txn.append(candidate)
         return _idea_result(quest, stored, mode, next_anchor, promotable=True)
 
     name = git_ops.validate_branch_name(f"idea/{quest.id}-{idea_id}", "idea")
@@ -200,7 +200,7 @@ def _revise(
             lineage_intent=old.lineage_intent, foundation_ref=old.foundation_ref,
             next_target=next_anchor, details={**old.details, **_details(cmd, None)}, **text,
         )  # fmt: skip
-        stored = _submitted(txn.append(revision))
+        stored = txn.append(revision)
     return _idea_result(quest, stored, "revise", next_anchor, promotable=old.branch is None)
 
 
