@@ -46,7 +46,7 @@ from ds_events.errors import Invalid
 from ds_events.services.runtime.commands import RunResult, TurnSpec
 from ds_events.services.runtime.turns import MCP_NAMESPACES, TurnRecorder
 
-from .base import agent_env, mcp_server_command, start_agent, stop_group
+from .base import agent_env, kill_and_reap, mcp_server_command, start_agent, stop_group
 
 __all__ = ["AcpRunner", "TurnClient", "mcp_servers", "tool_name", "STOP_REASONS"]
 
@@ -132,8 +132,8 @@ class AcpRunner:
             try:
                 ok, error = await self._converse(conn, spec, client, recorder)
             except asyncio.CancelledError:
-                stop_group(proc)  # the host is going away: so does the agent
                 stderr.cancel()
+                await kill_and_reap(proc)  # the host is going away: so does the agent
                 raise
             except (ConnectionError, acp.RequestError) as exc:
                 ok, error = False, _describe(exc)

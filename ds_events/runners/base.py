@@ -24,7 +24,7 @@ from ds_events.config import RunnerConfig
 from ds_events.services.runtime.commands import RunResult, TurnSpec
 from ds_events.services.runtime.turns import MCP_NAMESPACES, TurnRecorder
 
-__all__ = ["LineRunner", "mcp_server_command", "agent_env", "start_agent", "stop_group", "STREAM_LIMIT"]
+__all__ = ["LineRunner", "mcp_server_command", "agent_env", "start_agent", "stop_group", "kill_and_reap", "STREAM_LIMIT"]
 
 STREAM_LIMIT = 64 * 1024 * 1024  # the longest stdout line read whole (a big tool result)
 
@@ -58,6 +58,20 @@ def stop_group(proc: asyncio.subprocess.Process) -> None:
     """KILL the agent's whole process group (when the host itself is going away)."""
     with contextlib.suppress(PermissionError):
         procs.signal_group(proc.pid, signal.SIGKILL)
+
+
+async def kill_and_reap(proc: asyncio.subprocess.Process, *, timeout: float = 10.0) -> None:
+    """KILL the agent's group, wait (bounded) for it to end, and close its pipes: a turn
+    cancelled mid-read leaves no subprocess transport for the garbage collector (whose
+    ResourceWarning would surface later, in whatever code runs then)."""
+    stop_group(proc)
+    with contextlib.suppress(asyncio.TimeoutError, ProcessLookupError):
+        await asyncio.wait_for(asyncio.shield(proc.wait()), timeout)
+    # The pipes' readers were cancelled with the turn: close the transport ourselves
+    # (asyncio.subprocess.Process exposes no public way to).
+    transport = getattr(proc, "_transport", None)
+    if transport is not None:
+        transport.close()
 
 
 class LineRunner:
@@ -110,7 +124,7 @@ class LineRunner:
                 )
             code = await proc.wait()
         except asyncio.CancelledError:
-            stop_group(proc)
+            await kill_and_reap(proc)
             raise
         if self.succeeded(code):
             return RunResult(ok=True, exit_code=code)
