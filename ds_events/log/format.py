@@ -211,7 +211,9 @@ def encode_batches(
         else:
             for position, event_seq in later:
                 results[position] = written[event_seq - first_seq - 1]
-            out.results.append(results)  # type: ignore[arg-type]
+            filled = [e for e in results if e is not None]
+            assert len(filled) == len(results), "every event of a batch is written or found stored"
+            out.results.append(filled)
     out.seq, out.prev, out.end = seq, prev, offset
     return out
 

@@ -16,7 +16,7 @@ import os
 import struct
 import threading
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Concatenate, ParamSpec, TypeVar
 
 from ..events import EventDecodeError
 from ..fdio import file_size, truncate_file
@@ -28,20 +28,21 @@ __all__ = ["INDEX_EVERY", "SparseIndex"]
 INDEX_EVERY = 64
 
 
-F = TypeVar("F", bound=Callable[..., Any])
+P = ParamSpec("P")
+R = TypeVar("R")
 
 
-def _guarded(method: F) -> F:
+def _guarded(method: Callable[Concatenate[SparseIndex, P], R]) -> Callable[Concatenate[SparseIndex, P], R]:
     """Run the method under the index's own lock: readers seek (and pick up entries other
     processes wrote) without the log's lock while this process's appenders add entries,
     and the two once interleaved between sizing a read of the file and doing it."""
 
     @functools.wraps(method)
-    def wrapper(self: SparseIndex, *args: Any, **kwargs: Any) -> Any:
+    def wrapper(self: SparseIndex, /, *args: P.args, **kwargs: P.kwargs) -> R:
         with self._guard:
             return method(self, *args, **kwargs)
 
-    return wrapper  # type: ignore[return-value]
+    return wrapper
 
 
 class SparseIndex:

@@ -331,7 +331,7 @@ def _value_problem(source: str, schema: Mapping[str, Any]) -> str | None:
         return None
     # Only a checker needs it; the mcp SDK depends on it. It ships no type information
     # (and types-jsonschema is not among the test extras).
-    import jsonschema  # type: ignore[import-untyped]
+    import jsonschema
 
     try:
         jsonschema.validate(_jsonable(value), dict(schema))
