@@ -55,8 +55,8 @@ def main(argv: list[str] | None = None) -> None:
         _fail(exc.format_message(), exc.exit_code)
     except click.Abort:
         _fail("aborted", 1)
-    except ServiceError as exc:
-        _fail(exc.message, 1)
+    except ServiceError as exc:  # the code the daemon and the MCP tools give, then what to do
+        _fail(f"{exc.code}: {exc.message}", 1)
     except EventDecodeError as exc:
         _fail(f"the log holds a line that is not a valid event ({exc}): run `ds verify QUEST`, then `ds repair QUEST`", 1)
     except DiskFull as exc:

@@ -194,9 +194,16 @@ def encode_batches(
                 prev=prev,
                 more=more,
             )
-            line = enc(event)
-            if max_bytes is not None and len(line) > max_bytes:
-                out.results.append(_too_large(len(line), max_bytes))
+            try:
+                line = enc(event)
+                refusal = _too_large(len(line), max_bytes) if max_bytes is not None and len(line) > max_bytes else None
+            except UnicodeEncodeError:
+                # A lone surrogate got past the edges' check (a caller that skipped
+                # decode_command): the line could never be UTF-8. Refuse it like any bad
+                # batch, before anything of it is written.
+                refusal = _not_text(event)
+            if refusal is not None:
+                out.results.append(refusal)
                 seq, prev, offset, kept = undo  # as if this batch had never come
                 del lines[kept:], starts[kept:], written[kept:]
                 for _p, _e, refused_id, _s in new:
@@ -216,6 +223,14 @@ def encode_batches(
             out.results.append(filled)
     out.seq, out.prev, out.end = seq, prev, offset
     return out
+
+
+def _not_text(event: Event) -> ServiceError:
+    return ServiceError(
+        f"a {event.type} event holds text that is not valid Unicode (a lone surrogate, or bytes that are not UTF-8): "
+        "nothing of this append was written; send well-formed text",
+        code="invalid_text",
+    )
 
 
 def _too_large(size: int, limit: int) -> ServiceError:

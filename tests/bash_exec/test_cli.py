@@ -44,7 +44,7 @@ def test_ds_bash_lists_reads_and_kills_a_quests_sessions(quest, capsys):
 
 def test_ds_bash_refuses_an_unknown_session_or_a_bad_window_with_one_line(quest, capsys):
     code, _, err = run(capsys, "bash", "read", "q1", "bx-nope")
-    assert code == 1 and err.startswith("error: no bash session 'bx-nope'") and len(err.strip().splitlines()) == 1
+    assert code == 1 and err.startswith("error: unknown_session: no bash session 'bx-nope'") and len(err.strip().splitlines()) == 1
     code, _, err = run(capsys, "bash", "kill", "q1", "bx-nope")
     assert code == 1 and "bx-nope" in err
     done = start(quest, "true")

@@ -286,7 +286,7 @@ def test_events_tail_follow_sees_appends_from_another_process(home, q):
 def test_the_console_script_module_exits_non_zero_with_one_line(home):
     proc = subprocess.run([*DS, "quest", "show", "missing"], capture_output=True, text=True, env=ds_env(home))
     assert proc.returncode == 1
-    assert proc.stderr.strip().splitlines() == [f"error: no quest 'missing' in {home.root}: see `ds quest list`"]
+    assert proc.stderr.strip().splitlines() == [f"error: unknown_quest: no quest 'missing' in {home.root}: see `ds quest list`"]
     assert Path(sys.executable).exists()
 
 

@@ -190,11 +190,11 @@ def test_the_cli_reports_a_bad_reply_or_binding_as_one_line_and_exits_non_zero(
     quest: Quest, capsys: pytest.CaptureFixture[str]
 ) -> None:
     for argv, expected in [
-        (["reply", "q1", "ia-nope", "yes"], "error: no interaction 'ia-nope' in quest q1"),
-        (["binding", "add", "q1", "ftp://x.test/"], "error: a webhook target must be an http(s) URL"),
-        (["binding", "remove", "q1", "local"], "error: the local binding cannot be removed"),
+        (["reply", "q1", "ia-nope", "yes"], "error: unknown_interaction: no interaction 'ia-nope' in quest q1"),
+        (["binding", "add", "q1", "ftp://x.test/"], "error: invalid_url: a webhook target must be an http(s) URL"),
+        (["binding", "remove", "q1", "local"], "error: cannot_unbind_local: the local binding cannot be removed"),
         (["reply", "q1", "ia-nope", "yes", "--data", "{bad"], "error: --data is not valid JSON"),
-        (["reply", "q1", "ia-nope", "yes", "--data", "[1]"], "error: argument 'data' must be an object or null, got an array"),
+        (["reply", "q1", "ia-nope", "yes", "--data", "[1]"], "error: invalid_argument: argument 'data' must be an object or null, got an array"),
     ]:
         seq = domain_events(quest)
         with pytest.raises(SystemExit) as exit_info:

@@ -135,7 +135,7 @@ def test_cli_search_show_list_and_guard(home: Home, quest: Quest, mem: MemoryCon
     code, out, _ = _ds(capsys, "memory", "list", "q1", "--scope", "both", "--json")
     assert code == 0 and {r["scope"] for r in json.loads(out)} == {"quest", "global"}
     code, _, err = _ds(capsys, "memory", "show", "q1", "../../etc/passwd")
-    assert code == 1 and err.startswith("error: path '../../etc/passwd' is outside the memory roots")
+    assert code == 1 and err.startswith("error: path_outside_memory: path '../../etc/passwd' is outside the memory roots")
     code, _, err = _ds(capsys, "memory", "search", "nope", "x")
     assert code == 1 and "no quest 'nope'" in err
     code, out, _ = _ds(capsys, "memory", "guard", "q1", "--key", "lr")
