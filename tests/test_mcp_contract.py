@@ -32,7 +32,17 @@ import pytest
 from ds_events.events.artifact import GitCheckpointed
 from ds_events.home import Home, Quest
 
-from .mcp_support import changed, discover_tools, is_log_file, open_clients, snapshot, tool_ids, unstructured_reason, verify_every_log
+from .mcp_support import (
+    Snapshot,
+    changed,
+    discover_tools,
+    is_log_file,
+    open_clients,
+    snapshot,
+    tool_ids,
+    unstructured_reason,
+    verify_every_log,
+)
 
 TOOLS = discover_tools()
 UNKNOWN = "zz_not_an_argument"
@@ -46,6 +56,15 @@ _WARM_UP: dict[str, tuple[str, dict[str, Any]]] = {
 }
 
 
+async def _warmed(clients: dict[str, Any], namespace: str, home: Home, quest: Quest) -> tuple[Any, int, Snapshot]:
+    """The namespace's client once its server has opened the quest, with the log's last seq
+    and the home's files as they are then (what a refused call must leave unchanged)."""
+    client = clients[namespace]
+    warm_tool, warm_args = _WARM_UP[namespace]
+    await client.call_tool(warm_tool, warm_args)
+    return client, quest.log.last_seq, snapshot(home.root)
+
+
 def test_every_namespace_lists_tools() -> None:
     assert {namespace for namespace, _ in TOOLS} == {"memory", "artifact", "bash_exec"}
     assert len(TOOLS) == len(set(tool_ids(TOOLS)))
@@ -56,11 +75,7 @@ async def test_an_unknown_argument_is_refused_by_name_and_changes_nothing_but_it
     namespace: str, tool: Any, home: Home, quest: Quest
 ) -> None:
     async with open_clients(home) as clients:
-        client = clients[namespace]
-        warm_tool, warm_args = _WARM_UP[namespace]
-        await client.call_tool(warm_tool, warm_args)
-        before_seq = quest.log.last_seq
-        before = snapshot(home.root)
+        client, before_seq, before = await _warmed(clients, namespace, home, quest)
         # With every required argument present, the unknown one alone is what is wrong.
         args = {**_required_placeholders(tool.input_schema), UNKNOWN: "x"}
         result = await client.call_tool(tool.name, args)
@@ -89,11 +104,7 @@ async def test_a_lone_surrogate_anywhere_is_invalid_text_and_changes_nothing_but
         ({"comment": {"why": ["ok", {"deep": "\udfff"}]}}, "comment.why[1].deep"),
     ]
     async with open_clients(home) as clients:
-        client = clients[namespace]
-        warm_tool, warm_args = _WARM_UP[namespace]
-        await client.call_tool(warm_tool, warm_args)
-        before_seq = quest.log.last_seq
-        before = snapshot(home.root)
+        client, before_seq, before = await _warmed(clients, namespace, home, quest)
         answers = [await client.call_tool(tool.name, {**_required_placeholders(tool.input_schema), **extra}) for extra, _ in forms]
     for answer, (_, path) in zip(answers, forms, strict=False):
         assert unstructured_reason(answer) is None, unstructured_reason(answer)
@@ -111,11 +122,7 @@ async def test_an_unknown_tool_is_refused_in_our_shape_naming_the_tools_and_chan
     namespace: str, home: Home, quest: Quest
 ) -> None:
     async with open_clients(home) as clients:
-        client = clients[namespace]
-        warm_tool, warm_args = _WARM_UP[namespace]
-        await client.call_tool(warm_tool, warm_args)
-        before_seq = quest.log.last_seq
-        before = snapshot(home.root)
+        client, before_seq, before = await _warmed(clients, namespace, home, quest)
         result = await client.call_tool("zz_no_such_tool", {"x": 1})
     assert unstructured_reason(result) is None, unstructured_reason(result)
     payload = json.loads(result.content[0].text)
