@@ -81,7 +81,7 @@ def test_ds_mcp_with_a_root_outside_the_home_exits_with_one_line_and_creates_not
         timeout=60,
     )
     assert done.returncode == 1
-    assert done.stderr.startswith("error: quest root") and len(done.stderr.strip().splitlines()) == 1
+    assert done.stderr.startswith("error: quest_outside_home: quest root") and len(done.stderr.strip().splitlines()) == 1
     assert sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*")) == before
 
 
