@@ -47,6 +47,7 @@ LAYERS: dict[str, int] = {
     "ds_events.fdio": 2,
     "ds_events.paths": 2,
     "ds_events.config": 2,
+    "ds_events.config_edit": 2,
     "ds_events.home": 2,
     "ds_events.views": 2,
     "ds_events.replay": 2,
@@ -58,6 +59,7 @@ LAYERS: dict[str, int] = {
     "handlers": 4,
     "ds_events.cli": 4,
     "ds_events.runners": 4,
+    "ds_events.doctor": 4,
     "ds_events.bash_monitor": 4,
     "ds_events.__main__": 4,
 }

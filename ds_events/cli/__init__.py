@@ -40,6 +40,8 @@ COMMANDS: dict[str, str] = {
     "serve": "ds_events.cli.serve",
     "acp": "ds_events.cli.acp",
     "run": "ds_events.cli.run",
+    "doctor": "ds_events.cli.doctor",
+    "config": "ds_events.cli.config",
 }
 cli.lazy.update(COMMANDS)
 
