@@ -42,7 +42,8 @@ class SetResult(msgspec.Struct, frozen=True, kw_only=True):
 def effective(config: Config) -> dict[str, Any]:
     """``config`` as plain data with every key, defaults included (``omit_defaults``
     sections too), in the order the structs declare them."""
-    return _plain(config)
+    plain: dict[str, Any] = _plain(config)
+    return plain
 
 
 def get_value(config: Config, key: str, path: Path) -> Any:
@@ -218,6 +219,8 @@ def _add_lines(text: str, root: Any, parts: list[str], rendered: str) -> str | N
         node, depth = child, depth + 1
     if node is not None and (not isinstance(node, yaml.MappingNode) or node.flow_style or not node.value):
         return None
+    if node is not None and _child(node, parts[depth]) is not None:
+        return None  # the key is there (in a form _replace_value leaves alone): a second one would shadow it
     if node is None:  # an empty file
         indent, at = 0, len(text)
     else:

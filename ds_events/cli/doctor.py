@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 
-import click
 import msgspec
 
 from ds_events.home import Home

@@ -53,7 +53,7 @@ async def _make_scratch_quest(env: dict[str, str], timeout: float) -> str | None
     )  # fmt: skip
     try:
         _, err = await asyncio.wait_for(proc.communicate(), timeout)
-    except asyncio.TimeoutError:
+    except TimeoutError:
         proc.kill()
         await proc.wait()
         return f"`ds quest new` did not finish within {timeout:g} s"
@@ -76,7 +76,7 @@ async def _probe(namespace: str, env: dict[str, str], scratch: Path, timeout: fl
                 tools = sorted(t.name for t in (await session.list_tools()).tools)
     except TimeoutError:
         return Check(name=name, status="fail", detail=f"no tool list within {timeout:g} s{_said(errors)}", fix=_fix(namespace))
-    except Exception as exc:  # noqa: BLE001 - whatever broke the server, say it and go on with the next check
+    except Exception as exc:
         return Check(name=name, status="fail", detail=f"{type(exc).__name__}: {exc}{_said(errors)}", fix=_fix(namespace))
     if not tools:
         return Check(name=name, status="fail", detail=f"the server started but lists no tools{_said(errors)}", fix=_fix(namespace))

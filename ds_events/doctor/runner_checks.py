@@ -19,6 +19,7 @@ import os
 import shutil
 import signal
 import urllib.request
+from typing import Any
 from urllib.parse import urlsplit
 
 from ds_events.config import RunnerConfig
@@ -91,7 +92,7 @@ async def reach(url: str, *, timeout: float = ENDPOINT_TIMEOUT) -> tuple[bool, s
         async with aiohttp.ClientSession(trust_env=True, timeout=aiohttp.ClientTimeout(total=timeout)) as session:
             async with session.get(url, allow_redirects=False) as answer:
                 return True, f"HTTP {answer.status} from {url} ({route})"
-    except asyncio.TimeoutError:
+    except TimeoutError:
         return False, f"no answer from {url} within {timeout:g} s ({route})"
     except aiohttp.ClientError as exc:
         return False, f"{url} cannot be reached ({route}): {type(exc).__name__}: {exc}"
@@ -140,14 +141,15 @@ async def _acp_version(argv: list[str]) -> Check:
         assert proc.stdin is not None and proc.stdout is not None
         proc.stdin.write((json.dumps(request) + "\n").encode())
         answer = await asyncio.wait_for(_response(proc.stdout, 0), VERSION_TIMEOUT)
-    except (asyncio.TimeoutError, BrokenPipeError, ConnectionResetError):
+    except (TimeoutError, BrokenPipeError, ConnectionResetError):
         answer = None
     finally:
         await _end(proc)
     if answer is None:
         return Check(name=check, status="fail", detail=f"the agent gave no initialize answer within {VERSION_TIMEOUT:g} s", fix=fix)
-    result = answer.get("result") if isinstance(answer.get("result"), dict) else {}
-    version, info = result.get("protocolVersion"), result.get("agentInfo") or {}
+    result: dict[str, Any] = answer["result"] if isinstance(answer.get("result"), dict) else {}
+    version = result.get("protocolVersion")
+    info: dict[str, Any] = result["agentInfo"] if isinstance(result.get("agentInfo"), dict) else {}
     agent = f"{info.get('name', argv[0])} {info.get('version', '')}".strip()
     if version != ACP_PROTOCOL_VERSION:
         return Check(name=check, status="fail", detail=f"{agent} answers ACP protocol {version!r}, not {ACP_PROTOCOL_VERSION}", fix=fix)
@@ -175,13 +177,13 @@ async def _run(argv: list[str], timeout: float) -> tuple[int | None, str]:
     )  # fmt: skip
     try:
         out, _ = await asyncio.wait_for(proc.communicate(), timeout)
-    except asyncio.TimeoutError:
+    except TimeoutError:
         await _end(proc)
         return None, ""
     return proc.returncode, out.decode("utf-8", "replace")
 
 
-async def _response(stream: asyncio.StreamReader, request_id: int) -> dict | None:
+async def _response(stream: asyncio.StreamReader, request_id: int) -> dict[str, Any] | None:
     while line := await stream.readline():
         with contextlib.suppress(ValueError):
             message = json.loads(line)

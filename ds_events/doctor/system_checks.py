@@ -36,7 +36,9 @@ def check_store(home: Home) -> Check:
     try:
         url = home.store_url(strict=False)
     except Invalid as exc:
-        return Check(name="store", status="fail", detail=f"{exc.code}: {exc.message}", fix="set DS_STORE or store: to file or postgresql://...")
+        return Check(
+            name="store", status="fail", detail=f"{exc.code}: {exc.message}", fix="set DS_STORE or store: to file or postgresql://..."
+        )
     if url == "file":
         return _file_store(home)
     from ds_events.stores import stored_log_names
@@ -89,7 +91,7 @@ def check_pygit2() -> Check:
         import pygit2
     except ImportError as exc:
         return Check(name="pygit2", status="fail", detail=f"pygit2 does not import: {exc}", fix="python3 -m pip install 'pygit2>=1.14,<2'")
-    return Check(name="pygit2", status="ok", detail=f"pygit2 {pygit2.__version__}, libgit2 {pygit2.LIBGIT2_VERSION}")
+    return Check(name="pygit2", status="ok", detail=f"pygit2 {getattr(pygit2, '__version__', '?')}, libgit2 {pygit2.LIBGIT2_VERSION}")
 
 
 # -- private helpers ----------------------------------------------------------------------
@@ -104,7 +106,9 @@ def _file_store(home: Home) -> Check:
         return Check(name="store", status="fail", detail=f"file store: {where} is not writable ({exc.strerror or exc})",
                      fix=f"fix the permissions of {where}, or point DS_HOME at a writable directory")  # fmt: skip
     if where != home.root:
-        return Check(name="store", status="ok", detail=f"file store: {home.root} does not exist yet; {where} is writable (`ds init` makes it)")
+        return Check(
+            name="store", status="ok", detail=f"file store: {home.root} does not exist yet; {where} is writable (ds init makes it)"
+        )
     return Check(name="store", status="ok", detail=f"file store: {home.root} is writable")
 
 
@@ -130,5 +134,3 @@ def _without_password(url: str) -> str:
         return url
     netloc = parts.netloc.replace(f":{parts.password}@", ":***@")
     return urlunsplit(parts._replace(netloc=netloc))
-
-

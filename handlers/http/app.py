@@ -6,8 +6,8 @@ page on another origin could send refused (``guard.py``); the request's own text
 checked (``text.py``); the token, when one is configured (``auth.py``).
 
 Routes are module-level handlers, one ``web.RouteTableDef`` per module (``routes_quests``,
-``stream``, ``routes_views``, ``routes_state``, ``page``); each reads what it needs from
-``request.app`` by a typed key (``keys.py``). The knobs are one frozen
+``stream``, ``routes_views``, ``routes_state``, ``routes_doctor``, ``page``); each reads
+what it needs from ``request.app`` by a typed key (``keys.py``). The knobs are one frozen
 :class:`~handlers.http.settings.Settings`.
 
 The hub (the open quests, the worker threads, the log followers) lives in the app's
@@ -26,12 +26,13 @@ from aiohttp.typedefs import Middleware
 
 from ds_events.home import Home
 
-from . import page, routes_quests, routes_state, routes_views, stream
+from . import page, routes_doctor, routes_quests, routes_state, routes_views, stream
 from .auth import auth_middleware
+from .doctor_runs import DoctorRuns
 from .errors import error_middleware
 from .guard import guard_middleware
 from .hub import Hub
-from .keys import HOME, HUB, SETTINGS, STATIC_FILES
+from .keys import DOCTOR, HOME, HUB, SETTINGS, STATIC_FILES
 from .settings import (
     DEFAULT_KEEPALIVE,
     DEFAULT_MAX_BODY,
@@ -47,7 +48,7 @@ from .text import text_middleware
 __all__ = ["make_app", "running_hub", "HUB", "HOME", "SETTINGS", "DEFAULT_MAX_BODY"]
 
 # In registration order (aiohttp matches a request against routes in this order).
-_ROUTES = (routes_quests.routes, stream.routes, routes_views.routes, routes_state.routes, page.routes)
+_ROUTES = (routes_quests.routes, stream.routes, routes_views.routes, routes_state.routes, routes_doctor.routes, page.routes)
 
 
 def make_app(
@@ -83,6 +84,7 @@ def make_app(
     app[HOME] = home
     app[SETTINGS] = settings
     app[STATIC_FILES] = page.static_files()
+    app[DOCTOR] = DoctorRuns()
     for table in _ROUTES:
         app.add_routes(table)
     app.cleanup_ctx.append(_hub)
