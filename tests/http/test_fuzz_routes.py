@@ -166,6 +166,13 @@ def _state(home: Home, quest: Quest) -> tuple[int, list[str], dict[str, Any]]:
     return quest.log.last_seq, home.quest_ids(), snapshot(quest.root)
 
 
+@pytest.fixture(autouse=True)
+def _doctor_stays_on_the_machine(home: Home) -> None:
+    """GET /api/doctor asks the runner's provider endpoint: here a loopback port nothing
+    listens on (refused at once), never a host outside the machine."""
+    home.config_path.write_text(home.config_path.read_text() + "runner:\n  codex_provider:\n    base_url: http://127.0.0.1:9/v1\n")
+
+
 @pytest.mark.timeout(900)
 async def test_no_route_answers_5xx_and_no_refusal_writes_anything(aiohttp_client: Any, home: Home, quest: Quest) -> None:
     app = make_app(home)
