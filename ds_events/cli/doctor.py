@@ -14,6 +14,7 @@ from .common import cli, emit_json, json_option, out, pass_home
 __all__ = ["doctor"]
 
 _MARK = {"ok": "ok  ", "fail": "FAIL", "warn": "warn", "skip": "skip"}
+_OK_WIDTH = 110  # a passed check's detail is cut here in the text form (--json has it whole)
 
 
 @cli.command()
@@ -26,7 +27,8 @@ def doctor(home: Home, as_json: bool) -> None:
     tools (against a scratch quest in a temporary home: yours is not touched).
 
     Exits 0 when no check failed: a warning (an untested newer version, low disk) or a
-    skipped check does not fail. Each failure says its fix.
+    skipped check does not fail. Each failure says its fix. The text form cuts a passed
+    check's long detail (the MCP tool lists); --json has every detail whole.
 
     Example: ds doctor --json
     """
@@ -38,7 +40,8 @@ def doctor(home: Home, as_json: bool) -> None:
     else:
         width = max(len(c.name) for c in report.checks)
         for check in report.checks:
-            out(f"{_MARK[check.status]}  {check.name:<{width}}  {check.detail}")
+            detail = check.detail if check.status != "ok" or len(check.detail) <= _OK_WIDTH else check.detail[: _OK_WIDTH - 1] + "…"
+            out(f"{_MARK[check.status]}  {check.name:<{width}}  {detail}")
             if check.fix and check.status in ("fail", "warn"):
                 out(f"{'':<{width + 8}}fix: {check.fix}")
         counts = {s: sum(c.status == s for c in report.checks) for s in _MARK}

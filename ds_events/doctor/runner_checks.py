@@ -64,7 +64,8 @@ async def check_runner(name: str, config: RunnerConfig) -> list[Check]:
             Check(name=f"{prefix}.version", status="skip", detail="the CLI was not found"),
             *([] if name == "acp" else [await _provider(name, config)]),
         ]
-    checks = [Check(name=f"{prefix}.cli", status="ok", detail=f"{' '.join(argv)} ({found})")]
+    shown = " ".join(argv) if found == argv[0] else f"{' '.join(argv)} ({found})"
+    checks = [Check(name=f"{prefix}.cli", status="ok", detail=shown)]
     checks.append(await (_acp_version(argv) if name == "acp" else _version(name, argv)))
     if name == "acp":
         checks.append(Check(name=f"{prefix}.provider", status="skip", detail="an ACP agent reaches its own provider"))
