@@ -6,6 +6,7 @@ tools; nothing is left in the user's home or the temporary directory."""
 from __future__ import annotations
 
 import subprocess
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,7 +20,9 @@ from tests.helpers import DS
 
 from .world import ACP_AGENT, Endpoint, closed_port, doctor_env, endpoint, fake_cli, run_doctor_json, write_config
 
-pytestmark = pytest.mark.slow  # several real processes: three MCP servers, agent CLIs, an ACP agent
+# Several real processes per run (three MCP servers, agent CLIs, an ACP agent): slow but
+# for the first test, which keeps the doctor in the fast loop.
+slow = pytest.mark.slow
 
 EVERY_CHECK = {
     "config", "store", "disk", "git", "pygit2",
@@ -85,6 +88,7 @@ def test_a_ready_machine_passes_every_check_and_exits_0(world: World) -> None:
     assert list(world.scratch_tmp.iterdir()) == []
 
 
+@slow
 def test_a_missing_runner_cli_fails_with_the_install_or_the_setting_and_exits_1(world: World, tmp_path: Path) -> None:
     missing = tmp_path / "nowhere" / "codex"
     write_config(world.home, world.runner(commands={"codex": [str(missing)]}))
@@ -98,6 +102,7 @@ def test_a_missing_runner_cli_fails_with_the_install_or_the_setting_and_exits_1(
     assert lines[-1].endswith("fix the failures above") and "1 failed" in lines[-1]
 
 
+@slow
 @pytest.mark.parametrize(
     ("printed", "status", "code"),
     [("codex-cli 0.120.3", "fail", 1), ("codex-cli 0.170.1", "warn", 0), ("codex-cli (no version)", "fail", 1)],
@@ -113,6 +118,7 @@ def test_a_runner_cli_outside_the_tested_range(world: World, printed: str, statu
     assert [n for n, c in checks.items() if c["status"] not in ("ok", "skip")] == ["runner.codex.version"]
 
 
+@slow
 def test_a_provider_endpoint_that_does_not_answer_fails_with_the_proxy_and_base_url_fix(world: World) -> None:
     closed = f"http://127.0.0.1:{closed_port()}/v1"
     write_config(world.home, world.runner(codex_provider={"base_url": closed}))
@@ -124,6 +130,7 @@ def test_a_provider_endpoint_that_does_not_answer_fails_with_the_proxy_and_base_
     assert checks["runner.claude.provider"]["status"] == "ok"  # the other provider still answers
 
 
+@slow
 def test_the_provider_is_asked_through_the_proxy_the_environment_names(world: World) -> None:
     # A host that does not resolve, reachable only through the proxy (our loopback endpoint).
     write_config(world.home, world.runner(codex_provider={"base_url": "http://provider.invalid/v1"}))
@@ -134,6 +141,7 @@ def test_the_provider_is_asked_through_the_proxy_the_environment_names(world: Wo
     assert rc == 0
 
 
+@slow
 def test_an_invalid_config_fails_with_the_loaders_message_and_its_runners_are_skipped(world: World) -> None:
     world.home.config_path.write_text("runner:\n  max_attempt: 3\n")
     rc, _, checks = run_doctor_json(world.env())
@@ -143,6 +151,7 @@ def test_an_invalid_config_fails_with_the_loaders_message_and_its_runners_are_sk
     assert checks["mcp.memory"]["status"] == "ok"  # the other checks still run
 
 
+@slow
 def test_an_acp_runner_without_a_command_says_which_setting_to_make(world: World) -> None:
     write_config(world.home, world.runner(name="acp", commands={}))
     rc, _, checks = run_doctor_json(world.env())
@@ -151,6 +160,7 @@ def test_an_acp_runner_without_a_command_says_which_setting_to_make(world: World
     assert not any(n.startswith("runner.codex") for n in checks)  # only the configured runners
 
 
+@slow
 def test_a_database_store_that_refuses_connections_is_log_unavailable(world: World) -> None:
     write_config(world.home, world.runner(), log={"connection_wait_seconds": 1})
     url = f"postgresql://ds@127.0.0.1:{closed_port()}/ds"
@@ -158,3 +168,19 @@ def test_a_database_store_that_refuses_connections_is_log_unavailable(world: Wor
     check = checks["store"]
     assert rc == 1 and check["status"] == "fail" and check["detail"].startswith("log_unavailable"), check
     assert "log.connection_wait_seconds is 1" in check["fix"]
+
+
+@slow
+def test_an_acp_agent_of_another_protocol_version_fails(world: World, tmp_path: Path) -> None:
+    # An agent that answers initialize with protocol 2 (a real JSON-RPC exchange on stdio).
+    agent = tmp_path / "acp2.py"
+    agent.write_text(
+        "import json, sys\n"
+        "request = json.loads(sys.stdin.readline())\n"
+        "print(json.dumps({'jsonrpc': '2.0', 'id': request['id'], 'result': {'protocolVersion': 2, "
+        "'agentInfo': {'name': 'future-agent', 'version': '9.0'}}}), flush=True)\n"
+    )
+    write_config(world.home, world.runner(name="acp", commands={"acp": [sys.executable, str(agent)]}))
+    rc, _, checks = run_doctor_json(world.env())
+    check = checks["runner.acp.version"]
+    assert (rc, check["status"]) == (1, "fail") and "future-agent 9.0 answers ACP protocol 2, not 1" in check["detail"], check
