@@ -76,11 +76,19 @@ async def _probe(namespace: str, env: dict[str, str], scratch: Path, timeout: fl
                 tools = sorted(t.name for t in (await session.list_tools()).tools)
     except TimeoutError:
         return Check(name=name, status="fail", detail=f"no tool list within {timeout:g} s{_said(errors)}", fix=_fix(namespace))
-    except Exception as exc:
-        return Check(name=name, status="fail", detail=f"{type(exc).__name__}: {exc}{_said(errors)}", fix=_fix(namespace))
+    except Exception as exc:  # whatever broke the server is this check's answer; the others go on
+        cause = _leaf(exc)
+        return Check(name=name, status="fail", detail=f"{type(cause).__name__}: {cause}{_said(errors)}", fix=_fix(namespace))
     if not tools:
         return Check(name=name, status="fail", detail=f"the server started but lists no tools{_said(errors)}", fix=_fix(namespace))
     return Check(name=name, status="ok", detail=f"{len(tools)} tool{'s' if len(tools) != 1 else ''}: {', '.join(tools)}")
+
+
+def _leaf(exc: BaseException) -> BaseException:
+    """The one error inside the client's task groups (anyio wraps it, group in group)."""
+    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
+        exc = exc.exceptions[0]
+    return exc
 
 
 def _said(errors: Path) -> str:
