@@ -17,6 +17,7 @@ import pytest
 from ds_events.doctor.limits import TESTED
 from ds_events.home import Home
 from tests.helpers import DS
+from tests.stores import pg_url
 
 from .world import ACP_AGENT, Endpoint, closed_port, doctor_env, endpoint, fake_cli, run_doctor_json, write_config
 
@@ -184,3 +185,12 @@ def test_an_acp_agent_of_another_protocol_version_fails(world: World, tmp_path: 
     rc, _, checks = run_doctor_json(world.env())
     check = checks["runner.acp.version"]
     assert (rc, check["status"]) == (1, "fail") and "future-agent 9.0 answers ACP protocol 2, not 1" in check["detail"], check
+
+
+@slow
+def test_a_database_store_that_answers_is_ok(world: World, pg_database: str) -> None:
+    write_config(world.home, world.runner())
+    rc, _, checks = run_doctor_json(world.env(DS_STORE=pg_url(pg_database)))
+    check = checks["store"]
+    assert check["status"] == "ok" and check["detail"].endswith(": connected, 0 logs"), check
+    assert rc == 0
