@@ -102,6 +102,8 @@ class State(msgspec.Struct, kw_only=True):
     activity_seq: int = 0
     activity_at: str = ""
     control: QuestControl | None = None  # the last pause / stop / resume
+    # A retry a pause or stop cancelled: ``resume`` schedules it again, due at once.
+    suspended_retry: RetryPlan | None = None
     completed: QuestCompleted | None = None
     last_seq: int = 0
 
@@ -139,6 +141,7 @@ def apply(state: State, event: Event) -> State:
             state.activity_seq, state.activity_at = event.seq, event.ts
             state.total += 1
             state.retry = None
+            state.suspended_retry = None
             state.held = None
             state.needs_continuation = False
             _trim(state)
@@ -179,9 +182,14 @@ def apply(state: State, event: Event) -> State:
             if action in ("pause", "stop"):
                 if state.running is not None:
                     state.stop_requested = action
+                if state.retry is not None:
+                    state.suspended_retry = state.retry
                 state.retry = None  # a paused quest does not retry by itself
             elif action == "resume":
                 state.stop_requested = None
+                if state.suspended_retry is not None and state.held is None:
+                    state.retry = replace(state.suspended_retry, delay_s=0.0, scheduled_at=event.ts, scheduled_seq=event.seq)
+                    state.suspended_retry = None
                 if state.held is not None:
                     # The user's go-ahead: the held turn runs again now, with a fresh budget.
                     state.retry = RetryPlan(
@@ -191,6 +199,7 @@ def apply(state: State, event: Event) -> State:
         case QuestCompleted():
             state.completed = event
             state.retry = None
+            state.suspended_retry = None
             state.held = None
             state.needs_continuation = False
     return state

@@ -188,3 +188,19 @@ def test_summary_md_shows_a_silent_running_turn_as_running_since_replay_has_no_c
     talk = quest.emit(AgentMessage(run_id="run-1", text="working", actor="runner:scripted"))
     assert derive(quest, now=ts_seconds(talk.ts) + 3600, stall=60).state == "stalled"  # what the routes say
     assert "- health: running: turn 1 (scout)\n" in (quest.root / "SUMMARY.md").read_text()
+
+
+def test_a_retry_cancelled_by_a_pause_is_due_again_on_resume(quest: Quest) -> None:
+    from ds_events.services.runtime import turns as turns_service
+
+    start(quest, "run-1")
+    finish(quest, "run-1", "failed", "exit 1: 503")
+    failure = TurnFailure(failure_class="transient", cause="provider_5xx")
+    quest.emit(TurnRetryScheduled(run_id="run-1", attempt=2, delay_s=600, failure=failure, max_attempts=3))
+    quest.emit(QuestControl(action="pause"))
+    assert derive(quest).state == "paused" and quest.state("turns").retry is None
+    resumed = quest.emit(QuestControl(action="resume"))
+    h = derive(quest)
+    assert (h.state, h.attempt, h.since_seq, h.next_attempt_at) == ("retrying", 2, resumed.seq, resumed.ts[:19] + "Z")
+    action = turns_service.next_action("active", quest.state("turns"), quest.state("interactions"))
+    assert (action.kind, action.retry_of, action.attempt) == ("retry", "run-1", 2)
