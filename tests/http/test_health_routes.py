@@ -63,3 +63,17 @@ def test_ds_quest_list_and_show_say_the_health_and_a_failed_quest_stands_out(hom
     text = ds(home, "quest", "show", "q1").stdout
     assert "health:  failed: attempt 1 of 3" in text
     assert "failure: deterministic refused_call in artifact.record call call-3: invalid_metrics" in text
+
+
+def test_a_real_ds_serve_answers_the_health_another_process_recorded(served: Any) -> None:
+    """``ds serve`` (a real process on a loopback port) sees a hold recorded by another
+    process (here, this test's handle on the same home) and answers it on both routes."""
+    import urllib.request
+
+    with served.home.open_quest("q1", actor="scheduler") as q:
+        held = hold(q)
+    for path in ("/api/quests", "/api/quests/q1"):
+        with urllib.request.urlopen(served.base + path, timeout=30) as resp:
+            body = json.loads(resp.read())
+        health = body["quests"][0]["health"] if path == "/api/quests" else body["health"]
+        assert (health["state"], health["since_seq"], health["failure"]) == ("failed", held.seq, FAILURE)
