@@ -40,7 +40,7 @@ from ds_events.events.tool import ToolCallFinished, ToolCallStarted
 
 from . import acp_cards
 
-__all__ = ["to_notification", "from_notification", "Notifier", "META_KEY", "STAGES", "mapped_tags"]
+__all__ = ["to_notification", "from_notification", "Notifier", "on_card", "META_KEY", "STAGES", "mapped_tags"]
 
 META_KEY = "ds_events"
 # The canonical stages in order; ``decision`` is not a stage of its own (it folds into
@@ -76,12 +76,30 @@ class Notifier:
         for event in events:
             acp_cards.apply(self.cards, event)
 
+    def fold(self, event: Event) -> acp_cards.Placed | None:
+        """Fold ``event`` into the cards: its card (None: not a tool-call event, its
+        notification is :func:`to_notification`'s)."""
+        return acp_cards.apply(self.cards, event).placed
+
     def notification(self, event: Event) -> dict[str, Any]:
+        placed = self.fold(event)
         note = to_notification(event, self.session_id)
-        placed = acp_cards.apply(self.cards, event).placed
-        if placed is not None:
-            _fold_card(note["params"]["update"], placed)
-        return note
+        return on_card(note, placed) if placed is not None else note
+
+
+def on_card(note: dict[str, Any], placed: acp_cards.Placed) -> dict[str, Any]:
+    """A tool event's notification put on its card (``placed``, from :meth:`Notifier.fold`):
+    the opener is a ``tool_call``, every later event a ``tool_call_update`` carrying the
+    card's status so far."""
+    update = note["params"]["update"]
+    update["toolCallId"] = placed.card
+    update["status"] = placed.status
+    if placed.opens:
+        update["sessionUpdate"] = "tool_call"
+        update.setdefault("title", "tool call")
+    else:
+        update["sessionUpdate"] = "tool_call_update"
+    return note
 
 
 def from_notification(note: dict[str, Any]) -> Event:
@@ -146,18 +164,6 @@ def _update(event: Event) -> dict[str, Any]:
         case RunnerToolResult():
             return _runner_tool_result(event)
     return _info_update(event)
-
-
-def _fold_card(update: dict[str, Any], placed: acp_cards.Placed) -> None:
-    """Put a tool event's update on its card: the opener is a ``tool_call``, every later
-    event a ``tool_call_update`` with the card's status so far."""
-    update["toolCallId"] = placed.card
-    update["status"] = placed.status
-    if placed.opens:
-        update["sessionUpdate"] = "tool_call"
-        update.setdefault("title", "tool call")
-    else:
-        update["sessionUpdate"] = "tool_call_update"
 
 
 def _result_content(value: Any) -> list[dict[str, Any]]:

@@ -15,6 +15,11 @@ Nothing carries both ids, so the halves are paired by this rule:
   arguments (``env`` values aside: the record keeps only their keys), else the oldest
   with that name (an argument the record bounded or rewrote still pairs).
 
+A bash session that an awaited ``bash_exec`` call starts (our record announced the call,
+and it is the one such call open in the turn) is part of that call: its start, progress
+and end update the call's card. A detached session outlives the call that started it
+(which finished at once) and keeps its own card, ``bash:<session id>``.
+
 Whichever half comes first opens the card (``tool_call``; its id is that half's id as
 :mod:`projections.acp` names it), every later event of either half updates it
 (``tool_call_update``). A card's status only moves forward — ``pending`` <
@@ -35,6 +40,7 @@ from typing import Any, Literal
 import msgspec
 
 from ds_events.events import Event
+from ds_events.events.bash import BashKillRequested, BashProgress, BashSessionExited, BashSessionLost, BashSessionStarted
 from ds_events.events.runner import RunnerToolCall, RunnerToolResult, TurnFinished
 from ds_events.events.tool import ToolCallFinished, ToolCallStarted
 
@@ -68,6 +74,7 @@ class State(msgspec.Struct, kw_only=True):
     status: dict[str, CardStatus] = {}  # card id -> its status so far
     waiting: dict[str, list[_Half]] = {}  # "runner:<run>" | "tool:<run>" -> unpaired halves, oldest first
     halves: dict[str, list[str]] = {}  # run id -> the half ids of its calls (forgotten at its end)
+    awaiting: dict[str, list[str]] = {}  # run id -> cards of its announced bash_exec calls still open
     placed: Placed | None = None  # the last event's card (None: not a tool-call event)
     last_seq: int = 0
 
@@ -96,14 +103,22 @@ def apply(state: State, event: Event) -> State:
             card = state.cards.get(f"runner:{event.run_id or ''}:{event.call_id}")
             _update(state, card or runner_card_id(event.run_id, event.call_id), _done(event.status))
         case ToolCallStarted():
+            if event.namespace == "bash_exec" and event.run_id:
+                state.awaiting.setdefault(event.run_id, []).append("")  # its card, filled below
             _open_or_join(
                 state, half=f"tool:{event.call_id}", side="tool", run=event.run_id or "",
                 key=f"{event.namespace}.{event.tool}", arguments=event.arguments, own_card=event.call_id,
                 status="in_progress",
             )  # fmt: skip
+            if event.namespace == "bash_exec" and event.run_id and state.placed is not None:
+                state.awaiting[event.run_id][-1] = state.placed.card
         case ToolCallFinished(started=True):
             half = f"tool:{event.call_id}"
-            _update(state, state.cards.get(half, event.call_id), _done(event.status))
+            card = state.cards.get(half, event.call_id)
+            _update(state, card, _done(event.status))
+            open_calls = state.awaiting.get(event.run_id or "", [])
+            if card in open_calls:
+                open_calls.remove(card)
             if not event.run_id:  # outside a turn nothing will pair with it: forget it now
                 state.status.pop(state.cards.pop(half, ""), None)
         case ToolCallFinished():  # a quick call, logged once after it ran
@@ -112,6 +127,18 @@ def apply(state: State, event: Event) -> State:
                 key=f"{event.namespace}.{event.tool}", arguments=event.arguments, own_card=event.call_id,
                 status=_done(event.status),
             )  # fmt: skip
+        case BashSessionStarted():
+            open_calls = state.awaiting.get(event.run_id or "", [])
+            if len(open_calls) == 1:  # started by the one awaited call open: the call's card
+                state.cards[f"bash:{event.session_id}"] = open_calls[0]
+                state.halves.setdefault(event.run_id or "", []).append(f"bash:{event.session_id}")
+                _update(state, open_calls[0], "in_progress")
+        case BashProgress() | BashKillRequested():
+            _session_update(state, event.session_id, "in_progress")
+        case BashSessionExited():
+            _session_update(state, event.session_id, "completed" if event.status == "completed" else "failed")
+        case BashSessionLost():
+            _session_update(state, event.session_id, "failed")
         case TurnFinished():
             _forget(state, event.run_id or "")
     return state
@@ -179,6 +206,12 @@ def _update(state: State, card: str, status: CardStatus) -> None:
     state.placed = Placed(card=card, opens=False, status=after)
 
 
+def _session_update(state: State, session_id: str, status: CardStatus) -> None:
+    card = state.cards.get(f"bash:{session_id}")
+    if card is not None:  # a session of a call's card (else it has a card of its own)
+        _update(state, card, status)
+
+
 def _done(status: str) -> CardStatus:
     return "completed" if status == "ok" else "failed"
 
@@ -191,3 +224,4 @@ def _forget(state: State, run: str) -> None:
             state.status.pop(card, None)
     state.waiting.pop(f"runner:{run}", None)
     state.waiting.pop(f"tool:{run}", None)
+    state.awaiting.pop(run, None)

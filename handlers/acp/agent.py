@@ -43,6 +43,7 @@ from ds_events.events import Event
 from ds_events.home import Home, Quest
 from ds_events.runners.fleet import Fleet
 from ds_events.services import quest as quest_service
+from ds_events.services.quest.event_pages import prime_cards
 from ds_events.services.runtime import steering
 from ds_events.services.runtime.turns import next_action
 from projections.acp import META_KEY, Notifier
@@ -212,13 +213,7 @@ class QuestAgent:
     def _prime(self, quest: Quest, session_id: str, until_seq: int) -> None:
         """Fold into the session's cards what it has not seen of a turn still running at
         ``until_seq`` (its later halves then find their cards)."""
-        notifier = self._notifiers.setdefault(session_id, Notifier(session_id))
-        running = quest.state("turns")
-        record = running.turns.get(running.running) if running.running else None
-        if record is None:
-            return
-        start = max(notifier.last_seq, record.started_seq - 1)
-        notifier.prime(e for e in quest.log.read(start) if e.seq <= until_seq)
+        prime_cards(quest, self._notifiers.setdefault(session_id, Notifier(session_id)), until_seq=until_seq)
 
     async def _say(self, session_id: str, end: PromptEnd) -> None:
         """The agent's last message: why the prompt ends (no event of the log; its

@@ -4,7 +4,9 @@ Agent Client Protocol notification it maps to (:mod:`projections.acp`).
 A page costs what it returns: it reads by position through the log's seq index
 (``read`` / ``read_reverse`` / ``tail``), never from the start. The HTTP route
 ``GET /api/quests/{id}/events`` answers a page with :func:`event_page`; its streams
-frame each event with :func:`event_json`."""
+frame each event with :func:`event_json`; an ACP stream folds each tool call's halves
+into one card through a :class:`~projections.acp.Notifier` that :func:`acp_notifier`
+primes with the running turn's events before the stream's start."""
 
 from __future__ import annotations
 
@@ -14,9 +16,9 @@ import msgspec
 
 from ds_events.events import Event
 from ds_events.home import Quest
-from projections.acp import to_notification
+from projections.acp import Notifier, to_notification
 
-__all__ = ["EventPage", "EventFormat", "FORMATS", "event_page", "event_json"]
+__all__ = ["EventPage", "EventFormat", "FORMATS", "event_page", "event_json", "acp_notifier", "prime_cards"]
 
 EventFormat = Literal["raw", "acp"]
 FORMATS: tuple[EventFormat, ...] = ("raw", "acp")
@@ -67,3 +69,25 @@ def event_json(event: Event, fmt: EventFormat, quest_id: str) -> dict[str, Any]:
         return to_notification(event, session_id=quest_id)
     encoded: dict[str, Any] = msgspec.to_builtins(event)
     return encoded
+
+
+def acp_notifier(quest: Quest, *, after: int) -> Notifier:
+    """The tool-call cards of an ACP stream of ``quest`` that starts after seq ``after``."""
+    notifier = Notifier(quest.id)
+    prime_cards(quest, notifier, until_seq=after)
+    return notifier
+
+
+def prime_cards(quest: Quest, notifier: Notifier, *, until_seq: int) -> None:
+    """Fold into ``notifier`` what it has not seen, up to ``until_seq``, of a turn that
+    is still running: the calls that turn opened before the stream began then get their
+    later halves on the same card. Reads the running turn's events only (none when no
+    turn runs)."""
+    turns = quest.state("turns")
+    record = turns.turns.get(turns.running) if turns.running else None
+    if record is None:
+        return
+    start = max(notifier.last_seq, record.started_seq - 1)
+    if start >= until_seq:
+        return
+    notifier.prime(e for e in quest.log.read(start, limit=until_seq - start) if e.seq <= until_seq)
