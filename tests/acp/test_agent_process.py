@@ -41,7 +41,8 @@ class Recorder:
         pass
 
     def events(self) -> list:
-        return [from_notification(n) for n in self.notes]
+        """The events the notifications carry (the agent's closing line carries none)."""
+        return [from_notification(n) for n in self.notes if "event" in n["params"]["update"].get("_meta", {}).get("ds_events", {})]
 
 
 def agent_env(home: Home, quiet: float = 1.0) -> dict[str, str]:
