@@ -236,14 +236,14 @@ class QuestAgent:
             try:
                 self._quests[session_id] = await asyncio.to_thread(self.home.open_quest, session_id, actor="acp")
             except ServiceError as exc:
-                raise acp.RequestError.invalid_params({"error": exc.code, "message": exc.message}) from None
+                raise acp.RequestError.invalid_params(exc.to_dict()) from None
         return self._quests[session_id]
 
     async def _call(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
         try:
             return await asyncio.to_thread(fn, *args, **kwargs)
         except ServiceError as exc:
-            raise acp.RequestError.invalid_params({"error": exc.code, "message": exc.message}) from None
+            raise acp.RequestError.invalid_params(exc.to_dict()) from None
 
     def _pick_or_create(self, cwd: str) -> Quest:
         if self.quest_id is not None:
