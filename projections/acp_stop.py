@@ -75,7 +75,7 @@ def prompt_end(turns: TurnsState, *, since_seq: int, cancelled: bool = False, qu
                          outcome=last.outcome if last else None)  # fmt: skip
     where = f" (turn {last.run_id}, attempt {last.attempt})"
     retry = turns.retry if turns.retry is not None and turns.retry.run_id == last.run_id else None
-    if last.outcome in ("cancelled", "interrupted") and last.reason in ("paused", "stopped"):
+    if last.outcome == "cancelled" or (last.outcome == "interrupted" and last.reason in ("paused", "stopped")):
         word = "paused" if last.reason == "paused" else "stopped"
         resume = f" `ds control {quest_id} resume` continues it." if quest_id and word == "paused" else ""
         return _end("cancelled", f"The turn was {word}{where}.{resume}", last)
