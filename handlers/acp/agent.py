@@ -102,7 +102,8 @@ class QuestAgent:
     async def list_sessions(
         self, cwd: str | None = None, cursor: str | None = None, **_: Any
     ) -> schema.ListSessionsResponse:
-        return await self._call(list_sessions, self.home, cwd=cwd, cursor=cursor)
+        listed: schema.ListSessionsResponse = await self._call(list_sessions, self.home, cwd=cwd, cursor=cursor)
+        return listed
 
     async def load_session(self, cwd: str, session_id: str, **_: Any) -> schema.LoadSessionResponse:
         quest = await self._quest(session_id)

@@ -45,7 +45,7 @@ def list_sessions(home: Home, *, cwd: str | None = None, cursor: str | None = No
             session_id=row.quest_id, cwd=root, title=row.title or row.quest_id, updated_at=row.updated_at or None,
             field_meta={META_KEY: {"status": row.status, "anchor": row.anchor, "last_seq": row.last_seq,
                                    "open_requests": row.open_requests}},
-        )  # fmt: skip
+        )
         for row, root in page
     ]
     next_cursor = _encode_cursor(page[-1][0].updated_at, page[-1][0].quest_id) if more and page else None

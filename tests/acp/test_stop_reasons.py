@@ -6,8 +6,8 @@ from __future__ import annotations
 import typing
 
 import pytest
-from acp import schema
 
+from acp import schema
 from ds_events.events import Event
 from ds_events.events.runner import TurnFinished, TurnRetryScheduled, TurnStarted
 from projections import acp_stop

@@ -122,7 +122,7 @@ def test_calls_are_paired_only_within_one_turn_and_only_for_our_tools() -> None:
     elsewhere = ToolCallFinished(call_id="tc-x", namespace="memory", tool="write", status="ok", arguments=WRITE_ARGS)
     other_turn = stamp([RUNNER_CALL], run_id="run-2")[0]
     shell = RunnerToolCall(call_id="sh", tool="shell", arguments={"command": "ls"})
-    events = stamp([elsewhere], run_id=None) + [other_turn] + stamp([shell, RECORD])[0:2]
+    events = [*stamp([elsewhere], run_id=None), other_turn, *stamp([shell, RECORD])[0:2]]
     events = [type(e)(**{**_fields(e), "seq": n}) for n, e in enumerate(events, 1)]
     by_card = cards(events)
     assert set(by_card) == {"tc-x", "run-2:item_4", f"{RUN}:sh", "tc-9"}
