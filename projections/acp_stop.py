@@ -27,8 +27,14 @@ interrupted otherwise (its host died: the next turn        ``refusal``          
 continues it)
 =========================================================  ===================  =========
 
-The cause of a failure is read from ``failure.cause`` of the retry or hold when the log
-records one (``usage_limit``), else from the turn's reason text (:func:`limit_of`).
+The cause of a failure is the turn's classified ``failure.cause`` when the log records
+one (``runner.turn_retry_scheduled`` / ``runner.turn_held``: ``usage_limit`` is a usage
+limit), and the reason's text for what no cause names (the model's context limit, the
+agent's turn limit; a log older than the classification: a usage limit too)
+(:func:`limit_of`). A turn held for the user (``runner.turn_held``: a deterministic
+failure, or attempts spent) ends the prompt in ``refusal`` at once; the closing line
+then ends with the quest's health summary (:func:`projections.health.derive`), which
+says what the user can do.
 """
 
 from __future__ import annotations
@@ -38,7 +44,7 @@ from typing import Literal
 
 import msgspec
 
-from .turns import RetryPlan, State as TurnsState, TurnRecord
+from .turns import State as TurnsState, TurnRecord
 
 __all__ = ["StopReason", "STOP_REASONS", "PromptEnd", "prompt_end", "waits_for_retry", "limit_of"]
 
@@ -46,10 +52,8 @@ __all__ = ["StopReason", "STOP_REASONS", "PromptEnd", "prompt_end", "waits_for_r
 StopReason = Literal["end_turn", "max_tokens", "max_turn_requests", "refusal", "cancelled"]
 STOP_REASONS: tuple[str, ...] = ("end_turn", "max_tokens", "max_turn_requests", "refusal", "cancelled")
 
-_TOKEN_LIMIT = re.compile(
-    r"usage[ _]limit|max[ _]tokens|context[ _]length|context[ _]window|maximum context|token limit|quota",
-    re.IGNORECASE,
-)
+_CONTEXT_LIMIT = re.compile(r"max[ _]tokens|context[ _]length|context[ _]window|maximum context|token limit", re.IGNORECASE)
+_USAGE_LIMIT = re.compile(r"usage[ _]limit|quota", re.IGNORECASE)
 _TURN_LIMIT = re.compile(r"max[ _]turns", re.IGNORECASE)
 
 
@@ -63,9 +67,12 @@ class PromptEnd(msgspec.Struct, frozen=True, kw_only=True):
     outcome: str | None = None
 
 
-def prompt_end(turns: TurnsState, *, since_seq: int, cancelled: bool = False, quest_id: str = "") -> PromptEnd:
+def prompt_end(
+    turns: TurnsState, *, since_seq: int, cancelled: bool = False, quest_id: str = "", health: str = ""
+) -> PromptEnd:
     """How a prompt whose message is at ``since_seq`` ends, its quest having nothing more
-    to run. ``cancelled``: this client asked (``session/cancel``)."""
+    to run. ``cancelled``: this client asked (``session/cancel``); ``health``: the quest's
+    health summary now, said after a failure (else a plain "waiting for your message")."""
     last = _last_turn(turns, since_seq)
     if cancelled:
         return PromptEnd(stop_reason="cancelled", run_id=last.run_id if last else None,
@@ -82,17 +89,24 @@ def prompt_end(turns: TurnsState, *, since_seq: int, cancelled: bool = False, qu
     if last.outcome == "interrupted":
         return _end("refusal", f"The turn was interrupted: {last.reason or 'no reason recorded'}{where}; "
                                "the next turn continues it.", last)  # fmt: skip
-    limit = limit_of(last.reason, _cause(retry))
+    limit = limit_of(last.reason, _cause(turns, last))
     if retry is not None and limit == "max_tokens":  # the one retry a prompt does not wait for
         return _end("max_tokens", f"The turn stopped at a usage limit: {last.reason}{where}. The quest retries "
                                   f"by itself as attempt {retry.attempt} in {retry.delay_s:g} s.", last)  # fmt: skip
     waiting = "the quest is waiting for your next message"
+    if health:
+        waiting = "quest health: " + health.replace("QUEST", quest_id or "QUEST")
     if limit == "max_turn_requests":
         return _end("max_turn_requests", f"The turn hit the agent's turn limit: {last.reason}{where}; {waiting}.", last)
     if limit == "max_tokens":
         return _end("max_tokens", f"The turn stopped at a token or usage limit: {last.reason}{where}; {waiting}.", last)
     what = "stalled" if last.outcome == "stalled" else "failed"
-    left = f"attempt {retry.attempt} is scheduled but not run here" if retry is not None else "no retry is left"
+    held = turns.held is not None and turns.held.run_id == last.run_id
+    left = (
+        "it is held for you, not retried" if held
+        else f"attempt {retry.attempt} is scheduled but not run here" if retry is not None
+        else "no retry is left"
+    )  # fmt: skip
     return _end("refusal", f"The turn {what}: {last.reason or 'no reason recorded'}{where}; {left}, "
                            f"{waiting}.", last)  # fmt: skip
 
@@ -104,18 +118,20 @@ def waits_for_retry(turns: TurnsState) -> bool:
     if retry is None:
         return False
     failed = turns.turns.get(retry.run_id)
-    return limit_of(failed.reason if failed else retry.reason, _cause(retry)) != "max_tokens"
+    cause = retry.failure.cause if retry.failure is not None else None
+    return limit_of(failed.reason if failed else retry.reason, cause) != "max_tokens"
 
 
 def limit_of(reason: str, cause: str | None = None) -> StopReason | None:
-    """The limit a failed turn ran into, from the classified ``cause`` when there is one
-    (``usage_limit``), else from the reason's text: ``max_tokens`` for a token or usage
-    limit, ``max_turn_requests`` for the agent's own turn limit, else None."""
-    if cause is not None:
-        return "max_tokens" if cause == "usage_limit" else None
+    """The limit a failed turn ran into: ``max_tokens`` for a usage limit (the classified
+    ``cause`` says ``usage_limit``; with no cause, the reason's words) or the model's
+    context or output limit (the reason's words), ``max_turn_requests`` for the agent's
+    own turn limit (``error_max_turns``), else None."""
+    if cause == "usage_limit":
+        return "max_tokens"
     if _TURN_LIMIT.search(reason):
         return "max_turn_requests"
-    if _TOKEN_LIMIT.search(reason):
+    if _CONTEXT_LIMIT.search(reason) or (cause is None and _USAGE_LIMIT.search(reason)):
         return "max_tokens"
     return None
 
@@ -133,11 +149,17 @@ def _last_turn(turns: TurnsState, since_seq: int) -> TurnRecord | None:
     return None
 
 
-def _cause(retry: RetryPlan | None) -> str | None:
-    """The classified cause of a retry's failure, when the log records one."""
-    failure = getattr(retry, "failure", None)
-    cause = getattr(failure, "cause", None)
-    return cause if isinstance(cause, str) else None
+def _cause(turns: TurnsState, last: TurnRecord) -> str | None:
+    """The classified cause of the turn's failure, when the log records one (its retry,
+    its hold, or the turn's own record of either)."""
+    for failure in (
+        turns.retry.failure if turns.retry is not None and turns.retry.run_id == last.run_id else None,
+        turns.held.failure if turns.held is not None and turns.held.run_id == last.run_id else None,
+        last.failure,
+    ):
+        if failure is not None:
+            return failure.cause
+    return None
 
 
 def _end(reason: StopReason, message: str, last: TurnRecord) -> PromptEnd:

@@ -193,7 +193,11 @@ class QuestAgent:
             with contextlib.suppress(asyncio.CancelledError):
                 await follower
         turns = await asyncio.to_thread(quest.state, "turns")
-        return prompt_end(turns, since_seq=after_seq, cancelled=session_id in self._cancelled, quest_id=quest.id)
+        health = await asyncio.to_thread(quest_service.quest_health, quest)
+        return prompt_end(
+            turns, since_seq=after_seq, cancelled=session_id in self._cancelled, quest_id=quest.id,
+            health=health.summary if health.state == "failed" else "",
+        )  # fmt: skip
 
     @staticmethod
     def _nothing_to_run(quest: Quest) -> bool:

@@ -2,7 +2,8 @@
 
 Each quest is one :class:`acp.schema.SessionInfo`: its id, its directory as ``cwd`` (the
 quest's git repository, where its agent works), its title, and its last event's time as
-``updatedAt``; ``_meta.ds_events`` adds its status and stage. Sessions come most
+``updatedAt``; ``_meta.ds_events`` adds its status, stage and health
+(:func:`projections.health.derive`: ``failed``, ``retrying``, ...). Sessions come most
 recently updated first, :data:`PAGE_SIZE` a page; ``nextCursor`` (opaque: the last
 row's time and id) gives the next page. ``cwd`` keeps the quests whose directory is that
 path or under it (an editor opened on the home, or on its ``quests/`` folder, lists
@@ -13,6 +14,8 @@ from __future__ import annotations
 
 import base64
 import os
+
+import msgspec
 
 from acp import schema
 from ds_events.errors import Invalid
@@ -44,7 +47,7 @@ def list_sessions(home: Home, *, cwd: str | None = None, cursor: str | None = No
         schema.SessionInfo(
             session_id=row.quest_id, cwd=root, title=row.title or row.quest_id, updated_at=row.updated_at or None,
             field_meta={META_KEY: {"status": row.status, "anchor": row.anchor, "last_seq": row.last_seq,
-                                   "open_requests": row.open_requests}},
+                                   "open_requests": row.open_requests, "health": msgspec.to_builtins(row.health)}},
         )
         for row, root in page
     ]

@@ -114,6 +114,7 @@ async def test_a_turn_that_fails_with_no_retry_left_ends_in_refusal_saying_why(
     assert [e.outcome for e in finished] == ["failed", "failed"]  # the prompt waited for the retry
     said = last_message(recorder)["content"]["text"]
     assert said.startswith("The turn failed: exit 1: the model API is down") and "attempt 2" in said, said
+    assert "quest health: failed: attempt 2 of 2" in said, said  # projections.health.derive's summary
     assert answer.field_meta["ds_events"]["run_id"] == finished[-1].run_id
     assert [e.type for e in recorder.events()].count("runner.turn_started") == 2
 

@@ -45,6 +45,7 @@ async def test_the_quests_are_listed_as_sessions_newest_first(home: Home, three:
             status = q.state("status")
             assert (info.title, info.cwd, info.updated_at) == (status.title, str(q.root), status.updated_at)
             assert info.field_meta["ds_events"]["status"] == status.status
+            assert info.field_meta["ds_events"]["health"]["state"] in ("new", "idle")
     updated = [s.updated_at for s in listed.sessions]
     assert updated == sorted(updated, reverse=True)
     assert [s.session_id for s in under_q2.sessions] == ["q2"]

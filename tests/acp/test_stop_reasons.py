@@ -9,7 +9,7 @@ import pytest
 
 from acp import schema
 from ds_events.events import Event
-from ds_events.events.runner import TurnFinished, TurnRetryScheduled, TurnStarted
+from ds_events.events.runner import TurnFailure, TurnFinished, TurnHeld, TurnRetryScheduled, TurnStarted
 from projections import acp_stop
 from projections.base import fold
 from projections.turns import PROJECTION as TURNS
@@ -91,3 +91,30 @@ def test_a_classified_cause_wins_over_the_reasons_words() -> None:
     assert acp_stop.limit_of("exit 1: quota of something", cause="provider_5xx") is None
     assert acp_stop.limit_of("exit 1", cause="usage_limit") == "max_tokens"
     assert acp_stop.limit_of("exit 1: boom") is None
+
+
+def test_a_held_turn_ends_in_refusal_at_once_with_the_quests_health() -> None:
+    refused = TurnFailure(failure_class="deterministic", cause="refused_call", tool="artifact.record",
+                          error="invalid_metrics")  # fmt: skip
+    state = turns_after(
+        started(), TurnFinished(outcome="failed", reason="exit 1: artifact.record refused"),
+        TurnHeld(attempt=1, max_attempts=3, reason="refused call", failure=refused),
+    )  # fmt: skip
+    assert not acp_stop.waits_for_retry(state)
+    health = "failed: attempt 1 of 3 — artifact.record refused (invalid_metrics); `ds control QUEST resume` to try again"
+    end = acp_stop.prompt_end(state, since_seq=1, quest_id="q1", health=health)
+    assert end.stop_reason == "refusal"
+    assert "it is held for you, not retried" in end.message and "`ds control q1 resume`" in end.message
+    assert "quest health: failed: attempt 1 of 3" in end.message
+
+
+def test_a_retry_classified_as_a_usage_limit_does_not_keep_the_prompt_waiting() -> None:
+    limit = TurnFailure(failure_class="transient", cause="usage_limit", error="resets at 06:00")
+    state = turns_after(started(), TurnFinished(outcome="failed", reason="exit 1: 429"),
+                        TurnRetryScheduled(attempt=2, delay_s=7200, failure=limit))  # fmt: skip
+    assert not acp_stop.waits_for_retry(state)
+    assert acp_stop.prompt_end(state, since_seq=1).stop_reason == "max_tokens"
+    plain = turns_after(started(), TurnFinished(outcome="failed", reason="exit 1: 502"),
+                        TurnRetryScheduled(attempt=2, delay_s=5,
+                                           failure=TurnFailure(failure_class="transient", cause="provider_5xx")))  # fmt: skip
+    assert acp_stop.waits_for_retry(plain)
