@@ -4,9 +4,10 @@ Agent Client Protocol notification it maps to (:mod:`projections.acp`).
 A page costs what it returns: it reads by position through the log's seq index
 (``read`` / ``read_reverse`` / ``tail``), never from the start. The HTTP route
 ``GET /api/quests/{id}/events`` answers a page with :func:`event_page`; its streams
-frame each event with :func:`event_json`; an ACP stream folds each tool call's halves
-into one card through a :class:`~projections.acp.Notifier` that :func:`acp_notifier`
-primes with the running turn's events before the stream's start."""
+frame each event with :func:`event_json`. In the ``acp`` format a page or a stream
+folds each tool call's two views into one card through a :class:`~projections.acp.Notifier`
+that :func:`acp_notifier` primes with the running turn's events before its start (a page
+that begins inside a finished turn pairs only the halves it holds)."""
 
 from __future__ import annotations
 
@@ -59,6 +60,9 @@ def event_page(
         has_more = len(events) > limit
         events = events[:limit]
     next_after = events[-1].seq if events else after
+    if fmt == "acp" and events:  # one card per tool call within the page
+        cards = acp_notifier(quest, after=events[0].seq - 1)
+        return EventPage(events=[cards.notification(e) for e in events], next_after=next_after, has_more=has_more)
     return EventPage(events=[event_json(e, fmt, quest.id) for e in events], next_after=next_after, has_more=has_more)
 
 
