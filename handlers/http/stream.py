@@ -39,8 +39,15 @@ from aiohttp import web
 from ds_events.errors import Invalid
 from ds_events.events import Event
 from ds_events.home import Quest
-from ds_events.services.quest.event_pages import EventFormat, EventPage, acp_notifier, event_json, event_page
-from projections.acp import Notifier, on_card, to_notification
+from ds_events.services.quest.event_pages import (
+    Cards,
+    EventFormat,
+    EventPage,
+    acp_notifier,
+    card_json,
+    event_json,
+    event_page,
+)
 
 from .errors import client_gone
 from .hub import Hub
@@ -200,10 +207,9 @@ async def _stream(request: web.Request, hub: Hub, quest: Quest, q: EventsQuery) 
     return resp
 
 
-def _frame(event: Event, q: EventsQuery, quest_id: str, cards: Notifier | None = None) -> bytes:
-    placed = cards.fold(event) if cards is not None else None
-    if placed is not None:  # a tool call's event: on this stream's card (not shared)
-        note = on_card(to_notification(event, quest_id), placed)
+def _frame(event: Event, q: EventsQuery, quest_id: str, cards: Cards | None = None) -> bytes:
+    note = card_json(cards, event) if cards is not None else None
+    if note is not None:  # a tool call's event: on this stream's card (not shared)
         data = json.dumps(note, ensure_ascii=False, separators=(",", ":"))
     else:
         data = _encoded(event, q.format, quest_id)

@@ -17,9 +17,13 @@ import msgspec
 
 from ds_events.events import Event
 from ds_events.home import Quest
-from projections.acp import Notifier, to_notification
+from projections.acp import Notifier, on_card, to_notification
 
-__all__ = ["EventPage", "EventFormat", "FORMATS", "event_page", "event_json", "acp_notifier", "prime_cards"]
+__all__ = [
+    "EventPage", "EventFormat", "FORMATS", "Cards", "event_page", "event_json", "acp_notifier", "prime_cards", "card_json",
+]  # fmt: skip
+
+Cards = Notifier  # an ACP stream's tool-call cards
 
 EventFormat = Literal["raw", "acp"]
 FORMATS: tuple[EventFormat, ...] = ("raw", "acp")
@@ -95,3 +99,10 @@ def prime_cards(quest: Quest, notifier: Notifier, *, until_seq: int) -> None:
     if start >= until_seq:
         return
     notifier.prime(e for e in quest.log.read(start, limit=until_seq - start) if e.seq <= until_seq)
+
+
+def card_json(cards: Notifier, event: Event) -> dict[str, Any] | None:
+    """Fold ``event`` into ``cards``; its ACP notification on its card when it is a tool
+    call's event (None: it is not one, and its notification is :func:`event_json`'s)."""
+    placed = cards.fold(event)
+    return on_card(to_notification(event, cards.session_id), placed) if placed is not None else None
