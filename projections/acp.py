@@ -8,8 +8,11 @@ match on the event's class (``_update``): each case builds the ``update`` body.
   (assistant), ``agent_thought_chunk`` (system). A turn's ``runner.agent_message`` is an
   ``agent_message_chunk`` and its ``runner.reasoning`` an ``agent_thought_chunk``.
 - ``runner.tool_call`` / ``runner.tool_result``: ``tool_call`` then ``tool_call_update``
-  (the agent's own view of its calls, ids prefixed with the turn's run id; the MCP
-  servers' ``tool.*`` records of the same calls keep their own ids).
+  (the agent's own view of its calls, ids prefixed with the turn's run id). One event
+  alone cannot know that our MCP server's ``tool.*`` record is the same call: a stream
+  maps through a :class:`Notifier`, which folds both views into one card per call
+  (:mod:`projections.acp_cards` says how they are paired). A result's text is also the
+  update's ``content``.
 - ``tool.call_started`` / ``bash.session_started``: ``tool_call`` (in progress).
 - ``tool.call_finished`` and the ends of a bash session: ``tool_call_update``
   (completed | failed). A finished call that was never started (quick calls are logged
@@ -24,6 +27,8 @@ Nothing is dropped: every notification carries the raw event in
 
 from __future__ import annotations
 
+import json
+from collections.abc import Iterable
 from typing import Any
 
 import msgspec
@@ -33,7 +38,9 @@ from ds_events.events.bash import BashKillRequested, BashProgress, BashSessionEx
 from ds_events.events.runner import AgentMessage, Reasoning, RunnerToolCall, RunnerToolResult
 from ds_events.events.tool import ToolCallFinished, ToolCallStarted
 
-__all__ = ["to_notification", "from_notification", "META_KEY", "STAGES", "mapped_tags"]
+from . import acp_cards
+
+__all__ = ["to_notification", "from_notification", "Notifier", "on_card", "META_KEY", "STAGES", "mapped_tags"]
 
 META_KEY = "ds_events"
 # The canonical stages in order; ``decision`` is not a stage of its own (it folds into
@@ -47,6 +54,52 @@ def to_notification(event: Event, session_id: str) -> dict[str, Any]:
     update = _update(event)
     update["_meta"] = {META_KEY: {"event": msgspec.to_builtins(event), "seq": event.seq, "type": event.type}}
     return {"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": session_id, "update": update}}
+
+
+class Notifier:
+    """:func:`to_notification` for a stream of one session's events in log order, with
+    the agent's view of each tool call and our server's record of it folded into one
+    card (:mod:`projections.acp_cards`): the first half to arrive opens it
+    (``tool_call``), the rest update it (``tool_call_update``) under its ``toolCallId``.
+    Every event still gives exactly one notification carrying it."""
+
+    def __init__(self, session_id: str) -> None:
+        self.session_id = session_id
+        self.cards = acp_cards.initial()
+
+    @property
+    def last_seq(self) -> int:
+        return self.cards.last_seq
+
+    def prime(self, events: Iterable[Event]) -> None:
+        """Fold events sent before (or not at all) so later halves find their cards."""
+        for event in events:
+            acp_cards.apply(self.cards, event)
+
+    def fold(self, event: Event) -> acp_cards.Placed | None:
+        """Fold ``event`` into the cards: its card (None: not a tool-call event, its
+        notification is :func:`to_notification`'s)."""
+        return acp_cards.apply(self.cards, event).placed
+
+    def notification(self, event: Event) -> dict[str, Any]:
+        placed = self.fold(event)
+        note = to_notification(event, self.session_id)
+        return on_card(note, placed) if placed is not None else note
+
+
+def on_card(note: dict[str, Any], placed: acp_cards.Placed) -> dict[str, Any]:
+    """A tool event's notification put on its card (``placed``, from :meth:`Notifier.fold`):
+    the opener is a ``tool_call``, every later event a ``tool_call_update`` carrying the
+    card's status so far."""
+    update = note["params"]["update"]
+    update["toolCallId"] = placed.card
+    update["status"] = placed.status
+    if placed.opens:
+        update["sessionUpdate"] = "tool_call"
+        update.setdefault("title", "tool call")
+    else:
+        update["sessionUpdate"] = "tool_call_update"
+    return note
 
 
 def from_notification(note: dict[str, Any]) -> Event:
@@ -113,6 +166,12 @@ def _update(event: Event) -> dict[str, Any]:
     return _info_update(event)
 
 
+def _result_content(value: Any) -> list[dict[str, Any]]:
+    """A call's result as the card's content: one text block (JSON unless it is text)."""
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+    return [{"type": "content", "content": {"type": "text", "text": text}}]
+
+
 def _text(kind: str, text: str, message_id: str) -> dict[str, Any]:
     return {"sessionUpdate": kind, "content": {"type": "text", "text": text}, "messageId": message_id}
 
@@ -144,6 +203,7 @@ def _runner_tool_result(e: RunnerToolResult) -> dict[str, Any]:
         "toolCallId": _runner_call_id(e),
         "status": "completed" if e.status == "ok" else "failed",
         "rawOutput": {"status": e.status, "output": e.output, "truncated": e.truncated},
+        "content": _result_content(e.output),
     }
 
 
@@ -163,7 +223,10 @@ def _tool_call_finished(e: ToolCallFinished) -> dict[str, Any]:
     output: dict[str, Any] = {"status": e.status, "result": e.result, "duration_ms": e.duration_ms}
     if e.status == "error":
         output.update(error=e.error_code, message=e.error_message)
-    body: dict[str, Any] = {"toolCallId": e.call_id, "status": status, "rawOutput": output}
+    shown = e.result if e.status == "ok" else {"error": e.error_code, "message": e.error_message}
+    body: dict[str, Any] = {
+        "toolCallId": e.call_id, "status": status, "rawOutput": output, "content": _result_content(shown),
+    }
     if e.started:
         return {"sessionUpdate": "tool_call_update", **body}
     # Logged once after the call: show the whole call.

@@ -95,10 +95,12 @@ def _formatter(fmt: str, session_id: str) -> Callable[[bytes], bytes]:
     """A line -> line conversion for ``--format acp`` (imports the mapping only then)."""
     import json
 
-    from projections.acp import to_notification
+    from projections.acp import Notifier
+
+    notifier = Notifier(session_id)  # one card per tool call, over the lines this tail prints
 
     def convert(line: bytes) -> bytes:
-        note = to_notification(decode_line(line), session_id)
+        note = notifier.notification(decode_line(line))
         return json.dumps(note, ensure_ascii=False, separators=(",", ":")).encode()
 
     return convert

@@ -47,7 +47,8 @@ CODES = catalogue(
     ErrorCode("timeout", 504, "The request took longer than the server waits for an answer."),
     ErrorCode("internal_error", 500, "A bug of the daemon's: the message names the exception, the daemon's log has the traceback."),
     ErrorCode("client_closed_request", 499, "The client closed the connection before the answer (nobody reads this one)."),
-    ErrorCode("invalid_cursor", 400, "after, before, tail or Last-Event-ID is not a seq the page or stream can start from."),
+    ErrorCode("invalid_cursor", 400, "after, before, tail or Last-Event-ID is not a seq the page or stream can start "
+                                     "from; a session/list cursor is not one ds acp handed out."),
     ErrorCode("cursor_beyond_head", 400, "The cursor is beyond the log's head (last_seq): the client follows another log; start again."),
     ErrorCode("invalid_format", 400, "format names no format of the route (events: raw or acp; canvas: json or svg)."),
 )  # fmt: skip

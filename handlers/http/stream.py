@@ -39,7 +39,15 @@ from aiohttp import web
 from ds_events.errors import Invalid
 from ds_events.events import Event
 from ds_events.home import Quest
-from ds_events.services.quest.event_pages import EventFormat, EventPage, event_json, event_page
+from ds_events.services.quest.event_pages import (
+    Cards,
+    EventFormat,
+    EventPage,
+    acp_notifier,
+    card_json,
+    event_json,
+    event_page,
+)
 
 from .errors import client_gone
 from .hub import Hub
@@ -152,6 +160,8 @@ async def _stream(request: web.Request, hub: Hub, quest: Quest, q: EventsQuery) 
             if q.tail:
                 start = await hub.run(quest.log.tail, q.limit, q.types)
                 last = start[0].seq - 1 if start else quest.log.last_seq
+            # acp: one card per tool call (every event folds, the filtered-out ones too).
+            cards = await hub.run(lambda: acp_notifier(quest, after=last)) if q.format == "acp" else None
             # Catch-up from the log, page by page (a long backlog never sits in memory),
             # each page read on a worker thread: the loop serves the other streams meanwhile.
             while not sub.closed:
@@ -159,8 +169,9 @@ async def _stream(request: web.Request, hub: Hub, quest: Quest, q: EventsQuery) 
                 if not page:
                     break
                 for event in page:
+                    frame = _frame(event, q, quest_id, cards)
                     if wanted is None or event.type in wanted:
-                        await resp.write(_frame(event, q, quest_id))
+                        await resp.write(frame)
                     last = event.seq
             # Live: the buffer, skipping what catch-up already sent.
             while True:
@@ -175,8 +186,9 @@ async def _stream(request: web.Request, hub: Hub, quest: Quest, q: EventsQuery) 
                     event = sub.buffer.popleft()
                     if event.seq <= last:
                         continue
+                    frame = _frame(event, q, quest_id, cards)
                     if wanted is None or event.type in wanted:
-                        await resp.write(_frame(event, q, quest_id))
+                        await resp.write(frame)
                     last = event.seq
                 if sub.dropped or sub.closed:
                     continue
@@ -195,8 +207,12 @@ async def _stream(request: web.Request, hub: Hub, quest: Quest, q: EventsQuery) 
     return resp
 
 
-def _frame(event: Event, q: EventsQuery, quest_id: str) -> bytes:
-    data = _encoded(event, q.format, quest_id)
+def _frame(event: Event, q: EventsQuery, quest_id: str, cards: Cards | None = None) -> bytes:
+    note = card_json(cards, event) if cards is not None else None
+    if note is not None:  # a tool call's event: on this stream's card (not shared)
+        data = json.dumps(note, ensure_ascii=False, separators=(",", ":"))
+    else:
+        data = _encoded(event, q.format, quest_id)
     if q.mode == "sse":
         return f"id: {event.seq}\nevent: {'acp' if q.format == 'acp' else 'event'}\ndata: {data}\n\n".encode()
     return (data + "\n").encode()

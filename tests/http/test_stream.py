@@ -196,3 +196,24 @@ async def test_a_stream_whose_follower_stops_ends_with_a_resume_point(client: An
     async with client.get("/api/quests/q1/events", headers=SSE | {"Last-Event-ID": str(body["resume_after"])}) as resp:
         got = await take(resp, 1)
     assert int(got[0]["id"]) == body["resume_after"] + 1
+
+
+async def test_an_acp_stream_folds_a_tool_calls_two_views_into_one_card(client: Any, quest: Quest) -> None:
+    from ds_events.events.runner import RunnerToolCall, RunnerToolResult, TurnStarted
+    from ds_events.events.tool import ToolCallFinished
+
+    args = {"kind": "knowledge", "title": "T", "body": "b"}
+    quest.emit(TurnStarted(runner="scripted", skill="scout", run_id="run-1"))
+    quest.emit(RunnerToolCall(call_id="c1", tool="memory.write", server="memory", arguments=args, run_id="run-1"))
+    mid = quest.log.last_seq  # a stream that starts here has not seen the call open its card
+    quest.emit(ToolCallFinished(call_id="tc-1", namespace="memory", tool="write", status="ok", arguments=args,
+                                result={"status": "written"}, run_id="run-1"))  # fmt: skip
+    quest.emit(RunnerToolResult(call_id="c1", status="ok", output={"status": "written"}, run_id="run-1"))
+    for after, shown in ((0, 3), (mid, 2)):
+        url = f"/api/quests/q1/events?stream=1&format=acp&after={after}&types=runner.tool_call,tool.call_finished,runner.tool_result"
+        async with client.get(url) as resp:
+            got = [f["data"]["params"]["update"] for f in await take(resp, shown)]
+        assert {u["toolCallId"] for u in got} == {"run-1:c1"}, got
+        kinds = [u["sessionUpdate"] for u in got]
+        assert kinds == (["tool_call"] if after == 0 else []) + ["tool_call_update", "tool_call_update"]
+        assert got[-1]["status"] == "completed" and "written" in got[-1]["content"][0]["content"]["text"]

@@ -4,7 +4,10 @@ Agent Client Protocol notification it maps to (:mod:`projections.acp`).
 A page costs what it returns: it reads by position through the log's seq index
 (``read`` / ``read_reverse`` / ``tail``), never from the start. The HTTP route
 ``GET /api/quests/{id}/events`` answers a page with :func:`event_page`; its streams
-frame each event with :func:`event_json`."""
+frame each event with :func:`event_json`. In the ``acp`` format a page or a stream
+folds each tool call's two views into one card through a :class:`~projections.acp.Notifier`
+that :func:`acp_notifier` primes with the running turn's events before its start (a page
+that begins inside a finished turn pairs only the halves it holds)."""
 
 from __future__ import annotations
 
@@ -14,9 +17,13 @@ import msgspec
 
 from ds_events.events import Event
 from ds_events.home import Quest
-from projections.acp import to_notification
+from projections.acp import Notifier, on_card, to_notification
 
-__all__ = ["EventPage", "EventFormat", "FORMATS", "event_page", "event_json"]
+__all__ = [
+    "EventPage", "EventFormat", "FORMATS", "Cards", "event_page", "event_json", "acp_notifier", "prime_cards", "card_json",
+]  # fmt: skip
+
+Cards = Notifier  # an ACP stream's tool-call cards
 
 EventFormat = Literal["raw", "acp"]
 FORMATS: tuple[EventFormat, ...] = ("raw", "acp")
@@ -57,6 +64,9 @@ def event_page(
         has_more = len(events) > limit
         events = events[:limit]
     next_after = events[-1].seq if events else after
+    if fmt == "acp" and events:  # one card per tool call within the page
+        cards = acp_notifier(quest, after=events[0].seq - 1)
+        return EventPage(events=[cards.notification(e) for e in events], next_after=next_after, has_more=has_more)
     return EventPage(events=[event_json(e, fmt, quest.id) for e in events], next_after=next_after, has_more=has_more)
 
 
@@ -67,3 +77,32 @@ def event_json(event: Event, fmt: EventFormat, quest_id: str) -> dict[str, Any]:
         return to_notification(event, session_id=quest_id)
     encoded: dict[str, Any] = msgspec.to_builtins(event)
     return encoded
+
+
+def acp_notifier(quest: Quest, *, after: int) -> Notifier:
+    """The tool-call cards of an ACP stream of ``quest`` that starts after seq ``after``."""
+    notifier = Notifier(quest.id)
+    prime_cards(quest, notifier, until_seq=after)
+    return notifier
+
+
+def prime_cards(quest: Quest, notifier: Notifier, *, until_seq: int) -> None:
+    """Fold into ``notifier`` what it has not seen, up to ``until_seq``, of a turn that
+    is still running: the calls that turn opened before the stream began then get their
+    later halves on the same card. Reads the running turn's events only (none when no
+    turn runs)."""
+    turns = quest.state("turns")
+    record = turns.turns.get(turns.running) if turns.running else None
+    if record is None:
+        return
+    start = max(notifier.last_seq, record.started_seq - 1)
+    if start >= until_seq:
+        return
+    notifier.prime(e for e in quest.log.read(start, limit=until_seq - start) if e.seq <= until_seq)
+
+
+def card_json(cards: Notifier, event: Event) -> dict[str, Any] | None:
+    """Fold ``event`` into ``cards``; its ACP notification on its card when it is a tool
+    call's event (None: it is not one, and its notification is :func:`event_json`'s)."""
+    placed = cards.fold(event)
+    return on_card(to_notification(event, cards.session_id), placed) if placed is not None else None
