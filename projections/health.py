@@ -79,7 +79,7 @@ def derive(
         control = turns.control
         word = status.status
         why = control.reason if control is not None else ""
-        hint = "`ds control QUEST resume` continues it"
+        hint = f"`ds control {status.quest_id} resume` continues it"
         return Health(
             state="paused" if word == "paused" else "stopped", summary=f"{word}{f' ({why})' if why else ''}: {hint}",
             since=_ts(control), since_seq=_seq(control), reason=why,
@@ -89,7 +89,7 @@ def derive(
     running = turns_view.running_turn(turns)
     resumed = turns.retry is not None and turns.retry.by_user  # the held turn runs again soon
     if running is None and turns.held is not None and not resumed:
-        return _failed(turns, turns.held, max_attempts)
+        return _failed(turns, turns.held, max_attempts, status.quest_id)
     if running is None and turns.retry is None and not turns.needs_continuation:
         legacy = _exhausted_without_hold(turns, max_attempts)
         if legacy is not None:
@@ -143,11 +143,11 @@ def replay_health(status: StatusState, turns: turns_view.State, interactions: in
 # -- the states that carry a failure ----------------------------------------------------
 
 
-def _failed(turns: turns_view.State, held: TurnHeld, max_attempts: int) -> Health:
+def _failed(turns: turns_view.State, held: TurnHeld, max_attempts: int, quest_id: str) -> Health:
     budget = held.max_attempts or max_attempts
     of = f" of {budget}" if budget else ""
     what = _what_failed(held.failure, held.reason)
-    next_step = "send a message or `ds control QUEST resume` to try again"
+    next_step = f"send a message or `ds control {quest_id} resume` to try again"
     return Health(
         state="failed", summary=f"failed: attempt {held.attempt}{of} — {what}; {next_step}",
         since=held.ts, since_seq=held.seq, run_id=held.run_id, attempt=held.attempt, max_attempts=budget or None,

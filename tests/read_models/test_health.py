@@ -101,7 +101,7 @@ def test_pause_stop_and_completion_win(quest: Quest) -> None:
     paused = quest.emit(QuestControl(action="pause", reason="lunch"))
     h = derive(quest)
     assert (h.state, h.since_seq, h.reason) == ("paused", paused.seq, "lunch")
-    assert "ds control QUEST resume" in h.summary
+    assert f"ds control {quest.id} resume" in h.summary
     finish(quest, "run-1", "interrupted", "paused")
     stopped = quest.emit(QuestControl(action="stop"))
     assert (derive(quest).state, derive(quest).since_seq) == ("stopped", stopped.seq)
