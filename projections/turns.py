@@ -2,8 +2,9 @@
 
 A fold over the ``runner.*`` events (and ``quest.control``): the running turn (at most
 one), a bounded window of recent turns with their outcome, counts per outcome, whether a
-pause or stop was asked while a turn ran, a scheduled retry, and whether the last turn
-was cut off (interrupted) so the next one continues it. Messages waiting for a turn are
+pause or stop was asked while a turn ran, a scheduled retry or a failed turn held for the
+user, the running turn's last activity in the log, and whether the last turn was cut off
+(interrupted) so the next one continues it. Messages waiting for a turn are
 the interactions view's mailbox (``pending_items``): this view does not copy them.
 
 Materialises nothing: ``.ds/runs/<run_id>/`` holds the runner's own files.
@@ -19,7 +20,9 @@ from ds_events.events.runner import (
     AgentMessage,
     RunnerProcessStarted,
     RunnerToolCall,
+    TurnFailure,
     TurnFinished,
+    TurnHeld,
     TurnRetryScheduled,
     TurnStarted,
 )
@@ -61,6 +64,9 @@ class TurnRecord(msgspec.Struct, kw_only=True):
     usage: dict[str, int] = {}
     messages: int = 0
     tool_calls: int = 0
+    failure: TurnFailure | None = None  # how the turn failed (from its retry or hold)
+    finished_seq: int = 0
+    max_attempts: int = 0  # a retry's budget, as its scheduling recorded it (0: unknown)
 
 
 class RetryPlan(msgspec.Struct, kw_only=True):
@@ -70,6 +76,10 @@ class RetryPlan(msgspec.Struct, kw_only=True):
     scheduled_at: str
     scheduled_seq: int
     reason: str = ""
+    max_attempts: int = 0  # 0: not recorded (a log older than the field)
+    failure: TurnFailure | None = None
+    # The user resumed a held turn (``resume`` or a new message): a fresh attempt budget.
+    by_user: bool = False
 
 
 class State(msgspec.Struct, kw_only=True):
@@ -85,6 +95,14 @@ class State(msgspec.Struct, kw_only=True):
     # without a new message.
     needs_continuation: bool = False
     last_finished: str | None = None
+    # A failed turn that is not retried by itself: it waits for the user.
+    held: TurnHeld | None = None
+    # The running turn's last event in the log (any event with its run id): what a
+    # stall watch that reads only the log goes by.
+    activity_seq: int = 0
+    activity_at: str = ""
+    control: QuestControl | None = None  # the last pause / stop / resume
+    completed: QuestCompleted | None = None
     last_seq: int = 0
 
 
@@ -94,6 +112,8 @@ def initial() -> State:
 
 def apply(state: State, event: Event) -> State:
     state.last_seq = event.seq
+    if event.run_id is not None and event.run_id == state.running:
+        state.activity_seq, state.activity_at = event.seq, event.ts
     match event:
         case AgentMessage():
             _bump(state, event.run_id, "messages")
@@ -102,6 +122,7 @@ def apply(state: State, event: Event) -> State:
         case TurnStarted():
             run_id = event.run_id or event.id
             retried = state.turns.get(event.retry_of) if event.retry_of else None
+            plan = state.retry if state.retry is not None and state.retry.run_id == event.retry_of else None
             if retried is None:
                 state.first_attempts += 1
             state.turns[run_id] = TurnRecord(
@@ -111,11 +132,14 @@ def apply(state: State, event: Event) -> State:
                 message_ids=list(event.message_ids), prompt_path=event.prompt_path,
                 prompt_sha256=event.prompt_sha256, started_at=event.ts, started_seq=event.seq,
                 host=event.host, host_pid=event.host_pid, host_start=event.host_start, host_boot=event.host_boot,
+                max_attempts=plan.max_attempts if plan is not None else 0,
             )  # fmt: skip
             state.order.append(run_id)
             state.running = run_id
+            state.activity_seq, state.activity_at = event.seq, event.ts
             state.total += 1
             state.retry = None
+            state.held = None
             state.needs_continuation = False
             _trim(state)
         case RunnerProcessStarted():
@@ -129,7 +153,8 @@ def apply(state: State, event: Event) -> State:
             if record is not None and record.outcome is None:
                 state.turns[record.run_id] = replace(
                     record, outcome=event.outcome, reason=event.reason, exit_code=event.exit_code,
-                    finished_at=event.ts, duration_ms=event.duration_ms, usage=dict(event.usage),
+                    finished_at=event.ts, finished_seq=event.seq, duration_ms=event.duration_ms,
+                    usage=dict(event.usage),
                 )  # fmt: skip
                 state.outcomes[event.outcome] = state.outcomes.get(event.outcome, 0) + 1
                 state.last_finished = record.run_id
@@ -142,16 +167,31 @@ def apply(state: State, event: Event) -> State:
             state.retry = RetryPlan(
                 run_id=event.run_id or "", attempt=event.attempt, delay_s=event.delay_s,
                 scheduled_at=event.ts, scheduled_seq=event.seq, reason=event.reason,
+                max_attempts=event.max_attempts, failure=event.failure,
             )  # fmt: skip
+            _set_failure(state, event.run_id, event.failure)
+        case TurnHeld():
+            state.held = event
+            state.retry = None
+            _set_failure(state, event.run_id, event.failure)
         case QuestControl(action=action):
+            state.control = event
             if action in ("pause", "stop"):
                 if state.running is not None:
                     state.stop_requested = action
                 state.retry = None  # a paused quest does not retry by itself
             elif action == "resume":
                 state.stop_requested = None
+                if state.held is not None:
+                    # The user's go-ahead: the held turn runs again now, with a fresh budget.
+                    state.retry = RetryPlan(
+                        run_id=state.held.run_id or "", attempt=1, delay_s=0.0, scheduled_at=event.ts,
+                        scheduled_seq=event.seq, reason="resumed by the user", by_user=True,
+                    )  # fmt: skip
         case QuestCompleted():
+            state.completed = event
             state.retry = None
+            state.held = None
             state.needs_continuation = False
     return state
 
@@ -160,6 +200,12 @@ def _bump(state: State, run_id: str | None, field: str) -> None:
     record = state.turns.get(run_id or "")
     if record is not None:
         state.turns[record.run_id] = replace(record, **{field: getattr(record, field) + 1})
+
+
+def _set_failure(state: State, run_id: str | None, failure: TurnFailure | None) -> None:
+    record = state.turns.get(run_id or "")
+    if record is not None and failure is not None:
+        state.turns[record.run_id] = replace(record, failure=failure)
 
 
 def _trim(state: State) -> None:
@@ -182,4 +228,7 @@ def recent_turns(state: State, limit: int = 20) -> list[TurnRecord]:
     return [state.turns[r] for r in reversed(state.order[-limit:])]
 
 
-PROJECTION: Projection[State] = Projection(name="turns", state_type=State, initial=initial, apply=apply)
+PROJECTION: Projection[State] = Projection(
+    name="turns", state_type=State, initial=initial, apply=apply,
+    version=2,  # 2: held turns, failures, the running turn's activity (older snapshots: refolded)
+)  # fmt: skip

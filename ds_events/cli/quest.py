@@ -62,14 +62,19 @@ def quest_list(home: Home, as_json: bool) -> None:
         with open_quest(home, quest_id, read_only=True) as q:
             warn_if_torn(q.log, quest_id)
             s = q.state("status")
-            rows.append({"quest_id": quest_id, "title": s.title, "status": s.status, "anchor": s.anchor, "last_seq": s.last_seq})
+            health = msgspec.to_builtins(quest_service.quest_health(q))
+            rows.append({"quest_id": quest_id, "title": s.title, "status": s.status, "anchor": s.anchor, "last_seq": s.last_seq,
+                         "health": health})  # fmt: skip
     if as_json:
         emit_json(rows)
     elif not rows:
         out(f"no quests in {home.root}: create one with `ds quest new --title T`")
     else:
         for r in rows:
-            out(f"{r['quest_id']:<32} {r['status']:<10} {r['anchor']:<18} seq {r['last_seq']:<8} {r['title']}")
+            cell = _health_cell(r["health"])
+            out(f"{r['quest_id']:<32} {r['status']:<10} {cell:<16} {r['anchor']:<18} seq {r['last_seq']:<8} {r['title']}")
+            if r["health"]["state"] in _LOUD:  # a failed or stalled quest says why, on its own line
+                out(f"  ! {r['health']['summary']}")
 
 
 @quest.command("show")
@@ -84,10 +89,15 @@ def quest_show(home: Home, quest_id: str, as_json: bool) -> None:
     with open_quest(home, quest_id, read_only=True) as q:
         warn_if_torn(q.log, quest_id)
         s = q.state("status")
+        health = quest_service.quest_health(q)
         if as_json:
-            emit_json(msgspec.to_builtins(s) | {"root": str(q.root)})
+            emit_json(msgspec.to_builtins(s) | {"root": str(q.root), "health": msgspec.to_builtins(health)})
             return
-        out(f"quest:   {s.quest_id}\ntitle:   {s.title}\nstatus:  {s.status}\nanchor:  {s.anchor}")
+        out(f"quest:   {s.quest_id}\ntitle:   {s.title}\nstatus:  {s.status}\nhealth:  {health.summary}\nanchor:  {s.anchor}")
+        if health.failure is not None:
+            f = health.failure
+            call = f" call {f.call_id}" if f.call_id else ""
+            out(f"failure: {f.failure_class} {f.cause}{f' in {f.tool}' if f.tool else ''}{call}{f': {f.error}' if f.error else ''}")
         if s.runner or s.model:
             out(f"runner:  {s.runner or '(config)'}{f', model {s.model}' if s.model else ''}")
         t = q.state("turns")
@@ -98,6 +108,15 @@ def quest_show(home: Home, quest_id: str, as_json: bool) -> None:
         out(f"events:  {s.last_seq} (last at {s.updated_at})\nroot:    {q.root}")
         for kind, n in sorted(s.counts.items()):
             out(f"  {kind:<28} {n}")
+
+
+# Health states that need someone's attention: the list marks them and says why.
+_LOUD = ("failed", "stalled")
+
+
+def _health_cell(health: dict[str, object]) -> str:
+    state = str(health["state"])
+    return state.upper() if state in _LOUD else state
 
 
 @quest.command("set-runner")

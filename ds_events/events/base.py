@@ -16,7 +16,7 @@ from typing import ClassVar, dataclass_transform
 
 import msgspec
 
-__all__ = ["Event", "new_event_id", "new_event_ids", "utc_now", "ts_seconds"]
+__all__ = ["Event", "new_event_id", "new_event_ids", "utc_now", "ts_seconds", "seconds_ts"]
 
 
 # Tells the type checker what msgspec's own annotations cannot: every subclass is
@@ -76,3 +76,10 @@ def ts_seconds(ts: str) -> float:
     """An event's ``ts`` (as :func:`utc_now` writes it) as POSIX seconds; ValueError if
     it is not a timestamp."""
     return datetime.fromisoformat(ts.replace("Z", "+00:00")).timestamp()
+
+
+def seconds_ts(seconds: float) -> str:
+    """POSIX ``seconds`` as RFC 3339 UTC to the second, e.g. ``2026-12-02T04:10:00Z``
+    (a time the log implies, such as a retry's, which projections may not compute with
+    a clock of their own)."""
+    return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

@@ -12,11 +12,20 @@ the envelope's ``run_id``. The life of a turn:
   :class:`RunnerToolResult`: what the agent said, thought and did, parsed from its stream.
 - :class:`TurnFinished`: the outcome, usage and duration; exactly one per turn.
 - :class:`TurnRetryScheduled`: a failed or stalled turn will run again after a delay.
+- :class:`TurnHeld`: a failed turn will not run again by itself (a deterministic failure,
+  or its attempts are spent): it waits for the user (a message, or ``resume``).
+
+How a failed turn ended is classified (:class:`TurnFailure`): ``transient`` (the agent
+crashed or was killed, the provider was unreachable or failed, a stall, a rate or usage
+limit) is retried; ``deterministic`` (the agent exited after one of our calls was refused,
+or the same failure twice) is held for the user.
 """
 
 from __future__ import annotations
 
 from typing import Any, Literal
+
+import msgspec
 
 from .base import Event
 
@@ -29,6 +38,9 @@ __all__ = [
     "RunnerToolResult",
     "TurnFinished",
     "TurnRetryScheduled",
+    "TurnHeld",
+    "TurnFailure",
+    "FailureClass",
     "TurnOutcome",
     "TURN_OUTCOMES",
     "EVENTS",
@@ -36,6 +48,21 @@ __all__ = [
 
 TurnOutcome = Literal["completed", "failed", "interrupted", "stalled", "cancelled"]
 TURN_OUTCOMES: tuple[str, ...] = ("completed", "failed", "interrupted", "stalled", "cancelled")
+FailureClass = Literal["transient", "deterministic"]
+
+
+class TurnFailure(msgspec.Struct, frozen=True, kw_only=True):
+    """How a failed turn ended, as the scheduler classified it. ``cause`` is a short code
+    (``agent_crashed``, ``agent_failed``, ``provider_unreachable``, ``provider_5xx``,
+    ``stalled``, ``usage_limit``, ``rate_limit``, ``refused_call``, ``repeated_failure``);
+    ``tool`` and ``call_id`` name the refused call, ``error`` its error code (or the
+    runner's error text). Stored as ``class`` (a Python keyword, hence the attribute name)."""
+
+    failure_class: FailureClass = msgspec.field(name="class")
+    cause: str
+    tool: str | None = None
+    call_id: str | None = None
+    error: str | None = None
 
 
 class TurnStarted(Event, tag="runner.turn_started", kw_only=True):
@@ -121,6 +148,19 @@ class TurnRetryScheduled(Event, tag="runner.turn_retry_scheduled", kw_only=True)
     attempt: int
     delay_s: float
     reason: str = ""
+    failure: TurnFailure | None = None  # why the attempt failed (always transient here)
+    max_attempts: int = 0  # the attempt budget in force (0: not recorded)
+
+
+class TurnHeld(Event, tag="runner.turn_held", kw_only=True):
+    """The failed turn ``run_id`` (attempt ``attempt``) is not retried automatically: it
+    needs the user. A new user message or ``ds control Q resume`` starts the next turn,
+    a retry of this one with a fresh attempt budget."""
+
+    attempt: int
+    max_attempts: int = 0
+    reason: str = ""
+    failure: TurnFailure
 
 
 EVENTS = (
@@ -132,4 +172,5 @@ EVENTS = (
     RunnerToolResult,
     TurnFinished,
     TurnRetryScheduled,
+    TurnHeld,
 )

@@ -27,12 +27,16 @@ def test_a_row_says_title_status_stage_last_event_and_the_requests_waiting_for_t
         row = listing.quest_summary(first)
 
         assert isinstance(row, quest_service.QuestSummary)
+        health = msgspec.to_builtins(row)["health"]
         assert msgspec.to_builtins(row) == {
             "quest_id": "qa", "title": "First quest", "status": "active", "anchor": "baseline",
-            "last_seq": first.log.last_seq, "updated_at": last.ts, "open_requests": 1,
+            "last_seq": first.log.last_seq, "updated_at": last.ts, "open_requests": 1, "health": health,
         }  # fmt: skip
-        # The JSON keeps the order the quest list has always had.
-        assert list(msgspec.to_builtins(row)) == ["quest_id", "title", "status", "anchor", "last_seq", "updated_at", "open_requests"]
+        assert health["state"] == "waiting_for_user" and "Which baseline?" in health["summary"]
+        # The JSON keeps the order the quest list has always had (health added last).
+        assert list(msgspec.to_builtins(row)) == [
+            "quest_id", "title", "status", "anchor", "last_seq", "updated_at", "open_requests", "health",
+        ]  # fmt: skip
         paused = listing.quest_summary(second)
         assert (paused.status, paused.open_requests, paused.last_seq) == ("paused", 0, second.log.last_seq)
     finally:

@@ -24,7 +24,8 @@ def test_a_row_per_quest_with_its_last_event_time_and_open_requests(home: Home, 
         row = next(r for r in listed.quests if r.quest_id == "q1")
         last = quest.log.read(quest.log.last_seq - 1)[-1]
         assert row == QuestSummary(quest_id="q1", title="Test quest", status="active", anchor=quest.state("status").anchor,
-                               last_seq=last.seq, updated_at=last.ts, open_requests=1)  # fmt: skip
+                               last_seq=last.seq, updated_at=last.ts, open_requests=1, health=row.health)  # fmt: skip
+        assert row.health.state == "waiting_for_user" and row.health.since_seq == last.seq - 1  # the request, before its delivery
         assert quest_summary(other).open_requests == 0
     finally:
         other.close()
@@ -40,9 +41,12 @@ def test_a_row_sees_another_processs_appends(home: Home, quest: Quest) -> None:
 def test_show_is_the_whole_status_view_and_the_root(quest: Quest) -> None:
     shown = show_quest(quest)
     assert isinstance(shown, StatusState) and shown.root == str(quest.root)
-    fields = [*StatusState.__struct_fields__, "root"]
+    fields = [*StatusState.__struct_fields__, "root", "health"]
     assert list(msgspec.to_builtins(shown)) == fields
-    before = msgspec.to_builtins(quest.state("status")) | {"root": str(quest.root)}  # what the route answered
+    health = msgspec.to_builtins(shown.health)
+    assert health["state"] == "new"
+    # what the route answered, and the health added last
+    before = msgspec.to_builtins(quest.state("status")) | {"root": str(quest.root), "health": health}
     assert msgspec.json.encode(shown) == msgspec.json.encode(before)
 
 

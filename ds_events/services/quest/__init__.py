@@ -42,6 +42,7 @@ if TYPE_CHECKING:
         QuestList as QuestList,
         QuestShown as QuestShown,
         list_quests as list_quests,
+        quest_health as quest_health,
         quest_summary as quest_summary,
         show_quest as show_quest,
     )
@@ -61,6 +62,6 @@ __all__, __getattr__ = lazy_exports(__name__, {
     ),
     "lifecycle": ("post_message", "record_control", "change_anchor", "complete", "set_runner"),
     "read_models": ("workflow", "node_traces", "node_trace", "canvas", "canvas_svg", "VIEWS"),
-    "listing": ("QuestList", "QuestShown", "list_quests", "quest_summary", "show_quest"),
+    "listing": ("QuestList", "QuestShown", "list_quests", "quest_summary", "show_quest", "quest_health"),
     "event_pages": ("EventPage", "EventFormat", "FORMATS", "event_page", "event_json"),
 })  # fmt: skip

@@ -9,6 +9,7 @@ from typing import Annotated, Literal
 from msgspec import Meta
 
 from ds_events.services.commands import Command, Result
+from projections.health import Health
 
 __all__ = [
     "PostMessage", "Control", "ChangeAnchor", "Complete", "SetRunner",
@@ -72,3 +73,4 @@ class QuestSummary(Result, kw_only=True):
     last_seq: int
     updated_at: str  # the last event's time
     open_requests: int  # blocking interactions still waiting for the user
+    health: Health  # what the quest is doing now (projections.health)

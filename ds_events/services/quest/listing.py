@@ -7,17 +7,23 @@ Queries: they read views and append nothing. The HTTP routes ``GET /api/quests``
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 
 import msgspec
 
+from ds_events.config import RunnerConfig
+from ds_events.errors import ServiceError
 from ds_events.home import Home, Quest
+from projections import health as health_view
+from projections.health import Health
 from projections.interactions import PROJECTION as INTERACTIONS, State as InteractionsState
 from projections.status import PROJECTION as STATUS, StatusState
+from projections.turns import PROJECTION as TURNS, State as TurnsState
 
 from .commands import QuestSummary
 
-__all__ = ["QuestList", "QuestShown", "list_quests", "quest_summary", "show_quest"]
+__all__ = ["QuestList", "QuestShown", "list_quests", "quest_summary", "show_quest", "quest_health"]
 
 
 class QuestList(msgspec.Struct, kw_only=True):
@@ -25,9 +31,10 @@ class QuestList(msgspec.Struct, kw_only=True):
 
 
 class QuestShown(StatusState, kw_only=True):
-    """The quest's status view, every field of it, and its root directory."""
+    """The quest's status view, every field of it, its root directory and its health."""
 
     root: str
+    health: Health
 
 
 def quest_summary(quest: Quest) -> QuestSummary:
@@ -37,11 +44,19 @@ def quest_summary(quest: Quest) -> QuestSummary:
     # next event copy it.
     s: StatusState
     inbox: InteractionsState
-    with quest.views.lend(STATUS.name) as s, quest.views.lend(INTERACTIONS.name) as inbox:
+    t: TurnsState
+    runner = _runner_config(quest)
+    with quest.views.lend(STATUS.name) as s, quest.views.lend(INTERACTIONS.name) as inbox, quest.views.lend(TURNS.name) as t:
         return QuestSummary(
             quest_id=quest.id, title=s.title, status=s.status, anchor=s.anchor, last_seq=s.last_seq,
-            updated_at=s.updated_at, open_requests=len(inbox.open_requests),
+            updated_at=s.updated_at, open_requests=len(inbox.open_requests), health=_derive(s, t, inbox, runner),
         )  # fmt: skip
+
+
+def quest_health(quest: Quest, *, now: float | None = None) -> Health:
+    """The quest's health now (``now``: POSIX seconds, default the clock), judged with the
+    home's runner settings (``stall_seconds``, ``max_attempts``)."""
+    return _derive(quest.state("status"), quest.state("turns"), quest.state("interactions"), _runner_config(quest), now)
 
 
 def list_quests(home: Home, open_quest: Callable[[str], Quest] | None = None) -> QuestList:
@@ -60,4 +75,20 @@ def list_quests(home: Home, open_quest: Callable[[str], Quest] | None = None) ->
 def show_quest(quest: Quest) -> QuestShown:
     """The quest's status view with its root (a shallow copy of the view's fields)."""
     status = quest.state("status")
-    return QuestShown(**msgspec.structs.asdict(status), root=str(quest.root))
+    return QuestShown(**msgspec.structs.asdict(status), root=str(quest.root), health=quest_health(quest))
+
+
+def _derive(status: StatusState, turns: TurnsState, inbox: InteractionsState, runner: RunnerConfig, now: float | None = None) -> Health:
+    return health_view.derive(
+        status, turns, inbox, now=time.time() if now is None else now, stall_seconds=runner.stall_seconds,
+        max_attempts=runner.max_attempts,
+    )  # fmt: skip
+
+
+def _runner_config(quest: Quest) -> RunnerConfig:
+    # A read must not fail on a config the loader refuses (`ds doctor` says what is
+    # wrong with it): the defaults judge stalls and budgets then.
+    try:
+        return quest.home.config().runner
+    except ServiceError:
+        return RunnerConfig()
