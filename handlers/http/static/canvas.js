@@ -14,6 +14,7 @@ export const VIEWS = [
 ];
 const NODE_W = 200;
 const NODE_H = 50;
+const NODE_W_WRAPPED = 228;  // an action such as launch_analysis_campaign fits one line
 const NODE_H_WRAPPED = 66;
 const TEXT_X = 10;
 const LABEL_FONT = "600 13px";  // .node .n-label in style.css
@@ -67,7 +68,7 @@ export function mountCanvas(el, { questId, onSelect }) {
     // title): its nodes are taller and the title wraps onto a second line rather than
     // losing its end to a 23-character clip.
     const wrap = doc.view === "event";
-    const g = layout(doc.nodes, doc.edges, { w: NODE_W, h: wrap ? NODE_H_WRAPPED : NODE_H });
+    const g = layout(doc.nodes, doc.edges, { w: wrap ? NODE_W_WRAPPED : NODE_W, h: wrap ? NODE_H_WRAPPED : NODE_H });
     const byId = new Map(doc.nodes.map((n) => [n.id, n]));
     // Shrinks to fit its pane down to 60% (text stays legible); beyond that the pane scrolls.
     const svg = s("svg", {
