@@ -248,3 +248,23 @@ def test_a_message_sent_from_the_page_is_recorded_as_the_users(open_page: Any, s
     expect(page.locator("#trace .card.bubble.user", has_text="Who am I?")).to_have_count(1)
     (message,) = [e for e in log_events(server.home, quest_id, "conversation.message") if e["content"] == "Who am I?"]
     assert message["actor"] == "user:http" and message["source"] == "http", message
+
+
+def test_closed_tabs_leave_no_traceback_in_the_daemons_log(browser: Any, server: Server) -> None:
+    from playwright.sync_api import expect
+
+    quest_id = new_quest(server, "Tabs that close")
+    for n in range(3):  # each tab follows the quest's stream, then goes (page, then context)
+        context = browser.new_context()
+        page = context.new_page()
+        page.goto(server.page_url(f"/q/{quest_id}"))
+        expect(page.locator("#trace .trace-state")).to_have_attribute("data-state", "live")
+        if n % 2:
+            page.close()
+        context.close()
+        status, _ = server.api(f"/api/quests/{quest_id}/messages", "POST", {"text": f"after tab {n}"})
+        assert status == 201  # an event for the streams whose tab just went
+    status, shown = server.api(f"/api/quests/{quest_id}")
+    assert status == 200 and shown["last_seq"] >= 4
+    text = server.log.read_text()
+    assert "Traceback" not in text and "ClientConnectionResetError" not in text, text
