@@ -74,6 +74,7 @@ class Session(msgspec.Struct, kw_only=True, frozen=True):
 class State(msgspec.Struct, kw_only=True):
     last_seq: int = 0
     sessions: dict[str, Session] = {}  # insertion order = start order
+    keys: dict[str, str] = {}  # idempotency key -> the session started with it (the first)
 
 
 def apply(state: State, event: Event) -> State:
@@ -97,6 +98,8 @@ def apply(state: State, event: Event) -> State:
                 started_seq=event.seq,
                 log_path=event.log_path,
             )
+            if event.idempotency_key is not None:
+                state.keys.setdefault(event.idempotency_key, event.session_id)
         case BashProgress(session_id=sid) if sid in state.sessions:
             s = state.sessions[sid]
             state.sessions[sid] = replace(
@@ -152,5 +155,5 @@ PROJECTION = Projection(
     apply=apply,
     render=render,
     render_changed=render_changed,
-    version=1,
+    version=2,  # 2: the idempotency keys (older snapshots: refolded)
 )

@@ -156,7 +156,7 @@ _MAKERS: dict[str, Callable[[random.Random, list[str]], Event]] = {
     "memory.guard_configured": lambda r, _i: evm.GuardConfigured(config_keys=[r.choice(("lr", "seed"))]),
     "bash.session_started": lambda r, _i: evb.BashSessionStarted(
         session_id=_pick(r, "sess"), command="sleep 300", workdir=".", env_keys=["A"], pid=100, pgid=100,
-        monitor_pid=99, start_time=r.randrange(9999), boot_id="boot", log_path="log",
+        monitor_pid=99, start_time=r.randrange(9999), boot_id="boot", log_path="log", idempotency_key=r.choice((None, "k1", "k2")),
     ),
     "bash.progress": lambda r, _i: evb.BashProgress(session_id=_pick(r, "sess"), line=r.randrange(50), data={"p": r.random()}),
     "bash.kill_requested": lambda r, _i: evb.BashKillRequested(session_id=_pick(r, "sess"), force=r.random() < 0.5),
@@ -255,7 +255,13 @@ _MAKERS: dict[str, Callable[[random.Random, list[str]], Event]] = {
         run_id=_pick(r, "run"), outcome=r.choice(evr.TURN_OUTCOMES), usage={"input_tokens": r.randrange(99)}
     ),
     "runner.turn_retry_scheduled": lambda r, _i: evr.TurnRetryScheduled(
-        run_id=_pick(r, "run"), attempt=r.randrange(2, 4), delay_s=1.0
+        run_id=_pick(r, "run"), attempt=r.randrange(2, 4), delay_s=1.0,
+        failure=r.choice((None, evr.TurnFailure(failure_class="transient", cause="provider_5xx"))), max_attempts=r.randrange(0, 4),
+    ),
+    "runner.turn_held": lambda r, _i: evr.TurnHeld(
+        run_id=_pick(r, "run"), attempt=r.randrange(1, 4), max_attempts=3, reason=_text(r),
+        failure=evr.TurnFailure(failure_class="deterministic", cause="refused_call", tool="artifact.record", call_id=_pick(r, "c"),
+                                error="invalid_metrics"),
     ),
     "artifact.paper_added": lambda r, _i: eva.PaperAdded(
         paper_id=r.choice(("1512.03385", "2401.01234v2")), title=_text(r) or "t", authors=[_text(r)], abstract=_text(r)

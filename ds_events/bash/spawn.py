@@ -52,6 +52,7 @@ class StartSpec:
     quest_root: Path
     env_keys: list[str]
     exit_retry_seconds: float = 60.0  # how long the monitor retries recording the exit
+    idempotency_key: str | None = None  # recorded with the start (the service checks it)
 
     @property
     def dir(self) -> Path:

@@ -48,6 +48,9 @@ class BashSessionStarted(Event, tag="bash.session_started", kw_only=True):
     started_by: str = ""
     pty: bool = True
     log_path: str = ""  # the numbered line log, relative to the quest root
+    # The caller's key for this start: a start with the same key in the same quest returns
+    # this session instead of starting another (a retried step must not run a job twice).
+    idempotency_key: str | None = None
 
 
 class BashProgress(Event, tag="bash.progress", kw_only=True):

@@ -20,6 +20,10 @@ process group, the prompt on stdin, JSON lines on stdout — and calls the same
           - sleep: 0.5                                 # seconds, printing nothing
           - fail: "the model API is down"              # exit 1 ...
             attempts: 1                                # ... on attempts up to 1 only
+
+A retry (``--retry-of RUN``) resumes after the last step the earlier attempts completed,
+as the log shows them (a call's ``call-N`` result as expected, a message ``step-N``), with
+the results they saved: a step that started a job is not run again.
 """
 
 from __future__ import annotations
@@ -125,12 +129,13 @@ class ScriptedRunner(LineRunner):
         return [
             sys.executable, "-m", "ds_events.runners.scripted_agent", "--trajectory", self.trajectory,
             "--turn", str(spec.turn_number), "--attempt", str(spec.attempt),
+            *(["--retry-of", spec.retry_of] if spec.retry_of else []),
         ]  # fmt: skip
 
     def handle(self, item: dict[str, Any], recorder: TurnRecorder) -> None:
         kind = item.get("type")
         if kind == "message":
-            recorder.agent_message(str(item.get("text", "")))
+            recorder.agent_message(str(item.get("text", "")), str(item.get("id", "")))
         elif kind == "reasoning":
             recorder.reasoning(str(item.get("text", "")))
         elif kind == "tool_call":

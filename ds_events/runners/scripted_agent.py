@@ -76,15 +76,19 @@ class Servers:
         return self.clients[namespace]
 
 
-async def play(steps: list[Step], attempt: int) -> int:
-    saved: dict[str, Any] = {}
+async def play(steps: list[Step], attempt: int, *, resume_after: int = 0, saved: dict[str, Any] | None = None) -> int:
+    saved = dict(saved or {})
     servers = Servers()
     output_chars = 0
+    if resume_after:
+        emit(type="reasoning", text=f"Resuming after step {resume_after}: an earlier attempt completed steps 1-{resume_after}.")
     async with servers.stack:
         for n, step in enumerate(steps, 1):
+            if n <= resume_after:
+                continue
             if step.say is not None:
                 text = resolve(step.say, saved)
-                emit(type="message", text=text)
+                emit(type="message", text=text, id=f"step-{n}")
                 output_chars += len(text)
             elif step.think is not None:
                 emit(type="reasoning", text=step.think)
@@ -112,6 +116,29 @@ async def play(steps: list[Step], attempt: int) -> int:
     return 0
 
 
+def resume_point(steps: list[Step], retry_of: str) -> tuple[int, dict[str, Any]]:
+    """The last step the earlier attempts of this turn completed (0: none), as the quest's
+    log shows them, and the results those steps saved."""
+    from ds_events.home import Home
+    from ds_events.services.runtime.attempts import attempt_chain
+
+    with Home(os.environ["DS_HOME"]).open_quest(os.environ["DS_QUEST_ID"], read_only=True) as quest:
+        chain = attempt_chain(quest, retry_of)
+    calls = {c.call_id: c for a in chain for c in a.calls}
+    said = {m for a in chain for m in a.messages}
+    last, saved = 0, {}
+    for n, step in enumerate(steps, 1):
+        call = calls.get(f"call-{n}")
+        if step.call is not None and call is not None and call.status != "unfinished":
+            if step.expect == "any" or (call.status == "ok") == (step.expect == "ok"):
+                last = n
+                if step.save:
+                    saved[step.save] = call.output
+        elif step.say is not None and f"step-{n}" in said:
+            last = n
+    return last, saved
+
+
 def _error_payload(result: Any) -> Any:
     text = "".join(getattr(c, "text", "") for c in result.content)
     with contextlib.suppress(ValueError):
@@ -124,6 +151,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--trajectory", required=True)
     parser.add_argument("--turn", type=int, default=1)
     parser.add_argument("--attempt", type=int, default=1)
+    parser.add_argument("--retry-of", default=None, help="The failed attempt this one retries: resume after its work.")
     ns = parser.parse_args(argv)
     prompt = sys.stdin.read()
     emit(type="turn.started", prompt_chars=len(prompt))
@@ -132,8 +160,10 @@ def main(argv: list[str] | None = None) -> int:
     if ns.turn > len(trajectory.turns):
         emit(type="message", text="Nothing left in my script: I stop here.")
         return 0
+    steps = trajectory.turns[ns.turn - 1].steps
+    resume_after, saved = resume_point(steps, ns.retry_of) if ns.retry_of else (0, {})
     try:
-        return asyncio.run(play(trajectory.turns[ns.turn - 1].steps, ns.attempt))
+        return asyncio.run(play(steps, ns.attempt, resume_after=resume_after, saved=saved))
     except TemplateError as exc:
         emit(type="error", message=str(exc))
         return 1

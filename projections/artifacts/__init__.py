@@ -29,6 +29,7 @@ from .fold import (
     newest_records,
     record_path,
     run_page_path,
+    thaw,
 )
 from .svg import render_graph_svg
 
@@ -64,6 +65,8 @@ PROJECTION = Projection(
     render_changed=render_changed,
     # 2: the by_seq / newest index; 3: the baseline gate, narratives; 4: activations,
     # candidates; 5: the state keeps the events (records, runs, confirmations, campaigns,
-    # slice outcomes, candidate ideas) instead of copies. Older snapshots are refolded.
-    version=5,
+    # slice outcomes, candidate ideas) instead of copies; 6: the turns and interactions
+    # views SUMMARY.md's health line comes from. Older snapshots are refolded.
+    version=6,
+    thaw=thaw,
 )

@@ -31,14 +31,18 @@ __all__ = ["render", "render_changed", "GRAPH_FILES"]
 
 GRAPH_FILES = ("artifacts/graphs/git_graph.json", "artifacts/graphs/git_graph.svg")
 # What SUMMARY.md shows changes only with these events: the quest's identity, status and
-# stage, and the artifact domain's own. A memory card, a shell session, a turn or a tool
-# call's record leaves it as it was, so they do not render it again.
+# stage, the artifact domain's own, and what moves the quest's health. A memory card, a
+# shell session, an agent's message or a tool call's record leaves it as it was, so they
+# do not render it again.
 _SUMMARY_TAGS = frozenset(
     {"quest.created", "quest.anchor_changed", "quest.control", "quest.completed"}
     | {"artifact.recorded", "git.branch_prepared", "git.checkpointed", "artifact.baseline_published",
        "artifact.baseline_attached", "artifact.baseline_confirmed", "artifact.main_experiment_recorded",
        "artifact.analysis_campaign_created", "artifact.analysis_slice_recorded", "artifact.summary_refreshed",
        "git.graph_rendered", "artifact.baseline_waived"}
+    # the health line: what moves a quest's health (fold.HEALTH_*_EVENTS)
+    | {"runner.turn_started", "runner.turn_finished", "runner.turn_retry_scheduled", "runner.turn_held",
+       "conversation.message", "interaction.sent", "interaction.replied", "interaction.superseded", "mailbox.delivered"}
 )  # fmt: skip
 
 

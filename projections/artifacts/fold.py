@@ -14,7 +14,7 @@ from typing import Any, TypeAlias, TypedDict
 import msgspec
 from msgspec.structs import replace
 
-from ds_events.events import Event
+from ds_events.events import ConversationMessage, Event, QuestCompleted, QuestControl
 from ds_events.events.artifact import (
     AnalysisCampaignCreated,
     AnalysisSliceRecorded,
@@ -30,8 +30,11 @@ from ds_events.events.artifact import (
     SliceSpec,
     SummaryRefreshed,
 )
+from ds_events.events.interaction import InteractionReplied, InteractionSent, InteractionSuperseded, MailboxDelivered
 from ds_events.events.research import BranchActivated, IdeaSubmitted
-from projections import status as status_projection
+from ds_events.events.runner import TurnFinished, TurnHeld, TurnRetryScheduled, TurnStarted
+from projections import interactions as interactions_view, status as status_projection, turns as turns_view
+from projections.base import shallow_thaw
 
 __all__ = [
     "State",
@@ -44,6 +47,7 @@ __all__ = [
     "Checkpoint",
     "KIND_DIRS",
     "apply",
+    "thaw",
     "record_path",
     "run_page_path",
     "campaign_path",
@@ -64,6 +68,9 @@ KIND_DIRS: dict[str, str] = {
     "graph": "graphs",
 }
 _RECENT = 20
+# The events that move a quest's health, for the nested views (see State.turns).
+HEALTH_TURN_EVENTS = (TurnStarted, TurnFinished, TurnRetryScheduled, TurnHeld, QuestControl, QuestCompleted)
+HEALTH_REQUEST_EVENTS = (ConversationMessage, InteractionSent, InteractionReplied, InteractionSuperseded, MailboxDelivered)
 
 # A main experiment as the view keeps it: the event that recorded it (``run`` is its run
 # id, ``seq`` and ``ts`` when it was recorded).
@@ -225,6 +232,11 @@ class State(msgspec.Struct, kw_only=True):
     waiver: Waiver | None = None
     # Ideas submitted as candidates (no branch yet), until promoted onto a line.
     candidate_ideas: dict[str, IdeaSubmitted] = {}
+    # What SUMMARY.md's health line is derived from (projections.health): the turns view
+    # and the interactions view, folded here from the events that move a quest's health
+    # (turns, controls, messages and requests), exactly as those views fold them.
+    turns: turns_view.State = msgspec.field(default_factory=turns_view.initial)
+    requests: interactions_view.State = msgspec.field(default_factory=interactions_view.initial)
 
     def id_taken(self, artifact_id: str) -> bool:
         """Ids share one namespace: records, baselines, main runs and campaigns."""
@@ -288,6 +300,11 @@ def apply(state: State, event: Event) -> State:
     """
     state.last_seq = event.seq
     state.quest = status_projection.apply(_thaw_status(state.quest), event)
+    # The nested views are updated in place: :func:`thaw` copied them at the hand-out.
+    if isinstance(event, HEALTH_TURN_EVENTS):
+        state.turns = turns_view.apply(state.turns, event)
+    elif isinstance(event, HEALTH_REQUEST_EVENTS):
+        state.requests = interactions_view.apply(state.requests, event)
     match event:
         case ArtifactRecorded():
             state.records[event.artifact_id] = event
@@ -370,6 +387,15 @@ def apply(state: State, event: Event) -> State:
         case GitGraphRendered():
             state.graph = event.graph
     return state
+
+
+def thaw(state: State) -> State:
+    """A copy ``apply`` may update: the top-level containers, and the nested turns and
+    interactions views (their own thaw), which ``apply`` updates in place."""
+    copy = shallow_thaw(state)
+    copy.turns = turns_view.PROJECTION.thawed(state.turns)
+    copy.requests = interactions_view.PROJECTION.thawed(state.requests)
+    return copy
 
 
 def _thaw_status(quest: status_projection.StatusState) -> status_projection.StatusState:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from ds_events.events.artifact import MainExperimentRecorded
+from projections.health import replay_health
 
 from .fold import State
 
@@ -63,6 +64,9 @@ def summary_markdown(state: State) -> str | None:
         return None
     lines = [f"# {q.title}", "", q.brief or "_No brief yet._", ""]
     lines.append(f"- quest: `{q.quest_id}`; status: **{q.status}**; anchor: `{q.anchor}`")
+    # The health as replay knows it: no clock in a projection, so a running turn that has
+    # gone silent shows as running here (`ds quest show` and the HTTP routes say stalled).
+    lines.append(f"- health: {replay_health(q, state.turns, state.requests).summary}")
     where = f" (worktree `{state.active_worktree}`)" if state.active_worktree else ""
     lines.append(f"- active branch: `{state.active_branch}`{where}")
     if state.checkpoints:

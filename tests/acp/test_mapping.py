@@ -26,7 +26,7 @@ INFO_ONLY = {
     "git.graph_rendered", "artifact.baseline_waived", "registry.baseline_published",
     "interaction.sent", "interaction.replied", "mailbox.delivered", "delivery.binding_added",
     "delivery.binding_removed", "delivery.routing_policy_changed", "delivery.attempted",
-    "runner.turn_started", "runner.process_started", "runner.turn_finished", "runner.turn_retry_scheduled",
+    "runner.turn_started", "runner.process_started", "runner.turn_finished", "runner.turn_retry_scheduled", "runner.turn_held",
     "artifact.paper_added",
     "research.idea_submitted", "research.branch_activated",
     "interaction.superseded",

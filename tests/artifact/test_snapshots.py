@@ -47,7 +47,7 @@ def _reopened(quest: Quest) -> Views:
 def test_the_snapshot_keeps_the_events_and_a_reopened_view_starts_from_it(quest: Quest) -> None:
     _built(quest)
     _path, snap = _snapshot(quest)
-    assert snap["version"] == PROJECTION.version == 5
+    assert snap["version"] == PROJECTION.version == 6
     state = snap["state"]
     assert state["runs"]["r1"]["type"] == "artifact.main_experiment_recorded" and state["runs"]["r1"]["seq"] > 0
     assert state["baselines"]["resnet20"]["confirmed"]["type"] == "artifact.baseline_confirmed"

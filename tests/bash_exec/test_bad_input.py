@@ -55,6 +55,8 @@ def _cases(quest):
         ({"mode": "read"}, "no_sessions"),
         ({"mode": "kill"}, "missing_id"),
         ({"command": "true", "tail": 5}, "unexpected_argument"),
+        ({"command": "true", "idempotency_key": ""}, "invalid_idempotency_key"),
+        ({"mode": "read", "idempotency_key": "k"}, "unexpected_argument"),
         ({"command": "true", "mode": "create", "force": True}, "unexpected_argument"),
         ({"mode": "list", "reason": "x"}, "unexpected_argument"),
         ({"command": ["echo", 1]}, "invalid_argument"),
@@ -108,5 +110,7 @@ async def test_a_kill_with_a_bad_reason_is_refused_before_anything_is_signalled(
 
 
 def test_every_error_code_of_bash_exec_has_a_case(quest):
-    covered = {code for _, code in _cases(quest)} | {code for _, code in WINDOWS} | {"invalid_reason"}
+    # invalid_reason and idempotency_key_conflict need a session first: their own tests
+    # (above; test_idempotency_key.py) cover them.
+    covered = {code for _, code in _cases(quest)} | {code for _, code in WINDOWS} | {"invalid_reason", "idempotency_key_conflict"}
     assert covered - {"invalid_argument"} == set(CODES) - WITHOUT_A_CASE

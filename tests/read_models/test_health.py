@@ -164,3 +164,27 @@ def test_every_state_has_a_json_form_with_the_contract_keys(quest: Quest) -> Non
     keys = {"state", "summary", "since", "since_seq", "run_id", "attempt", "max_attempts", "next_attempt_at", "reason", "failure"}
     h = msgspec.to_builtins(derive(quest, now=math.inf))
     assert set(h) == keys and h["state"] in HEALTH_STATES
+
+
+def test_summary_md_says_the_health_and_replay_writes_it_back_byte_for_byte(home: Home, quest: Quest) -> None:
+    summary = quest.root / "SUMMARY.md"
+    assert "- health: new: no turn yet\n" in summary.read_text()
+    start(quest, "run-1")
+    assert "- health: running: turn 1 (scout)\n" in summary.read_text()  # live, as each turn event lands
+    finish(quest, "run-1", "failed", "exit 1")
+    quest.emit(TurnHeld(run_id="run-1", attempt=1, max_attempts=3, reason="artifact.record refused", failure=REFUSED))
+    live = summary.read_bytes()
+    assert b"- health: failed: attempt 1 of 3 \xe2\x80\x94 artifact.record refused (invalid_metrics)" in live
+    quest.close()
+    summary.unlink()
+    from ds_events.replay import replay_quest
+
+    replay_quest(quest.root, quest_id=quest.id)
+    assert summary.read_bytes() == live
+
+
+def test_summary_md_shows_a_silent_running_turn_as_running_since_replay_has_no_clock(quest: Quest) -> None:
+    start(quest, "run-1")
+    talk = quest.emit(AgentMessage(run_id="run-1", text="working", actor="runner:scripted"))
+    assert derive(quest, now=ts_seconds(talk.ts) + 3600, stall=60).state == "stalled"  # what the routes say
+    assert "- health: running: turn 1 (scout)\n" in (quest.root / "SUMMARY.md").read_text()

@@ -390,8 +390,11 @@ def test_ds_run_with_the_real_codex_records_a_failed_model_stream(quest: Quest, 
     assert [r["outcome"] for r in rows] == ["failed"]
     assert "the scripted model is overloaded" in rows[0]["reason"] and rows[0]["tool_calls"] == 1
     types = [e.type for e in quest.log.read() if e.run_id == rows[0]["run_id"]]
-    assert types[-1] == "runner.turn_finished" and "runner.tool_result" in types
+    assert types[-2:] == ["runner.turn_finished", "runner.turn_held"] and "runner.tool_result" in types
     assert "runner.turn_retry_scheduled" not in types  # max_attempts: 1
+    # The provider's failure is transient, and with its one attempt spent the turn waits for the user.
+    held = next(e for e in quest.log.read() if e.type == "runner.turn_held" and e.run_id == rows[0]["run_id"])
+    assert (held.failure.failure_class, held.failure.cause) == ("transient", "provider_5xx")
 
 
 def _processes_with(needle: bytes) -> list[int]:

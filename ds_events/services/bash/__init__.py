@@ -53,7 +53,13 @@ if TYPE_CHECKING:
         record_progress as record_progress,
         session_dir as session_dir,
     )
-    from .starting import prepare_start as prepare_start, start as start, start_async as start_async
+    from .starting import (
+        prepare_start as prepare_start,
+        reusable_session as reusable_session,
+        start as start,
+        start_async as start_async,
+        start_or_reuse_async as start_or_reuse_async,
+    )
     from .tool import AWAIT_TAIL_LINES as AWAIT_TAIL_LINES, bash_exec as bash_exec, command_text as command_text
 
 __all__, __getattr__ = lazy_exports(__name__, {
@@ -65,7 +71,7 @@ __all__, __getattr__ = lazy_exports(__name__, {
         "ExitFacts", "reconcile", "record_progress", "record_exit", "session_dir", "kill_grace_seconds",
         "progress_interval_seconds",
     ),
-    "starting": ("prepare_start", "start", "start_async"),
+    "starting": ("prepare_start", "start", "start_async", "start_or_reuse_async", "reusable_session"),
     "queries": ("get_session", "read_output", "check_window", "list_sessions"),
     "ending": ("await_session", "check_wait_timeout", "kill", "kill_async", "kill_quest_sessions"),
     "tool": ("bash_exec", "command_text", "AWAIT_TAIL_LINES"),

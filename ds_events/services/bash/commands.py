@@ -46,6 +46,7 @@ __all__ = [
     "DEFAULT_WAIT_SECONDS",
     "DEFAULT_WINDOW_LINES",
     "MAX_REASON_CHARS",
+    "MAX_KEY_CHARS",
 ]
 
 # "create" is DeepScientist's name for "await" (start a command and wait for it).
@@ -72,6 +73,13 @@ _AFTER = "Lines after this line number."
 _BEFORE = "The `limit` lines before this line number."
 _FORCE = "Send KILL at once instead of TERM then KILL after the grace period."
 _REASON = "Recorded with the kill. When null: \"user_stop\"."
+_KEY = (
+    "detach/await of a new command: your key for this start (1-200 printable characters), e.g. the step's name. "
+    "A start with a key already used in this quest returns that session (same id, reused=true) instead of starting "
+    "another, so a retried step never runs its job twice; the same key with a different command is refused "
+    "(idempotency_key_conflict). When null (the default): every start is a new session."
+)
+MAX_KEY_CHARS = 200
 
 
 # -- the one-tool form ------------------------------------------------------------------
@@ -120,6 +128,7 @@ class BashExec(Command):
     force: Annotated[bool, Meta(description="kill: send KILL at once instead of TERM then KILL after the grace period.")] = False
     wait: Annotated[bool, Meta(description="kill: wait for the session to end.")] = False
     reason: Annotated[str | None, Meta(description="kill: recorded with the kill. When null: \"user_stop\".")] = None
+    idempotency_key: Annotated[str | None, Meta(description=_KEY)] = None
 
 
 class LogEntry(Result):
@@ -169,6 +178,7 @@ class BashExecResult(Result):
     counts: dict[str, int] | UnsetType = UNSET
     message: str | UnsetType = UNSET
     next: str | UnsetType = UNSET
+    reused: bool | UnsetType = UNSET  # a start whose idempotency_key named an existing session
 
 
 # -- one command per operation ----------------------------------------------------------
@@ -181,6 +191,7 @@ class StartSession(Command):
     workdir: Annotated[str | None, Meta(description=_WORKDIR)] = None
     env: Annotated[dict[str, str] | None, Meta(description=_ENV)] = None
     timeout_seconds: Annotated[float | None, Meta(description=_TIMEOUT)] = None
+    idempotency_key: Annotated[str | None, Meta(description=_KEY)] = None
 
 
 class GetSession(Command):

@@ -30,6 +30,9 @@ CODES = catalogue(
     ErrorCode("invalid_env_name", 400, "An env name is not letters, digits and '_' (not starting with a digit), "
               "or is one bash_exec sets itself (DS_QUEST_ID, DS_QUEST_ROOT, DS_BASH_SESSION_ID)."),
     ErrorCode("invalid_env_value", 400, "An env value is not a string (or number), or holds a NUL byte."),
+    ErrorCode("invalid_idempotency_key", 400, "idempotency_key is not 1-200 printable characters."),
+    ErrorCode("idempotency_key_conflict", 409, "idempotency_key names a session of this quest started with another "
+              "command: use a new key for a new command (the existing session is in the error's session_id)."),
     ErrorCode("start_failed", 400, "The monitor could not start the command (its monitor.log says why); nothing runs."),
     # -- a session named (sessions.session_of, the one-tool form's latest session)
     ErrorCode("missing_id", 400, "The mode works on one session: pass its id."),

@@ -44,7 +44,7 @@ from .commands import (
 from .ending import await_session, check_wait_timeout, kill_async
 from .queries import check_window, list_sessions, read_output
 from .sessions import kill_grace_seconds
-from .starting import start_async
+from .starting import start_or_reuse_async
 
 __all__ = ["bash_exec", "command_text", "AWAIT_TAIL_LINES"]
 
@@ -53,8 +53,8 @@ _WAIT_SLACK_SECONDS = 5.0  # after a new command's timeout and kill grace: time 
 
 # The arguments each mode takes besides ``mode`` (the rest must keep their defaults).
 _TAKES: dict[str, frozenset[str]] = {
-    "detach": frozenset({"command", "workdir", "env", "timeout_seconds"}),
-    "start-await": frozenset({"command", "workdir", "env", "timeout_seconds", "wait_timeout_seconds"}),
+    "detach": frozenset({"command", "workdir", "env", "timeout_seconds", "idempotency_key"}),
+    "start-await": frozenset({"command", "workdir", "env", "timeout_seconds", "wait_timeout_seconds", "idempotency_key"}),
     "await": frozenset({"id", "timeout_seconds", "wait_timeout_seconds"}),
     "read": frozenset({"id", "tail", "start", "after_seq", "before_seq", "tail_limit", "order", "limit"}),
     "kill": frozenset({"id", "force", "wait", "reason", "timeout_seconds", "wait_timeout_seconds"}),
@@ -78,6 +78,7 @@ async def bash_exec(quest: Quest, cmd: BashExec) -> BashExecResult:
     command = command_text(cmd.command)
     has_command = cmd.command != ""  # an empty argv list is a command given empty: refused as such
     session_id = cmd.id or None
+    reused = False
     starting = mode == "detach" or (mode == "await" and session_id is None and has_command)
     if starting and session_id is not None:
         raise Invalid(f"mode={mode!r} with a command starts a new session: leave out id", code="unexpected_id")
@@ -91,11 +92,17 @@ async def bash_exec(quest: Quest, cmd: BashExec) -> BashExecResult:
     if mode == "await":
         check_wait_timeout(_await_bound(cmd, starting))  # refuse before starting anything
     if starting:
-        start_cmd = StartSession(command=command, workdir=cmd.workdir, env=cmd.env, timeout_seconds=cmd.timeout_seconds)
-        session = await start_async(quest, start_cmd)
+        start_cmd = StartSession(command=command, workdir=cmd.workdir, env=cmd.env, timeout_seconds=cmd.timeout_seconds,
+                                 idempotency_key=cmd.idempotency_key)  # fmt: skip
+        session, reused = await start_or_reuse_async(quest, start_cmd)
         if mode == "detach":
-            return _with_session("detach", session, message=f"started {session.id}",
-                                 next_step=f"bash_exec(mode='await', id='{session.id}') or mode='read'")
+            said = f"{session.id} was started with this idempotency_key before: not started again" if reused \
+                else f"started {session.id}"
+            result = _with_session("detach", session, message=said,
+                                   next_step=f"bash_exec(mode='await', id='{session.id}') or mode='read'")
+            if cmd.idempotency_key is not None:
+                result.reused = reused
+            return result
         session_id = session.id
     if mode in ("list", "history"):
         return await asyncio.to_thread(_listed, quest, mode, cmd.limit)
@@ -106,7 +113,10 @@ async def bash_exec(quest: Quest, cmd: BashExec) -> BashExecResult:
             wait = cmd.timeout_seconds + kill_grace_seconds(quest) + _WAIT_SLACK_SECONDS  # the timeout's TERM, KILL, record
         session = await await_session(quest, AwaitSession(id=session_id, wait_timeout_seconds=wait))
         page = await asyncio.to_thread(read_output, quest, ReadOutput(id=session.id, tail=AWAIT_TAIL_LINES))
-        return _awaited(session, page)
+        awaited = _awaited(session, page)
+        if starting and cmd.idempotency_key is not None:
+            awaited.reused = reused
+        return awaited
     if mode == "read":
         return await asyncio.to_thread(_read, quest, cmd, session_id)
     kill = KillSession(id=session_id or "", force=cmd.force, wait=cmd.wait, reason=cmd.reason,

@@ -66,6 +66,7 @@ class TurnSpec(msgspec.Struct, frozen=True, kw_only=True):
     attempt: int = 1
     turn_number: int = 1  # 1 for the quest's first turn
     env: dict[str, str] = {}  # what the agent's MCP servers need (DS_HOME, DS_QUEST_ID)
+    retry_of: str | None = None  # the failed attempt this turn retries (its events are in the log)
 
 
 class RunResult(msgspec.Struct, kw_only=True):

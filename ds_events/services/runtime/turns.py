@@ -43,12 +43,11 @@ from ds_events.events.runner import (
     RunnerToolResult,
     TurnFinished,
     TurnOutcome,
-    TurnRetryScheduled,
     TurnStarted,
 )
 from ds_events.home import Quest
 from ds_events.paths import write_atomic
-from ds_events.services.runtime import prompt as prompt_service
+from ds_events.services.runtime import attempts, prompt as prompt_service, retries
 from ds_events.services.runtime.commands import Action, PromptBuilder, PromptRequest, TurnSpec
 from ds_events.services.runtime.skills import TOOL_NAMESPACES
 from ds_events.services.tool_calls import bounded
@@ -102,9 +101,8 @@ def turn_prompt(quest: Quest, request: PromptRequest) -> str:
     projections, with the messages this turn delivers and a note for a continuation or
     a retry."""
     note = ""
-    if request.retry_of:
-        note = (f"This is attempt {request.attempt} of a turn whose last attempt ({request.retry_of}) did not "
-                "finish: check what it already recorded before redoing anything.")  # fmt: skip
+    if request.retry_of:  # what the failed attempts did, so the retry does not do it again
+        note = attempts.retry_note(quest, request.retry_of, request.attempt)
     elif request.continuation:
         note = ("The previous turn was cut off (paused, or its host stopped) before it finished: continue where it "
                 "stopped; check running bash sessions and open requests first.")  # fmt: skip
@@ -125,6 +123,8 @@ def next_action(status: str, turns: view.State, inbox: mailbox.State) -> Action:
     if status != "active":
         return Action(kind="idle", reason=status)
     if mailbox.pending_items(inbox):
+        if turns.held is not None:  # the user wrote to a held turn: it runs again, with the message
+            return Action(kind="retry", reason="a message for a held turn", retry_of=turns.held.run_id)
         return Action(kind="start", reason="queued messages")
     if turns.retry is not None:
         plan = turns.retry
@@ -134,6 +134,8 @@ def next_action(status: str, turns: view.State, inbox: mailbox.State) -> Action:
         )  # fmt: skip
     if turns.needs_continuation:
         return Action(kind="continue", reason="the last turn was cut off")
+    if turns.held is not None:
+        return Action(kind="idle", reason=f"turn {turns.held.run_id} failed and waits for the user")
     return Action(kind="idle", reason="nothing queued")
 
 
@@ -188,7 +190,7 @@ def claim_turn(
         quest_id=quest.id, quest_root=str(quest.root), home=str(quest.home.root), run_id=run_id,
         run_dir=str(directory), prompt=prompt, prompt_path=str(prompt_file), skill=skill, runner=runner,
         model=model, attempt=started.attempt, turn_number=record.number,
-        env={"DS_HOME": str(quest.home.root), "DS_QUEST_ID": quest.id},
+        env={"DS_HOME": str(quest.home.root), "DS_QUEST_ID": quest.id}, retry_of=started.retry_of,
     )  # fmt: skip
 
 
@@ -266,11 +268,16 @@ def finish_turn(
     actor: str = "",
 ) -> TurnFinished | None:
     """Record the end of ``run_id`` unless it is already recorded (then None). A failed
-    or stalled turn of an active quest with attempts left gets a retry scheduled."""
+    or stalled turn of an active quest is classified (:mod:`.retries`): a transient
+    failure with attempts left gets a retry scheduled, anything else is held for the
+    user (``runner.turn_held``), in the same append."""
+    record = quest.state("turns").turns.get(run_id)
+    if record is None:
+        raise Conflict(f"no turn {run_id} in this quest", code="unknown_turn")
+    # Read before the lock: classifying reads the turn's events back from the log.
+    failure = retries.classify(quest, record, outcome=outcome, reason=reason, exit_code=exit_code)
     with quest.transaction() as txn:
-        record = quest.state("turns").turns.get(run_id)
-        if record is None:
-            raise Conflict(f"no turn {run_id} in this quest", code="unknown_turn")
+        record = quest.state("turns").turns[run_id]
         if record.outcome is not None:
             return None
         finished = TurnFinished(
@@ -278,14 +285,12 @@ def finish_turn(
             duration_ms=round(duration_ms, 3), messages=messages, tool_calls=tool_calls, actor=actor,
         )  # fmt: skip
         batch: list[Event] = [finished]
-        if outcome in ("failed", "stalled") and record.attempt < max_attempts:
-            if quest.state("status").status == "active":
-                delay = min(backoff_max_seconds, backoff_seconds * 2 ** (record.attempt - 1))
-                batch.append(
-                    TurnRetryScheduled(
-                        run_id=run_id, attempt=record.attempt + 1, delay_s=delay, reason=f"{outcome}: {reason}"[:500]
-                    )
-                )
+        if failure is not None and quest.state("status").status == "active":
+            then = retries.decide(
+                record, failure, reason=reason, max_attempts=max_attempts, backoff_seconds=backoff_seconds,
+                backoff_max_seconds=backoff_max_seconds, actor=actor,
+            )  # fmt: skip
+            batch.append(then)
         txn.append(batch)
     return finished
 
