@@ -6,8 +6,8 @@ available) as leader of a new session and process group, answers with the pids o
 stdout, and waits for "go" — sent once ``bash.session_started`` is in the log. Then it:
 
 - writes the output to the numbered line log (``.ds/bash_exec/<id>/output.log``),
-- turns ``__DS_PROGRESS__ {json}`` lines into ``bash.progress`` events (latest wins,
-  at most one per ``progress_interval`` seconds, from config),
+- turns ``__DS_PROGRESS__ {json}`` lines into ``bash.progress`` events (the first at
+  once, then latest wins, at most one per ``progress_interval`` seconds, from config),
 - enforces ``timeout_seconds``: TERM to the group, KILL after the grace period,
 - on SIGUSR1 (sent by a kill) reads the kill request from the log and escalates to
   KILL after its grace period,
@@ -215,6 +215,12 @@ class _Monitor:
                 continue
             if isinstance(data, dict):
                 self.progress = (seq, data)
+                if self.progress_sent_at == float("-inf"):
+                    # The session's first report goes out now, before the next line of
+                    # this read is scanned. Output written while the monitor was still
+                    # starting (its imports after "go") arrives in one read, and "latest
+                    # wins" folded the first report into a later one: it was never recorded.
+                    self._send_progress(time.monotonic(), final=False)
 
     def _send_progress(self, now: float, *, final: bool) -> None:
         if self.progress is None or (not final and now - self.progress_sent_at < self.progress_interval):

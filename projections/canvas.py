@@ -54,11 +54,28 @@ def stage_view(state: State, quest_id: str) -> dict[str, Any]:
     first: dict[str, Any] = {}
     for n in ordered:
         first.setdefault(n.branch, n)
+    sliced = _slice_parents(state)
     for name, n in first.items():
         bnode = state.branch_nodes.get(name)
-        parent = bnode.parent if bnode else None
+        parent = (bnode.parent if bnode else None) or sliced.get(name)
         candidates = [p for p in ordered if p.branch == parent and p.first_seq <= n.first_seq]
         if candidates:
             src = max(candidates, key=lambda p: (p.first_seq, p.rank))
             edges.append({"source": src.ref, "target": n.ref, "relation": "branch", "branch": name})
     return graph("stage", quest_id, state.last_seq, nodes, edges)
+
+
+def _slice_parents(state: State) -> dict[str, str]:
+    """An analysis slice's branch -> the branch its campaign was opened on.
+
+    A slice's branch is made by the campaign, not prepared on its own, so its branch
+    node knows no parent; without this its stage would float unconnected."""
+    out: dict[str, str] = {}
+    for node in state.event_nodes.values():
+        if node.event_kind != "slice":
+            continue
+        campaign_id = node.ref.removeprefix("slice:").split("/", 1)[0]
+        campaign = state.event_nodes.get(f"campaign:{campaign_id}")
+        if campaign is not None and campaign.branch != node.branch:
+            out.setdefault(node.branch, campaign.branch)
+    return out

@@ -58,12 +58,21 @@ def demo(demo_home: Path | None, serve_after: bool, port: int) -> None:
 
     Example: ds demo --home /tmp/ds-demo
     """
-    home = Home(demo_home if demo_home is not None else tempfile.mkdtemp(prefix="ds-demo-"))
+    root = demo_home if demo_home is not None else _given_home() or Path(tempfile.mkdtemp(prefix="ds-demo-"))
+    home = Home(root.expanduser().resolve())  # absolute: the runner and MCP servers run in the quest's directory
     run_demo(home)
     if serve_after:
         from .serve import serve_home
 
         serve_home(home, "127.0.0.1", port, None, None)
+
+
+def _given_home() -> Path | None:
+    """The group's ``ds --home DIR`` when given (``ds --home DIR demo`` is the form the
+    demo's own hints print): the demo then runs there rather than in a temporary home."""
+    ctx = click.get_current_context()
+    given = ctx.find_root().params.get("home")
+    return Path(given) if given is not None else None
 
 
 def run_demo(home: Home) -> str:

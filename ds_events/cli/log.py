@@ -157,6 +157,15 @@ def verify(home: Home, quest_id: str | None, registry: bool, as_json: bool) -> N
                 out(f"quest {u['quest_id']} published baseline {u['baseline_id']} (seq {u['seq']}); there is no registry yet")
             out("run `ds repair --registry` (or publish_baseline again in that quest)")
             sys.exit(1)
+        if not home.has_log(REGISTRY_LOG):
+            # A home where nothing was published has no registry, and nothing is wrong
+            # with it (`ds repair --registry` says "nothing to repair" there too).
+            if as_json:
+                emit_json({"ok": True, "lines": 0, "last_seq": 0, "anchors": [], "notes": ["no registry yet"],
+                           "problems": [], "unregistered": []})  # fmt: skip
+            else:
+                out(f"ok: no baseline registry in {home.root} yet (nothing was published with publish_baseline)")
+            return
         _registry_log(home)
         report = verify_home_log(home, REGISTRY_LOG)
     else:

@@ -61,9 +61,13 @@ def search(home: Home, quest_id: str, query: str, scope: str, kind: str | None, 
         return
     if not results:
         out("no matching cards")
+    # BM25 scores here are tiny and unitless (printed with three decimals they all read
+    # 0.000): each hit shows its score relative to the best one, and the raw score.
+    top = max(r.score for r in results) if results else 0.0
     for r in results:
-        out(f"{r.score:8.3f}  {r.id:<22} [{r.scope}] {r.title}")
-        out(f"          {r.snippet}")
+        rel = f"{r.score / top:4.0%}" if top > 0 else "   -"
+        out(f"{rel}  {r.score:9.3g}  {r.id:<22} [{r.scope}] {r.title}")
+        out(f"                 {r.snippet}")
 
 
 @group.command("show")

@@ -145,16 +145,27 @@ def quest_set_runner(home: Home, quest_id: str, runner: str, model: str, as_json
 @json_option
 @pass_home
 def message(home: Home, quest_id: str, text: str, role: str, as_json: bool) -> None:
-    """Append a message to a quest's conversation and print its seq.
+    """Append a message to a quest's conversation and say what became of it.
 
     Example: ds message tok-abl "Try a smaller vocabulary first"
     """
     with open_quest(home, quest_id) as q:
         event = quest_service.post_message(q, quest_service.PostMessage(text=text, role=role), source="cli")
+        status = q.state("status").status
     if as_json:
-        emit_json({"seq": event.seq, "id": event.id})
+        emit_json({"seq": event.seq, "id": event.id, "quest_id": quest_id, "status": status})
+        return
+    # The message waits in the quest's mailbox until a turn takes it: say so, and what
+    # must happen first when the quest is not active.
+    out(f"queued message {event.id} (seq {event.seq}) for quest {quest_id}")
+    if role != "user":
+        out(f"recorded as the {role}'s; no turn is started for it")
+    elif status == "paused" or status == "stopped":
+        out(f"the quest is {status}: no turn picks it up until `ds control {quest_id} resume`")
+    elif status == "completed":
+        out("the quest is completed: no turn will pick it up")
     else:
-        out(str(event.seq))
+        out(f"the next turn reads it (`ds run {quest_id}`, or a running `ds serve`)")
 
 
 @cli.command()

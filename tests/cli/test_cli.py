@@ -72,7 +72,7 @@ def test_init_and_quest_lifecycle(home, capsys, q):
     assert [r["quest_id"] for r in listed] == ["cq"]
     shown = json.loads(ok(capsys, "quest", "show", "cq", "--json"))
     assert shown["title"] == "CLI quest" and shown["status"] == "active"
-    assert ok(capsys, "message", "cq", "hello there").strip() == "2"
+    assert " (seq 2) for quest cq\n" in ok(capsys, "message", "cq", "hello there")
     assert "status now paused" in ok(capsys, "control", "cq", "pause", "--reason", "coffee")
     assert "status now active" in ok(capsys, "control", "cq", "resume")
     assert "cq" in ok(capsys, "quest", "list")

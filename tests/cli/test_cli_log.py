@@ -65,7 +65,7 @@ def test_ds_message_on_a_full_disk_answers_disk_full_in_one_line_and_writes_noth
     disk.free()
     done = subprocess.run([*DS, "message", "q1", "hello"], env=env, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == "2"
+    assert done.stdout.startswith("queued message ") and " (seq 2) for quest q1\n" in done.stdout
 
 
 # -- read-only commands on a damaged log ---------------------------------------------------

@@ -18,8 +18,12 @@ from .commands import ANCHORS, CONTROL_ACTIONS, MAX_MESSAGE_CHARS, ROLES, Change
 __all__ = ["post_message", "record_control", "change_anchor", "complete", "set_runner"]
 
 
-def post_message(quest: Quest, cmd: PostMessage, *, source: str = "cli") -> ConversationMessage:
-    """Append a conversation message; returns it as stored (with its seq)."""
+def post_message(quest: Quest, cmd: PostMessage, *, source: str = "cli", actor: str | None = None) -> ConversationMessage:
+    """Append a conversation message; returns it as stored (with its seq).
+
+    A user's message is recorded as the user's act, ``actor="user:<source>"``
+    (``user:cli``, ``user:http``), not as the act of the process that appended it (the
+    daemon's quest handle would record ``daemon``); ``actor`` overrides it."""
     text = cmd.text
     if not text.strip():
         raise Invalid("a message needs some text", code="empty_message")
@@ -28,7 +32,9 @@ def post_message(quest: Quest, cmd: PostMessage, *, source: str = "cli") -> Conv
     role = next((r for r in ROLES if r == cmd.role), None)
     if role is None:
         raise Invalid(f"unknown role {cmd.role!r}: use user, assistant or system", code="invalid_role")
-    return quest.emit(ConversationMessage(role=role, content=text, source=source))
+    if actor is None:
+        actor = f"user:{source}" if role == "user" else ""  # "": the log's own actor
+    return quest.emit(ConversationMessage(role=role, content=text, source=source, actor=actor))
 
 
 def record_control(quest: Quest, cmd: Control) -> QuestControl:

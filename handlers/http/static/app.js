@@ -6,7 +6,7 @@ import { api } from "./api.js";
 import { mountCanvas } from "./canvas.js";
 import { mountDetails } from "./details.js";
 import { every, h, errorBox } from "./dom.js";
-import { mountList } from "./list.js";
+import { mountList, needsAttention } from "./list.js";
 import { mountSteering } from "./steer.js";
 import { mountTrace } from "./trace.js";
 
@@ -35,6 +35,8 @@ function mountQuest(el, questId) {
   const title = h("h1.quest-title", {}, questId);
   const status = h("span.badge", { "data-field": "status" });
   const anchor = h("span.badge.anchor", { "data-field": "anchor" });
+  const health = h("span.badge.health", { "data-field": "health", hidden: true });
+  const healthLine = h("p.health-summary", { "data-field": "health-summary", hidden: true });
   const problem = h("div.problem");
   const canvasEl = h("section.pane.canvas-pane", { id: "canvas", "aria-label": "Canvas" });
   const detailsEl = h("section.pane.details-pane", { id: "details", "aria-label": "Node details" });
@@ -42,7 +44,8 @@ function mountQuest(el, questId) {
   const steerEl = h("section.pane.steer-pane", { id: "steer", "aria-label": "Steering" });
   el.append(
     h("section.quest", { "data-quest": questId },
-      h("header.quest-head", {}, title, status, anchor),
+      h("header.quest-head", {}, title, health, status, anchor),
+      healthLine,
       problem,
       h("div.quest-body", {},
         h("div.col.col-graph", {}, canvasEl, detailsEl),
@@ -65,6 +68,7 @@ function mountQuest(el, questId) {
       status.textContent = q.status;
       status.dataset.status = q.status;
       anchor.textContent = q.anchor;
+      showHealth(q, health, healthLine);
       if (seenSeq !== null && q.last_seq !== seenSeq) canvas.refresh();
       seenSeq = q.last_seq;
     } catch (err) {
@@ -77,6 +81,23 @@ function mountQuest(el, questId) {
       for (const part of [trace, steer, canvas, details]) part.close();
     },
   };
+}
+
+/** The quest's health (GET /api/quests/{id}'s `health`) in its badge and summary line;
+ * the quest section carries data-health so a failed quest's whole header stands out. */
+function showHealth(q, badge, line) {
+  const hl = q.health && typeof q.health === "object" ? q.health : null;
+  const state = hl && hl.state ? hl.state : "";
+  badge.hidden = !state;
+  badge.textContent = state.replace(/_/g, " ");
+  badge.dataset.health = state;
+  badge.title = hl && hl.summary ? hl.summary : "";
+  const summary = hl && hl.summary ? hl.summary : "";
+  line.hidden = !(summary && needsAttention(state));
+  line.textContent = summary;
+  line.dataset.health = state;
+  const section = badge.closest("section.quest");
+  if (section) section.dataset.health = state;
 }
 
 window.addEventListener("hashchange", route);

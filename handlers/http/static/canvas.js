@@ -14,6 +14,11 @@ export const VIEWS = [
 ];
 const NODE_W = 200;
 const NODE_H = 50;
+const NODE_W_WRAPPED = 228;  // an action such as launch_analysis_campaign fits one line
+const NODE_H_WRAPPED = 66;
+const TEXT_X = 10;
+const LABEL_FONT = "600 13px";  // .node .n-label in style.css
+const SUB_FONT = "11px";  // .node .n-sub
 
 export function mountCanvas(el, { questId, onSelect }) {
   let view = "branch";
@@ -59,7 +64,11 @@ export function mountCanvas(el, { questId, onSelect }) {
   }
 
   function draw(doc) {
-    const g = layout(doc.nodes, doc.edges, { w: NODE_W, h: NODE_H });
+    // The event view's titles are sentences (a decision's verdict and action, a report's
+    // title): its nodes are taller and the title wraps onto a second line rather than
+    // losing its end to a 23-character clip.
+    const wrap = doc.view === "event";
+    const g = layout(doc.nodes, doc.edges, { w: wrap ? NODE_W_WRAPPED : NODE_W, h: wrap ? NODE_H_WRAPPED : NODE_H });
     const byId = new Map(doc.nodes.map((n) => [n.id, n]));
     // Shrinks to fit its pane down to 60% (text stays legible); beyond that the pane scrolls.
     const svg = s("svg", {
@@ -87,8 +96,7 @@ export function mountCanvas(el, { questId, onSelect }) {
       },
       s("title", {}, `${n.label || id}\n${line2}`),
       s("rect", { width: p.w, height: p.h, rx: 8 }),
-      s("text", { x: 10, y: 20, class: "n-label" }, clip(line1, 23)),
-      s("text", { x: 10, y: 38, class: "n-sub" }, clip(line2, 31)));
+      ...nodeText(line1, line2, p.w - 2 * TEXT_X, wrap));
       const choose = () => {
         selected = id;
         for (const other of svg.querySelectorAll(".node.selected")) other.classList.remove("selected");
@@ -121,9 +129,51 @@ function describe(view, n) {
   return [n.stage || n.label, `${n.branch} · ${n.event_count} event${n.event_count === 1 ? "" : "s"}`, "stage"];
 }
 
-function clip(text, n) {
-  text = String(text ?? "");
-  return text.length > n ? `${text.slice(0, n - 1)}…` : text;
+/** The <text> lines of a node: its title (on up to two lines when wrapping) and its
+ * detail line, each cut to what fits `width` pixels in its font. */
+function nodeText(title, sub, width, wrap) {
+  const titles = wrap ? fitLines(title, width, LABEL_FONT, 2) : [fit(String(title ?? ""), width, LABEL_FONT)];
+  const out = titles.map((t, i) => s("text", { x: TEXT_X, y: 19 + i * 16, class: "n-label" }, t));
+  out.push(s("text", { x: TEXT_X, y: 19 + titles.length * 16 + 2, class: "n-sub" }, fit(String(sub ?? ""), width, SUB_FONT)));
+  return out;
+}
+
+// Text widths measured with the page's own font (a canvas context, no layout pass), so a
+// line is cut where it really stops fitting, not at a guessed number of characters.
+let measurer = null;
+function textWidth(text, font) {
+  measurer ||= document.createElement("canvas").getContext("2d");
+  measurer.font = `${font} ${getComputedStyle(document.body).fontFamily}`;
+  return measurer.measureText(text).width;
+}
+
+/** `text` cut with an ellipsis to fit `width` (whole when it fits). */
+function fit(text, width, font) {
+  if (textWidth(text, font) <= width) return text;
+  let n = text.length;
+  while (n > 1 && textWidth(`${text.slice(0, n - 1).trimEnd()}…`, font) > width) n--;
+  return `${text.slice(0, n - 1).trimEnd()}…`;
+}
+
+/** `text` broken at spaces into at most `max` lines that fit `width`; the last is cut. */
+function fitLines(text, width, font, max) {
+  const words = String(text ?? "").split(/\s+/).filter(Boolean);
+  const lines = [];
+  let current = "";
+  while (words.length && lines.length < max - 1) {
+    const next = current ? `${current} ${words[0]}` : words[0];
+    if (textWidth(next, font) <= width || !current) {
+      current = next;
+      words.shift();
+      if (textWidth(current, font) > width) break;  // one word longer than the line: cut below
+    } else {
+      lines.push(current);
+      current = "";
+    }
+  }
+  const rest = [current, ...words].filter(Boolean).join(" ");
+  if (rest) lines.push(fit(rest, width, font));
+  return lines.length ? lines : [""];
 }
 
 function cssName(text) {

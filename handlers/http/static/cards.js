@@ -107,8 +107,8 @@ function toolCard(events, ctx) {
   const finished = events.find((e) => e.type === "tool.call_finished");
   const e = finished || started;
   const args = (finished && Object.keys(finished.arguments || {}).length ? finished.arguments : started?.arguments) || {};
-  if (e.namespace === "memory") return memoryToolCard(e, args, finished);
-  const status = finished ? finished.status : "running";
+  if (e.namespace === "memory") return memoryToolCard(e, args, finished, ctx);
+  const status = finished ? finished.status : openStatus(e, ctx);
   const card = h("div", { class: `card tool compact ${status}` },
     h("span", { class: "label" }, `${e.namespace}.${e.tool}`),
     h("span", { class: `badge ${status}` }, status),
@@ -120,10 +120,10 @@ function toolCard(events, ctx) {
 }
 
 // A memory tool call: operation, scope, kind, title or query, and what came of it.
-function memoryToolCard(e, args, finished) {
+function memoryToolCard(e, args, finished, ctx) {
   const result = finished && typeof finished.result === "object" && finished.result !== null ? finished.result : {};
   const op = e.tool;
-  let status = finished ? finished.status : "running";
+  let status = finished ? finished.status : openStatus(e, ctx);
   if (status === "ok" && result.status && result.status !== "written" && result.ok === false) status = result.status;
   const scope = args.scope || result.scope || "quest";
   const kind = args.kind || result.kind || args.record_type || "";
@@ -155,7 +155,7 @@ function memoryToolCard(e, args, finished) {
     card.append(h("div", { class: "field refused" }, `refused: ${result.message || "config settings in the title"}`));
   } else if (Array.isArray(result.items)) {
     card.append(h("div", { class: "field" }, `${result.count ?? result.items.length} found`));
-    if (result.items.length) card.append(cardList(result.items.map((c) => [c.id, c.title, c.score !== undefined ? `score ${Number(c.score).toFixed(2)}` : c.kind])));
+    if (result.items.length) card.append(cardList(result.items.map((c) => [c.id, c.title, c.score !== undefined ? relevance(c.score, result.items) : c.kind])));
   } else if (result.global_id) {
     card.append(h("div", { class: "field saved" }, `${result.id} → global ${result.global_id}`));
   } else if (result.title && result.id) {
@@ -185,7 +185,7 @@ function runnerToolCard(events, ctx) {
   const call = events.find((e) => e.type === "runner.tool_call");
   const key = call ? `rtool:${call.run_id || ""}:${call.call_id}` : "";
   const result = events.find((e) => e.type === "runner.tool_result") || ctx.orphans.get(key);
-  const status = result ? result.status : "running";
+  const status = result ? result.status : openStatus(call || events[0], ctx);
   const card = h("div", { class: `card tool compact ${status}` },
     h("span", { class: "label" }, call ? call.tool : "tool"),
     h("span", { class: `badge ${status}` }, status),
@@ -303,6 +303,22 @@ function artifactCard(e) {
 }
 
 // -- small pieces -------------------------------------------------------------------------
+
+// A call with no result yet: running while its turn runs; "interrupted" once its turn
+// ended without it (a pause or stop cut the turn off mid-call, or the agent died).
+function openStatus(e, ctx) {
+  const ended = e && e.run_id && ctx && ctx.endedRuns ? ctx.endedRuns.get(e.run_id) : undefined;
+  return ended === undefined ? "running" : "interrupted";
+}
+
+// A search hit's score relative to the best hit of the search (BM25 scores are tiny
+// and unitless: printed with two decimals they all read 0.00).
+function relevance(score, items) {
+  const top = Math.max(...items.map((c) => Number(c.score) || 0));
+  const raw = Number(score);
+  if (!(top > 0) || !Number.isFinite(raw)) return `score ${raw}`;
+  return `relevance ${Math.round((100 * raw) / top)}% (score ${raw.toPrecision(3)})`;
+}
 
 function bubble(side, who, text) {
   return h("div", { class: `card bubble ${side}` }, h("div", { class: "who" }, who), h("div", { class: "text" }, text));

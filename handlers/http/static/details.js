@@ -29,16 +29,28 @@ export function mountDetails(el, { questId }) {
     }
     if (mine !== generation) return;
     body.dataset.ref = d.ref;
-    body.replaceChildren(
-      h("h3.node-title", { "data-node": d.ref }, node.label || node.id, " ", h("span.badge", {}, kindOf(d))),
+    // A section with nothing to show is null: left out (replaceChildren would write
+    // each null as the text "null").
+    body.replaceChildren(...[
+      h("h3.node-title", { "data-node": d.ref }, titleOf(d, node), " ", h("span.badge", {}, kindOf(d))),
       gitSection(d.git),
       metricsSection(d.metrics),
       artifactSection(d.artifact),
       filesSection(d.changed_files),
-      relatedSection(d.node));
+      relatedSection(d.node),
+    ].filter((part) => part !== null && part !== undefined));
   }
 
   return { show, close() { generation++; controller?.abort(); el.replaceChildren(); } };
+}
+
+// The node's own title: an artifact's (an analysis slice's branch is labelled on the
+// Canvas with the title of the run it branched from, which names the idea, not the slice),
+// else the Canvas label.
+function titleOf(d, node) {
+  const p = d.artifact && d.artifact.payload;
+  const own = p && typeof p.title === "string" && p.title ? p.title : null;
+  return own || node.label || node.id;
 }
 
 function kindOf(d) {

@@ -1,5 +1,6 @@
-// The quest list at "/": title, status, active anchor, last activity, open decision
-// requests; each row opens the quest (#/q/<id>).
+// The quest list at "/": title, health (its state; the summary too when it needs a
+// look: failed, retrying, stalled, waiting), status, active anchor, last activity, open
+// decision requests; each row opens the quest (#/q/<id>).
 //
 // Live by polling GET /api/quests every 2 s (paused while the tab is hidden). One small
 // request covers every quest; following each quest's event stream instead would hold
@@ -37,12 +38,26 @@ export function mountList(el) {
   return { close: stop };
 }
 
+// The health states a person should look at: their summary line is shown, not only
+// the badge (a failed quest stands out in the list and its header).
+const ATTENTION = new Set(["failed", "retrying", "stalled", "waiting_for_user"]);
+
+/** Whether a quest in this health state shows its summary line. */
+export function needsAttention(state) {
+  return ATTENTION.has(state);
+}
+
 function row(q) {
   const href = `#/q/${encodeURIComponent(q.quest_id)}`;
   const open = q.open_requests || 0;
-  return h("a.quest-row", { href, role: "listitem", "data-quest": q.quest_id },
+  const hl = q.health && typeof q.health === "object" ? q.health : null;
+  const state = hl && hl.state ? hl.state : "";
+  const summary = hl && hl.summary ? hl.summary : "";
+  return h("a.quest-row", { href, role: "listitem", "data-quest": q.quest_id, "data-health": state || null },
     h("span.q-title", {}, q.title || q.quest_id),
     h("span.q-id.muted", {}, q.quest_id),
+    state ? h("span.badge.health.q-health", { "data-health": state, title: summary }, state.replace(/_/g, " ")) : null,
+    summary && needsAttention(state) ? h("span.q-health-summary", { "data-health": state }, summary) : null,
     h("span.badge.q-status", { "data-status": q.status }, q.status),
     h("span.badge.anchor.q-anchor", { title: "active anchor (stage)" }, q.anchor),
     h("span.q-activity.muted", {}, "last activity ", h("time", { datetime: q.updated_at || "", title: q.updated_at || "" }, ago(q.updated_at))),

@@ -26,6 +26,7 @@ function mountSteering(element, { questId } = {}) {
   const base = `/api/quests/${q}`;
   const statusEl = h("b", { class: "steer-status", "data-status": "" }, "…");
   const stageEl = h("span", { class: "dim steer-stage" }, "");
+  const healthEl = h("span", { class: "badge steer-health", hidden: true }, "");
   const buttons = ["pause", "stop", "resume"].map((action) =>
     h("button", { type: "button", class: `control ${action}`, "data-action": action }, action[0].toUpperCase() + action.slice(1)));
   const requestsEl = h("div", { class: "steer-requests" });
@@ -36,7 +37,7 @@ function mountSteering(element, { questId } = {}) {
   const noteEl = h("div", { class: "steer-note dim", "aria-live": "polite" }, "");
   element.classList.add("steer");
   element.replaceChildren(
-    h("div", { class: "steer-head" }, h("span", {}, "Quest "), statusEl, stageEl, h("span", { class: "steer-controls" }, ...buttons)),
+    h("div", { class: "steer-head" }, h("span", {}, "Quest "), statusEl, " ", healthEl, stageEl, h("span", { class: "steer-controls" }, ...buttons)),
     requestsEl, form, noteEl, errorEl,
   );
 
@@ -54,6 +55,7 @@ function mountSteering(element, { questId } = {}) {
   // until the daemon answers, so a double click sends once.
   async function act(button, path, body, done) {
     button.disabled = true;
+    pending.add(button);
     showError(null);
     try {
       const answer = await api(path, { method: "POST", body });
@@ -63,7 +65,9 @@ function mountSteering(element, { questId } = {}) {
       showError(err);
       return null;
     } finally {
-      button.disabled = false;
+      pending.delete(button);
+      if (buttons.includes(button)) enableButtons();
+      else button.disabled = false;
     }
   }
 
@@ -71,6 +75,8 @@ function mountSteering(element, { questId } = {}) {
     button.addEventListener("click", () => {
       act(button, `${base}/control`, { action: button.dataset.action }, (a) => {
         noteEl.textContent = `${a.action} sent (event ${a.seq})`;
+        // The answer says the status now: the buttons follow at once, not at the next read.
+        if (a.status) { allowed = allowedActions(a.status, null); enableButtons(); }
       });
     });
   }
@@ -104,13 +110,33 @@ function mountSteering(element, { questId } = {}) {
     }));
   }
 
+  // The actions that apply now (see allowedActions); the others are disabled. An
+  // action in flight keeps its button disabled until the daemon answers (act).
+  let allowed = new Set();
+  const pending = new Set();
+  function enableButtons() {
+    for (const b of buttons) {
+      const on = allowed.has(b.dataset.action) && !pending.has(b);
+      b.disabled = !on;
+      b.title = on ? "" : `not while the quest is ${statusEl.dataset.status || "…"}`;
+    }
+  }
+
   function drawStatus(s) {
+    const health = s.health && typeof s.health === "object" ? s.health : null;
     statusEl.textContent = s.status;
     statusEl.dataset.status = s.status;
+    healthEl.hidden = !(health && health.state);
+    healthEl.textContent = health && health.state ? health.state.replace(/_/g, " ") : "";
+    healthEl.dataset.health = health ? health.state || "" : "";
+    healthEl.title = health && health.summary ? health.summary : "";
     element.dataset.status = s.status;
+    element.dataset.health = health ? health.state || "" : "";
     stageEl.textContent = ` · stage ${s.anchor}`;
     const done = s.status === "completed";
     for (const b of buttons) b.hidden = done;
+    allowed = allowedActions(s.status, health);
+    enableButtons();
   }
 
   // Read the state again; calls that come while one runs fold into one more read.
@@ -170,4 +196,16 @@ function mountSteering(element, { questId } = {}) {
       if (shared) shared.close();
     },
   };
+}
+
+/** The control actions that apply to a quest in this state: paused → resume, stop;
+ * stopped → resume; completed → none; otherwise (active: running, idle, waiting,
+ * retrying, failed, stalled …) → pause, stop. The quest's health, when the daemon gives
+ * one, says it; its status otherwise. */
+export function allowedActions(status, health) {
+  const state = health && health.state ? health.state : status;
+  if (status === "completed" || state === "completed") return new Set();
+  if (state === "paused" || status === "paused") return new Set(["resume", "stop"]);
+  if (state === "stopped" || status === "stopped") return new Set(["resume"]);
+  return new Set(["pause", "stop"]);
 }

@@ -38,6 +38,7 @@ function mountTrace(element, { questId, windowSize = 200, pageSize = 100 } = {})
   const evicted = new Map();  // key -> events of a multi-event card that left the window
   const ctx = {
     ourCalls: new Map(), theirCalls: new Map(), orphans: new Map(), openTails: new Set(),
+    endedRuns: new Map(),  // run_id -> how its turn ended: a call of it still open was cut off
     bashLog: (bid, tail) => api(`/api/quests/${q}/bash/sessions/${encodeURIComponent(bid)}/log?tail=${tail}`),
   };
   let low = 0;  // the window holds events with low <= seq <= high
@@ -52,6 +53,7 @@ function mountTrace(element, { questId, windowSize = 200, pageSize = 100 } = {})
   // -- cards ------------------------------------------------------------------------------
 
   function apply(e, into) {
+    if (e.type === "runner.turn_finished" && e.run_id) endRun(e);
     const key = cardKey(e, ctx);
     if (key === null) return;
     let card = cards.get(key);
@@ -69,6 +71,19 @@ function mountTrace(element, { questId, windowSize = 200, pageSize = 100 } = {})
     cards.set(key, card);
     redraw(card);
     into.append(card.el);
+  }
+
+  // A turn ended (finished, failed, or interrupted by a pause or stop): a tool call of
+  // it that never finished will not finish now; its card is redrawn to say so rather
+  // than stay "running" for good.
+  function endRun(e) {
+    if (ctx.endedRuns.has(e.run_id)) return;
+    ctx.endedRuns.set(e.run_id, e.outcome || "ended");
+    if (ctx.endedRuns.size > 2000) ctx.endedRuns.delete(ctx.endedRuns.keys().next().value);
+    for (const card of cards.values()) {
+      if (!card.key.startsWith("tool:") && !card.key.startsWith("rtool:")) continue;
+      if (card.events.some((x) => x.run_id === e.run_id) && card.el) redraw(card);
+    }
   }
 
   function redraw(card) {
