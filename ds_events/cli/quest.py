@@ -50,10 +50,11 @@ def quest_new(home: Home, title: str, quest_id: str | None, brief: str, as_json:
 
 
 @quest.command("list")
+@click.option("--all", "show_all", is_flag=True, help="Archived quests too (each row says archived).")
 @json_option
 @pass_home
-def quest_list(home: Home, as_json: bool) -> None:
-    """List quests with their status.
+def quest_list(home: Home, show_all: bool, as_json: bool) -> None:
+    """List quests with their status (archived ones only with --all).
 
     Example: ds quest list --json
     """
@@ -62,14 +63,18 @@ def quest_list(home: Home, as_json: bool) -> None:
         with open_quest(home, quest_id, read_only=True) as q:
             warn_if_torn(q.log, quest_id)
             s = q.state("status")
-            rows.append({"quest_id": quest_id, "title": s.title, "status": s.status, "anchor": s.anchor, "last_seq": s.last_seq})
+            if s.archived and not show_all:
+                continue
+            rows.append({"quest_id": quest_id, "title": s.title, "status": s.status, "anchor": s.anchor, "last_seq": s.last_seq,
+                         "archived": s.archived})  # fmt: skip
     if as_json:
         emit_json(rows)
     elif not rows:
         out(f"no quests in {home.root}: create one with `ds quest new --title T`")
     else:
         for r in rows:
-            out(f"{r['quest_id']:<32} {r['status']:<10} {r['anchor']:<18} seq {r['last_seq']:<8} {r['title']}")
+            shelf = " (archived)" if r["archived"] else ""
+            out(f"{r['quest_id']:<32} {r['status']:<10} {r['anchor']:<18} seq {r['last_seq']:<8} {r['title']}{shelf}")
 
 
 @quest.command("show")
@@ -149,9 +154,20 @@ def control(home: Home, quest_id: str, action: str, reason: str) -> None:
     Example: ds control tok-abl pause --reason "reviewing results"
     """
     with open_quest(home, quest_id) as q:
+        already = _ALREADY.get(action)
+        if already is not None and q.state("status").status == already:  # nothing would change: say so, record nothing
+            hint = f" — `ds run {quest_id}` runs its turns" if action == "resume" else ""
+            out(f"nothing to do: the quest is {already} already{hint}")
+            return
         # Imported here: it loads the shell-session and turn machinery, which the
         # read-only quest commands of this module must not pay for at start-up.
         from ds_events.services.runtime import steering
 
         event = steering.control(q, quest_service.Control(action=action, reason=reason))
         out(f"{action}: seq {event.seq}, status now {q.state('status').status}")
+
+
+# A control that would leave the status as it is (resume on an active quest).
+_ALREADY = {"pause": "paused", "stop": "stopped", "resume": "active"}
+
+from . import quest_archive as _quest_archive  # noqa: E402,F401  (registers archive, unarchive, delete)

@@ -14,6 +14,10 @@ from ds_events.services import lazy_exports
 if TYPE_CHECKING:
     from .commands import (
         ANCHORS as ANCHORS,
+        Archive as Archive,
+        Archived as Archived,
+        DeletePlan as DeletePlan,
+        DeleteQuest as DeleteQuest,
         CONTROL_ACTIONS as CONTROL_ACTIONS,
         MAX_MESSAGE_CHARS as MAX_MESSAGE_CHARS,
         ROLES as ROLES,
@@ -24,6 +28,7 @@ if TYPE_CHECKING:
         QuestSummary as QuestSummary,
         SetRunner as SetRunner,
     )
+    from .archive import archive as archive, unarchive as unarchive
     from .event_pages import (
         FORMATS as FORMATS,
         EventFormat as EventFormat,
@@ -45,6 +50,7 @@ if TYPE_CHECKING:
         quest_summary as quest_summary,
         show_quest as show_quest,
     )
+    from .removal import delete_plan as delete_plan, delete_quest as delete_quest, describe as describe
     from .read_models import (
         VIEWS as VIEWS,
         canvas as canvas,
@@ -57,8 +63,10 @@ if TYPE_CHECKING:
 __all__, __getattr__ = lazy_exports(__name__, {
     "commands": (
         "PostMessage", "Control", "ChangeAnchor", "Complete", "SetRunner", "QuestSummary", "ANCHORS",
-        "CONTROL_ACTIONS", "ROLES", "MAX_MESSAGE_CHARS",
+        "CONTROL_ACTIONS", "ROLES", "MAX_MESSAGE_CHARS", "Archive", "Archived", "DeleteQuest", "DeletePlan",
     ),
+    "archive": ("archive", "unarchive"),
+    "removal": ("delete_plan", "delete_quest", "describe"),
     "lifecycle": ("post_message", "record_control", "change_anchor", "complete", "set_runner"),
     "read_models": ("workflow", "node_traces", "node_trace", "canvas", "canvas_svg", "VIEWS"),
     "listing": ("QuestList", "QuestShown", "list_quests", "quest_summary", "show_quest"),

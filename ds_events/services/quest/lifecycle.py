@@ -13,6 +13,7 @@ from ds_events.errors import Conflict, Invalid
 from ds_events.events import ConversationMessage, QuestAnchorChanged, QuestCompleted, QuestControl, QuestRunnerSet
 from ds_events.home import Quest
 
+from .archive import refuse_if_archived
 from .commands import ANCHORS, CONTROL_ACTIONS, MAX_MESSAGE_CHARS, ROLES, ChangeAnchor, Complete, Control, PostMessage, SetRunner
 
 __all__ = ["post_message", "record_control", "change_anchor", "complete", "set_runner"]
@@ -28,6 +29,7 @@ def post_message(quest: Quest, cmd: PostMessage, *, source: str = "cli") -> Conv
     role = next((r for r in ROLES if r == cmd.role), None)
     if role is None:
         raise Invalid(f"unknown role {cmd.role!r}: use user, assistant or system", code="invalid_role")
+    refuse_if_archived(quest, "message")
     return quest.emit(ConversationMessage(role=role, content=text, source=source))
 
 
