@@ -10,6 +10,7 @@ from ds_events.services import quest as quest_service
 
 from .common import cli, emit_json, json_option, open_quest, out, pass_home
 from .log import warn_if_torn
+from .quest_archive import quest_archive, quest_delete, quest_unarchive
 
 __all__ = ["init", "quest", "message", "control"]
 
@@ -170,4 +171,5 @@ def control(home: Home, quest_id: str, action: str, reason: str) -> None:
 # A control that would leave the status as it is (resume on an active quest).
 _ALREADY = {"pause": "paused", "stop": "stopped", "resume": "active"}
 
-from . import quest_archive as _quest_archive  # noqa: E402,F401  (registers archive, unarchive, delete)
+for _command in (quest_archive, quest_unarchive, quest_delete):
+    quest.add_command(_command)

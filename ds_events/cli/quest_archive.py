@@ -1,4 +1,6 @@
-"""``ds quest archive|unarchive|delete``: put a quest away (reversibly) or remove it."""
+"""``ds quest archive|unarchive|delete``: put a quest away (reversibly) or remove it.
+
+The ``quest`` group (``ds_events.cli.quest``) adds these commands."""
 
 from __future__ import annotations
 
@@ -9,12 +11,11 @@ from ds_events.home import Home
 from ds_events.services import quest as quest_service
 
 from .common import emit_json, json_option, open_quest, out, pass_home
-from .quest import quest
 
 __all__ = ["quest_archive", "quest_unarchive", "quest_delete"]
 
 
-@quest.command("archive")
+@click.command("archive")
 @click.argument("quest_id")
 @click.option("--reason", default="", help="Why (recorded in the event).")
 @json_option
@@ -30,7 +31,7 @@ def quest_archive(home: Home, quest_id: str, reason: str, as_json: bool) -> None
     _answer(done, as_json, f"{quest_id}: archived (seq {done.seq}); `ds quest unarchive {quest_id}` takes it back")
 
 
-@quest.command("unarchive")
+@click.command("unarchive")
 @click.argument("quest_id")
 @click.option("--reason", default="", help="Why (recorded in the event).")
 @json_option
@@ -45,7 +46,7 @@ def quest_unarchive(home: Home, quest_id: str, reason: str, as_json: bool) -> No
     _answer(done, as_json, f"{quest_id}: unarchived (seq {done.seq})")
 
 
-@quest.command("delete")
+@click.command("delete")
 @click.argument("quest_id")
 @click.option("--yes", is_flag=True, help="Delete without asking (without it: say what would be removed, remove nothing).")
 @json_option
@@ -58,14 +59,16 @@ def quest_delete(home: Home, quest_id: str, yes: bool, as_json: bool) -> None:
 
     Example: ds quest delete tok-abl --yes
     """
+    from ds_events.services.runtime import removal  # loads the shell-session machinery
+
     with open_quest(home, quest_id) as q:
         if not yes and not as_json:
-            out(f"would remove: {quest_service.describe(quest_service.delete_plan(q))}")
-        done = quest_service.delete_quest(q, confirm=yes)
+            out(f"would remove: {removal.describe(removal.delete_plan(q))}")
+        done = removal.delete_quest(q, confirm=yes)
     if as_json:
         emit_json(msgspec.to_builtins(done))
     else:
-        out(f"deleted quest {quest_id}: {quest_service.describe(done)}")
+        out(f"deleted quest {quest_id}: {removal.describe(done)}")
 
 
 def _answer(done: quest_service.Archived, as_json: bool, text: str) -> None:

@@ -76,7 +76,7 @@ def run(
             "type": "run.summary",
             "turns": [{"run_id": r.run_id, "skill": r.skill, "outcome": r.outcome, "reason": r.reason,
                        "attempt": r.attempt, "duration_ms": r.duration_ms, "messages": r.messages,
-                       "tool_calls": r.tool_calls} for r in rows],  # fmt: skip
+                       "tool_calls": r.tool_calls} for r in rows],
             "status": quest.state("status").status,
             "idle": {"reason": reason, "message": sentence} if reason else None,
         }

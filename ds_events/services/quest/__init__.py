@@ -12,23 +12,23 @@ from typing import TYPE_CHECKING
 from ds_events.services import lazy_exports
 
 if TYPE_CHECKING:
+    from .archive import archive as archive, unarchive as unarchive
     from .commands import (
         ANCHORS as ANCHORS,
-        Archive as Archive,
-        Archived as Archived,
-        DeletePlan as DeletePlan,
-        DeleteQuest as DeleteQuest,
         CONTROL_ACTIONS as CONTROL_ACTIONS,
         MAX_MESSAGE_CHARS as MAX_MESSAGE_CHARS,
         ROLES as ROLES,
+        Archive as Archive,
+        Archived as Archived,
         ChangeAnchor as ChangeAnchor,
         Complete as Complete,
         Control as Control,
+        DeletePlan as DeletePlan,
+        DeleteQuest as DeleteQuest,
         PostMessage as PostMessage,
         QuestSummary as QuestSummary,
         SetRunner as SetRunner,
     )
-    from .archive import archive as archive, unarchive as unarchive
     from .event_pages import (
         FORMATS as FORMATS,
         EventFormat as EventFormat,
@@ -50,7 +50,6 @@ if TYPE_CHECKING:
         quest_summary as quest_summary,
         show_quest as show_quest,
     )
-    from .removal import delete_plan as delete_plan, delete_quest as delete_quest, describe as describe
     from .read_models import (
         VIEWS as VIEWS,
         canvas as canvas,
@@ -66,7 +65,6 @@ __all__, __getattr__ = lazy_exports(__name__, {
         "CONTROL_ACTIONS", "ROLES", "MAX_MESSAGE_CHARS", "Archive", "Archived", "DeleteQuest", "DeletePlan",
     ),
     "archive": ("archive", "unarchive"),
-    "removal": ("delete_plan", "delete_quest", "describe"),
     "lifecycle": ("post_message", "record_control", "change_anchor", "complete", "set_runner"),
     "read_models": ("workflow", "node_traces", "node_trace", "canvas", "canvas_svg", "VIEWS"),
     "listing": ("QuestList", "QuestShown", "list_quests", "quest_summary", "show_quest"),

@@ -31,8 +31,6 @@ CODES = catalogue(
     ErrorCode("quest_not_archived", 409, "The quest is not archived: there is nothing to unarchive."),
     ErrorCode("turn_running", 409, "A turn of the quest is running (run_id): stop the quest first (ds control Q stop), "
                                    "then archive or delete it."),
-    ErrorCode("confirm_required", 400, "Deleting a quest needs a confirmation (ds quest delete --yes; confirm: true in "
-                                       "the body or ?confirm=true): plan says what it would remove."),
     # read models: workflow, node traces, Canvas
     ErrorCode("unknown_node", 404, "No such node in the quest, or it left the view's window: list the nodes again."),
     ErrorCode("invalid_view", 400, "A Canvas view is branch, event or stage."),

@@ -1,4 +1,5 @@
-"""Deleting a quest for good: what it removes, and the removal.
+"""Deleting a quest for good: what it removes, and the removal (the runtime's: it ends
+the quest's shell sessions and reads the baseline registry, domains above the quest's).
 
 A deletion is not an event: the log it would go into is what goes. It is guarded
 instead: refused while a turn runs (``turn_running``: stop the quest first), and
@@ -17,11 +18,12 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import msgspec
+
 from ds_events.errors import Conflict, Invalid
 from ds_events.home import Home, Quest
+from ds_events.services.quest.commands import DeletePlan
 from ds_events.stores import REGISTRY_LOG, delete_stored_log, display_store, is_file_store
-
-from .commands import DeletePlan
 
 __all__ = ["delete_plan", "delete_quest"]
 
@@ -68,7 +70,7 @@ def delete_quest(quest: Quest, *, confirm: bool) -> DeletePlan:
     # Closing may have anchored the head once more (the witness, the log's .ds/): gone too.
     _remove_tree(quest.root)
     home.log_witness(quest.id).unlink(missing_ok=True)
-    return DeletePlan(**(plan_dict(plan) | {"deleted": True}))
+    return msgspec.structs.replace(plan, deleted=True)
 
 
 def describe(plan: DeletePlan) -> str:
@@ -86,8 +88,6 @@ def describe(plan: DeletePlan) -> str:
 
 
 def plan_dict(plan: DeletePlan) -> dict[str, object]:
-    import msgspec
-
     out: dict[str, object] = msgspec.to_builtins(plan)
     return out
 
