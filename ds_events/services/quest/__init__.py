@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from ds_events.services import lazy_exports
 
 if TYPE_CHECKING:
-    from .archive import archive as archive, unarchive as unarchive
+    from .archiving import archive as archive, unarchive as unarchive
     from .commands import (
         ANCHORS as ANCHORS,
         CONTROL_ACTIONS as CONTROL_ACTIONS,
@@ -64,7 +64,7 @@ __all__, __getattr__ = lazy_exports(__name__, {
         "PostMessage", "Control", "ChangeAnchor", "Complete", "SetRunner", "QuestSummary", "ANCHORS",
         "CONTROL_ACTIONS", "ROLES", "MAX_MESSAGE_CHARS", "Archive", "Archived", "DeleteQuest", "DeletePlan",
     ),
-    "archive": ("archive", "unarchive"),
+    "archiving": ("archive", "unarchive"),
     "lifecycle": ("post_message", "record_control", "change_anchor", "complete", "set_runner"),
     "read_models": ("workflow", "node_traces", "node_trace", "canvas", "canvas_svg", "VIEWS"),
     "listing": ("QuestList", "QuestShown", "list_quests", "quest_summary", "show_quest"),

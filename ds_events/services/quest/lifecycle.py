@@ -13,7 +13,7 @@ from ds_events.errors import Conflict, Invalid
 from ds_events.events import ConversationMessage, QuestAnchorChanged, QuestCompleted, QuestControl, QuestRunnerSet
 from ds_events.home import Quest
 
-from .archive import refuse_if_archived
+from .archiving import refuse_if_archived
 from .commands import ANCHORS, CONTROL_ACTIONS, MAX_MESSAGE_CHARS, ROLES, ChangeAnchor, Complete, Control, PostMessage, SetRunner
 
 __all__ = ["post_message", "record_control", "change_anchor", "complete", "set_runner"]
