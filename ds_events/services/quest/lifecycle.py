@@ -29,8 +29,9 @@ def post_message(quest: Quest, cmd: PostMessage, *, source: str = "cli") -> Conv
     role = next((r for r in ROLES if r == cmd.role), None)
     if role is None:
         raise Invalid(f"unknown role {cmd.role!r}: use user, assistant or system", code="invalid_role")
-    refuse_if_archived(quest, "message")
-    return quest.emit(ConversationMessage(role=role, content=text, source=source))
+    with quest.transaction() as txn:  # under the log's lock: an archive cannot slip in between
+        refuse_if_archived(quest, "message")
+        return txn.append(ConversationMessage(role=role, content=text, source=source))
 
 
 def record_control(quest: Quest, cmd: Control) -> QuestControl:
