@@ -106,3 +106,49 @@ async def test_a_confirmed_delete_removes_the_quest_and_its_witness(client: Any,
     assert resp.status == 404 and (await resp.json())["error"] == "unknown_quest"
     # The id is free again.
     assert (await client.post("/api/quests", json={"title": "again", "id": "q1"})).status == 201
+
+
+def test_a_daemon_hosting_turns_lets_go_of_a_deleted_quest_and_goes_on(home: Home, quest: Quest, tmp_path) -> None:
+    """A real ``ds serve`` with its scheduler: after DELETE the quest's scheduler stops
+    quietly and the daemon keeps hosting turns (a quest made again under the same id)."""
+    import json
+    import signal
+    import urllib.request
+
+    from tests.helpers import start_serve, wait_until
+    from tests.runtime.test_scheduler import trajectory
+
+    traj = trajectory(tmp_path, [{"say": "hello"}])
+    quest.close()
+    log = tmp_path / "serve.log"
+    proc, port = start_serve(home, "--runner", "scripted", "--trajectory", traj, log=log)
+
+    def call(method: str, path: str, body: object = None) -> tuple[int, dict[str, Any]]:
+        request = urllib.request.Request(f"http://127.0.0.1:{port}{path}", method=method, headers=JSON,
+                                         data=None if body is None else json.dumps(body).encode())  # fmt: skip
+        try:
+            with urllib.request.urlopen(request, timeout=60) as r:
+                return r.status, json.loads(r.read())
+        except urllib.error.HTTPError as e:
+            with e:
+                return e.code, json.loads(e.read())
+
+    def finished(quest_id: str) -> list[Any]:
+        with home.open_quest(quest_id, read_only=True) as q:
+            return [e for e in q.log.read() if e.type == "runner.turn_finished"]
+
+    try:
+        assert call("POST", "/api/quests/q1/messages", {"text": "hi"})[0] == 201
+        wait_until(lambda: finished("q1"), timeout=120, what="the first turn")
+        status, body = call("DELETE", "/api/quests/q1", {"confirm": True})
+        assert status == 200 and body["deleted"] is True, body
+        assert call("GET", "/api/quests")[1]["quests"] == []
+        assert call("POST", "/api/quests", {"title": "again", "id": "q1"})[0] == 201
+        assert call("POST", "/api/quests/q1/messages", {"text": "hi again"})[0] == 201
+        [end] = wait_until(lambda: finished("q1"), timeout=120, what="a turn of the quest made again")
+        assert end.outcome == "completed"
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=60)
+    output = log.read_text()
+    assert "Traceback" not in output and "scheduler q1:" not in output, output
