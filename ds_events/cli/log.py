@@ -37,7 +37,8 @@ def events() -> None:
     type=click.Choice(["text", "raw", "acp"]),
     default="text",
     show_default=True,
-    help="text: one readable line per event; raw: the stored JSON line; "
+    help="text: one readable line per event (on a terminal a run of bash.progress is one line updated in place; "
+    "`ds run` prints the same lines); raw: the stored JSON line; "
     "acp: an Agent Client Protocol session/update notification per line (JSON-RPC 2.0, sessionId = the quest id).",
 )
 @pass_home
