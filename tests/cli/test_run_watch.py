@@ -145,3 +145,34 @@ def test_on_a_terminal_progress_is_one_line_updated_in_place() -> None:
 def test_lifecycle_commands_on_an_unknown_quest_fail_with_its_code(home: Home, capsys, argv) -> None:
     fails(capsys, *argv, says="unknown_quest")
 
+
+
+def test_on_a_real_terminal_ds_run_rewrites_the_progress_line_in_place(quest: Quest, tmp_path) -> None:
+    import os
+    import pty
+
+    traj = trajectory(tmp_path, STEPS)
+    leader, follower = pty.openpty()
+    proc = subprocess.Popen([*DS, "run", quest.id, "--runner", "scripted", "--trajectory", traj, "--message", "go"],
+                            env=ds_env(quest.home, COLUMNS="200"), stdout=follower, stderr=subprocess.PIPE)  # fmt: skip
+    os.close(follower)
+    chunks = []
+    try:
+        while True:
+            try:
+                data = os.read(leader, 65536)
+            except OSError:  # EIO: the child closed the terminal
+                break
+            if not data:
+                break
+            chunks.append(data)
+    finally:
+        os.close(leader)
+        assert proc.wait(timeout=300) == 0
+        if proc.stderr is not None:
+            proc.stderr.close()
+    screen = b"".join(chunks).decode()
+    progress = screen.split("\r\x1b[K")[1:]
+    assert progress and all(" bash.progress " in p.split("\n")[0] for p in progress), screen
+    # No progress update is printed as a line of its own: each is cleared over, the last one ended by the next event.
+    assert not any(" bash.progress " in line and "\x1b[K" not in line for line in screen.splitlines()), screen
