@@ -41,6 +41,7 @@ __all__ = [
     "is_file_store",
     "open_log",
     "log_exists",
+    "delete_stored_log",
     "stored_log_names",
     "local_dir",
     "require_file_store",
@@ -148,6 +149,15 @@ def stored_log_names(url: str, *, wait: float = CONNECTION_WAIT) -> list[str]:
             ") SELECT q FROM names WHERE q IS NOT NULL"
         ).fetchall()
     return [name for (name,) in rows]
+
+
+def delete_stored_log(url: str, name: str, *, wait: float = CONNECTION_WAIT) -> int:
+    """Remove every row of the log ``name`` from the database ``url``; returns how many
+    (``ds quest delete`` on a database store; the caller holds the quest's lock)."""
+    if is_file_store(url):
+        raise ValueError("a file store's log is its file: remove the quest directory")
+    with connection(url, wait=wait) as conn:
+        return int(conn.execute("DELETE FROM ds_events WHERE quest_id = %s", (name,)).rowcount)
 
 
 def local_dir(log: Any, root: str | os.PathLike[str]) -> Path:

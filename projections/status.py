@@ -16,10 +16,12 @@ from ds_events.events import (
     ConversationMessage,
     Event,
     QuestAnchorChanged,
+    QuestArchived,
     QuestCompleted,
     QuestControl,
     QuestCreated,
     QuestRunnerSet,
+    QuestUnarchived,
 )
 
 from .base import Files, Projection
@@ -46,6 +48,7 @@ class StatusState(msgspec.Struct, kw_only=True):
     completed_summary: str = ""
     runner: str = ""  # the quest's own runner and model ("": the home's config)
     model: str = ""
+    archived: bool = False  # put away (quest.archived): hidden from lists, no turns, no messages
 
 
 def initial() -> StatusState:
@@ -79,6 +82,10 @@ def apply(state: StatusState, event: Event) -> StatusState:
         case QuestCompleted(summary=summary):
             state.status = "completed"
             state.completed_summary = summary
+        case QuestArchived():
+            state.archived = True
+        case QuestUnarchived():
+            state.archived = False
     return state
 
 

@@ -135,6 +135,8 @@ _MAKERS: dict[str, Callable[[random.Random, list[str]], Event]] = {
     "quest.control": lambda r, _i: ev.QuestControl(action=r.choice(("pause", "stop", "resume"))),
     "quest.completed": lambda r, _i: ev.QuestCompleted(summary=_text(r)),
     "quest.runner_set": lambda r, _i: ev.QuestRunnerSet(runner=r.choice(("", "codex", "claude")), model=r.choice(("", "m1"))),
+    "quest.archived": lambda r, _i: ev.QuestArchived(reason=_text(r)),
+    "quest.unarchived": lambda r, _i: ev.QuestUnarchived(reason=_text(r)),
     "conversation.message": lambda r, _i: ev.ConversationMessage(
         role=r.choice(("user", "user", "assistant", "system")), content=_text(r), source=r.choice(("cli", "web"))
     ),

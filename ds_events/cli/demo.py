@@ -8,7 +8,10 @@ idea on its own branch, the main experiment as a detached shell job with progres
 one-slice analysis campaign, and a blocking decision request that the user answers
 while the turn waits (the reply is queued mid-turn and reaches the agent through
 ``artifact.interact``). Then it verifies the log, replays it, and says where to look.
-``--serve`` then serves the quest (``ds serve``) until Ctrl-C.
+``--serve`` then serves the quest (``ds serve``) until Ctrl-C, and hosts its turns with
+the same scripted agent: a message sent from the page starts a turn (past the script's
+six turns the agent says it has nothing left to do). Every address it prints carries
+the port it really listens on.
 """
 
 from __future__ import annotations
@@ -60,11 +63,14 @@ def demo(demo_home: Path | None, serve_after: bool, port: int) -> None:
     """
     root = demo_home if demo_home is not None else _given_home() or Path(tempfile.mkdtemp(prefix="ds-demo-"))
     home = Home(root.expanduser().resolve())  # absolute: the runner and MCP servers run in the quest's directory
-    run_demo(home)
+    quest_id = run_demo(home, hints=not serve_after)
     if serve_after:
+        from .common import TurnOptions
         from .serve import serve_home
 
-        serve_home(home, "127.0.0.1", port, None, None)
+        turns = TurnOptions(runner="scripted", model=None, trajectory=str(DEMO_TRAJECTORY))
+        serve_home(home, "127.0.0.1", port, None, turns, quest_ids=[quest_id],
+                   on_bound=lambda bound: _hints(home, quest_id, "127.0.0.1", bound, serving=True))  # fmt: skip
 
 
 def _given_home() -> Path | None:
@@ -75,7 +81,9 @@ def _given_home() -> Path | None:
     return Path(given) if given is not None else None
 
 
-def run_demo(home: Home) -> str:
+def run_demo(home: Home, *, hints: bool = True) -> str:
+    """Run the demo quest in ``home``; returns its id. ``hints``: end with where to look
+    (``ds demo --serve`` prints them once the daemon listens, with its real port)."""
     home.init()
     quest = home.create_quest(
         "Demo: does label smoothing help a small CIFAR-10 ResNet?",
@@ -89,6 +97,9 @@ def run_demo(home: Home) -> str:
         out("")
         _summary(host)
     quest.close()
+    if hints:
+        serve = home.config().serve
+        _hints(home, quest.id, serve.host, serve.port, serving=False)
     return quest.id
 
 
@@ -159,13 +170,19 @@ def _summary(quest: Quest) -> None:
     out(f"verify:  {'ok, hash chain intact' if report.ok else report.problems}")
     result = replay_quest(quest.root, quest_id=quest.id, log=quest.log)
     out(f"replay:  {result.events} events folded, {len(result.files_written)} file(s) differed (0 means the files match the log)")
-    home = quest.home.root
+
+
+def _hints(home: Home, quest_id: str, host: str, port: int, *, serving: bool) -> None:
+    """Where to look next; ``host``/``port``: the daemon's (the bound port when
+    ``serving``, else where ``ds serve`` would listen)."""
+    root = home.root
     out("look:")
-    out(f"  ds --home {home} events tail {quest.id} --format text     every event, in order")
-    out(f"  ds --home {home} quest show {quest.id}")
-    out(f"  {quest.root}/SUMMARY.md, memory/, artifacts/, .ds/runs/<run>/prompt.md")
-    out(f"  ds --home {home} serve   then   curl -N localhost:8765/api/quests/{quest.id}/events?stream=1")
-    out(f"                                  open http://localhost:8765/#/q/{quest.id}   (the page: Canvas, live trace, steering)")
+    out(f"  ds --home {root} events tail {quest_id} --format text     every event, in order")
+    out(f"  ds --home {root} quest show {quest_id}")
+    out(f"  {home.quest_root(quest_id)}/SUMMARY.md, memory/, artifacts/, .ds/runs/<run>/prompt.md")
+    serve = "(served now, turns hosted)" if serving else f"ds --home {root} serve   then"
+    out(f"  {serve}   curl -N http://{host}:{port}/api/quests/{quest_id}/events?stream=1")
+    out(f"  open http://{host}:{port}/#/q/{quest_id}   (the page: Canvas, live trace, steering)")
 
 
 def _outcomes(outcomes: dict[str, int]) -> str:

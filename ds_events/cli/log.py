@@ -9,12 +9,13 @@ from pathlib import Path
 
 import click
 
-from ds_events.events import Event, decode_line
+from ds_events.events import decode_line
 from ds_events.home import Home
 from ds_events.store import EventStore
 from ds_events.stores import REGISTRY_LOG, is_file_store, require_file_store
 
 from .common import CliError, cli, emit_json, json_option, out, pass_home
+from .eventtext import EventPrinter
 
 __all__ = ["events", "verify", "repair", "replay", "warn_if_torn"]
 
@@ -36,7 +37,8 @@ def events() -> None:
     type=click.Choice(["text", "raw", "acp"]),
     default="text",
     show_default=True,
-    help="text: one readable line per event; raw: the stored JSON line; "
+    help="text: one readable line per event (on a terminal a run of bash.progress is one line updated in place; "
+    "`ds run` prints the same lines); raw: the stored JSON line; "
     "acp: an Agent Client Protocol session/update notification per line (JSON-RPC 2.0, sessionId = the quest id).",
 )
 @pass_home
@@ -47,7 +49,7 @@ def events_tail(
 
     Example: ds events tail tok-abl --after 10 --limit 5 --format acp
     """
-    shown: bool | Callable[[bytes], bytes] = _formatter(fmt, quest_id) if fmt == "acp" else (as_json or fmt == "raw")
+    printer = EventPrinter(sys.stdout, raw=as_json or fmt == "raw", convert=_formatter(fmt, quest_id) if fmt == "acp" else None)
     _log_path(home, quest_id)
     log = home.open_log(quest_id, actor="cli", read_only=True)  # never recovers or writes
     try:
@@ -55,7 +57,7 @@ def events_tail(
         if after is None:
             after = max(0, log.last_seq - (limit or 20))
         for seq, line in log.iter_lines(after_seq=after):
-            _print_line(line, shown)
+            printer.line(line)
             after = seq
             if limit is not None and not follow:
                 limit -= 1
@@ -65,18 +67,19 @@ def events_tail(
             import asyncio  # only following needs a loop
 
             try:
-                asyncio.run(_follow(log, after, shown))
+                asyncio.run(_follow(log, after, printer))
             except KeyboardInterrupt:
                 pass
     finally:
+        printer.close()
         log.close()
 
 
-async def _follow(log: EventStore, after: int, as_json: bool | Callable[[bytes], bytes]) -> None:
+async def _follow(log: EventStore, after: int, printer: EventPrinter) -> None:
     from ds_events.events import encode
 
     async for event in log.follow(after_seq=after):
-        _print_line(encode(event), as_json)
+        printer.line(encode(event))
 
 
 def warn_if_torn(log: EventStore, quest_id: str) -> None:
@@ -104,32 +107,6 @@ def _formatter(fmt: str, session_id: str) -> Callable[[bytes], bytes]:
         return json.dumps(note, ensure_ascii=False, separators=(",", ":")).encode()
 
     return convert
-
-
-def _print_line(line: bytes, as_json: bool | Callable[[bytes], bytes]) -> None:
-    if callable(as_json):
-        line, as_json = as_json(line), True
-    if as_json:
-        sys.stdout.buffer.write(line + b"\n")
-        sys.stdout.flush()
-        return
-    event = decode_line(line)
-    payload = {k: v for k, v in _payload(event).items()}
-    body = " ".join(f"{k}={_short(v)}" for k, v in payload.items())
-    out(f"{event.seq:>7} {event.ts} {event.type:<24} {event.actor:<12} {body}")
-
-
-def _payload(event: Event) -> dict[str, object]:
-    import msgspec
-
-    envelope = {"seq", "id", "ts", "v", "quest_id", "actor", "run_id", "prev", "more", "type"}
-    return {k: v for k, v in msgspec.structs.asdict(event).items() if k not in envelope}
-
-
-def _short(value: object, width: int = 60) -> str:
-    text = value if isinstance(value, str) else repr(value)
-    text = text.replace("\n", "\\n")
-    return repr(text[:width] + "…") if len(text) > width else repr(text)
 
 
 @cli.command()

@@ -10,6 +10,7 @@ from ds_events.services import quest as quest_service
 
 from .common import cli, emit_json, json_option, open_quest, out, pass_home
 from .log import warn_if_torn
+from .quest_archive import quest_archive, quest_delete, quest_unarchive
 
 __all__ = ["init", "quest", "message", "control"]
 
@@ -50,10 +51,11 @@ def quest_new(home: Home, title: str, quest_id: str | None, brief: str, as_json:
 
 
 @quest.command("list")
+@click.option("--all", "show_all", is_flag=True, help="Archived quests too (each row says archived).")
 @json_option
 @pass_home
-def quest_list(home: Home, as_json: bool) -> None:
-    """List quests with their status.
+def quest_list(home: Home, show_all: bool, as_json: bool) -> None:
+    """List quests with their status (archived ones only with --all).
 
     Example: ds quest list --json
     """
@@ -62,9 +64,11 @@ def quest_list(home: Home, as_json: bool) -> None:
         with open_quest(home, quest_id, read_only=True) as q:
             warn_if_torn(q.log, quest_id)
             s = q.state("status")
+            if s.archived and not show_all:
+                continue
             health = msgspec.to_builtins(quest_service.quest_health(q))
             rows.append({"quest_id": quest_id, "title": s.title, "status": s.status, "anchor": s.anchor, "last_seq": s.last_seq,
-                         "health": health})  # fmt: skip
+                         "archived": s.archived, "health": health})  # fmt: skip
     if as_json:
         emit_json(rows)
     elif not rows:
@@ -72,7 +76,8 @@ def quest_list(home: Home, as_json: bool) -> None:
     else:
         for r in rows:
             cell = _health_cell(r["health"])
-            out(f"{r['quest_id']:<32} {r['status']:<10} {cell:<16} {r['anchor']:<18} seq {r['last_seq']:<8} {r['title']}")
+            shelf = " (archived)" if r["archived"] else ""
+            out(f"{r['quest_id']:<32} {r['status']:<10} {cell:<16} {r['anchor']:<18} seq {r['last_seq']:<8} {r['title']}{shelf}")
             if r["health"]["state"] in _LOUD:  # a failed or stalled quest says why, on its own line
                 out(f"  ! {r['health']['summary']}")
 
@@ -179,9 +184,21 @@ def control(home: Home, quest_id: str, action: str, reason: str) -> None:
     Example: ds control tok-abl pause --reason "reviewing results"
     """
     with open_quest(home, quest_id) as q:
+        already = _ALREADY.get(action)
+        if already is not None and q.state("status").status == already:  # nothing would change: say so, record nothing
+            hint = f" — `ds run {quest_id}` runs its turns" if action == "resume" else ""
+            out(f"nothing to do: the quest is {already} already{hint}")
+            return
         # Imported here: it loads the shell-session and turn machinery, which the
         # read-only quest commands of this module must not pay for at start-up.
         from ds_events.services.runtime import steering
 
         event = steering.control(q, quest_service.Control(action=action, reason=reason))
         out(f"{action}: seq {event.seq}, status now {q.state('status').status}")
+
+
+# A control that would leave the status as it is (resume on an active quest).
+_ALREADY = {"pause": "paused", "stop": "stopped", "resume": "active"}
+
+for _command in (quest_archive, quest_unarchive, quest_delete):
+    quest.add_command(_command)

@@ -9,6 +9,7 @@ import logging
 import os
 import signal
 import socket
+from collections.abc import Callable
 from pathlib import Path
 
 import click
@@ -67,10 +68,14 @@ def serve(
     serve_home(home, host, port, token, turns)
 
 
-def serve_home(home: Home, host: str, port: int, token: str | None, turns: TurnOptions | None) -> None:
+def serve_home(
+    home: Home, host: str, port: int, token: str | None, turns: TurnOptions | None, *,
+    quest_ids: list[str] | None = None, on_bound: Callable[[int], None] | None = None,
+) -> None:  # fmt: skip
     """Serve ``home`` until SIGINT/SIGTERM (``turns``: host its quests' turns with these
-    runner options; None hosts none)."""
-    asyncio.run(_run(home, host, port, token, turns))
+    runner options, only ``quest_ids``' when given; None hosts none). ``on_bound`` is
+    called with the port actually bound (``port`` 0 picks one) once the daemon listens."""
+    asyncio.run(_run(home, host, port, token, turns, quest_ids, on_bound))
 
 
 def is_loopback(host: str) -> bool:
@@ -94,7 +99,10 @@ def _log_to_stderr(level: str) -> None:
     logging.getLogger("ds_events").setLevel(level.upper())
 
 
-async def _run(home: Home, host: str, port: int, token: str | None, turns: TurnOptions | None) -> None:
+async def _run(
+    home: Home, host: str, port: int, token: str | None, turns: TurnOptions | None, quest_ids: list[str] | None,
+    on_bound: Callable[[int], None] | None,
+) -> None:  # fmt: skip
     from aiohttp import web
 
     from handlers.http import make_app
@@ -114,6 +122,8 @@ async def _run(home: Home, host: str, port: int, token: str | None, turns: TurnO
     bound = _bound_port(site)
     # One line a script (or a test) can wait for: the address actually bound.
     out(f"serving {home.root} on http://{host}:{bound}{' (token required)' if token else ''}")
+    if on_bound is not None:
+        on_bound(bound)
     fleet_task = None
     if turns is not None:
         from ds_events.runners.fleet import Fleet
@@ -122,7 +132,8 @@ async def _run(home: Home, host: str, port: int, token: str | None, turns: TurnO
         # The scheduler works on the hub's open quests (the hub exists from the runner's
         # setup on): each is opened once, and a message posted over HTTP wakes its
         # scheduler at once (the same log handle).
-        fleet_task = asyncio.create_task(Fleet(home, opener=running_hub(app).quest, **turns).run())
+        fleet = Fleet(home, opener=running_hub(app).quest, quest_ids=quest_ids, **turns)
+        fleet_task = asyncio.create_task(fleet.run())
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):

@@ -26,10 +26,12 @@ from .core import (
     LogRecovered,
     LogRepaired,
     QuestAnchorChanged,
+    QuestArchived,
     QuestCompleted,
     QuestControl,
     QuestCreated,
     QuestRunnerSet,
+    QuestUnarchived,
 )
 from .upcast import upcast
 
@@ -49,7 +51,7 @@ __all__ = [
 # The core event classes (and core's EVENTS), re-exported as ``from .core import *`` did.
 __all__ += [
     "QuestCreated", "QuestAnchorChanged", "QuestControl", "QuestCompleted", "QuestRunnerSet",
-    "ConversationMessage", "LogRecovered", "LogRepaired", "EVENTS",
+    "QuestArchived", "QuestUnarchived", "ConversationMessage", "LogRecovered", "LogRepaired", "EVENTS",
 ]  # fmt: skip
 
 ALL_EVENT_TYPES: tuple[type[Event], ...] = (

@@ -12,6 +12,8 @@ __all__ = [
     "QuestControl",
     "QuestCompleted",
     "QuestRunnerSet",
+    "QuestArchived",
+    "QuestUnarchived",
     "ConversationMessage",
     "LogRecovered",
     "LogRepaired",
@@ -60,6 +62,20 @@ class QuestRunnerSet(Event, tag="quest.runner_set", kw_only=True):
     model: str = ""
 
 
+class QuestArchived(Event, tag="quest.archived", kw_only=True):
+    """The quest was put away: hidden from the quest lists (unless asked for), no turn
+    is scheduled for it and no message accepted, its log and files kept whole.
+    ``quest.unarchived`` takes it back."""
+
+    reason: str = ""
+
+
+class QuestUnarchived(Event, tag="quest.unarchived", kw_only=True):
+    """An archived quest was taken back: listed, scheduled and steerable again."""
+
+    reason: str = ""
+
+
 class ConversationMessage(Event, tag="conversation.message", kw_only=True):
     """A message in the quest's conversation, from the user or the assistant."""
 
@@ -102,4 +118,6 @@ EVENTS = (
     ConversationMessage,
     LogRecovered,
     LogRepaired,
+    QuestArchived,
+    QuestUnarchived,
 )

@@ -66,8 +66,12 @@ class Fleet:
         self.scan()
 
     def scan(self) -> None:
-        for quest_id in self.only if self.only is not None else self.home.quest_ids():
-            if quest_id not in self.tasks:
+        present = self.home.quest_ids()
+        for quest_id in [q for q in self.tasks if q not in present]:  # deleted (ds quest delete): stop hosting it
+            self.tasks.pop(quest_id).cancel()
+            self.quests.pop(quest_id, None)
+        for quest_id in self.only if self.only is not None else present:
+            if quest_id not in self.tasks and quest_id in present:
                 self.tasks[quest_id] = asyncio.create_task(self._host(quest_id), name=f"scheduler:{quest_id}")
 
     async def _host(self, quest_id: str) -> None:
@@ -81,6 +85,10 @@ class Fleet:
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # keep the other quests running
+                if quest_id not in self.home.quest_ids():  # deleted under it: nothing to host, nothing to say
+                    self.quests.pop(quest_id, None)
+                    self.tasks.pop(quest_id, None)
+                    return
                 error = f"{exc.code}: {exc.message}" if isinstance(exc, ServiceError) else f"{type(exc).__name__}: {exc}"
                 if error != last_error:  # say it once, not on every restart
                     print(f"scheduler {quest_id}: {error}", file=sys.stderr, flush=True)

@@ -203,7 +203,7 @@ class QuestAgent:
     def _nothing_to_run(quest: Quest) -> bool:
         """The quest is idle, or only a retry the prompt does not wait for is due."""
         status, turns, inbox = quest.state("status"), quest.state("turns"), quest.state("interactions")
-        action = next_action(status.status, turns, inbox)
+        action = next_action(status.status, turns, inbox, archived=status.archived)
         return action.kind == "idle" or (action.kind == "retry" and not waits_for_retry(turns))
 
     @staticmethod

@@ -184,6 +184,21 @@ class Hub:
             quest.close()
         return kept
 
+    def forget(self, quest_id: str) -> None:
+        """Let go of a deleted quest: close its memory stores and its handle (closing
+        twice is a no-op) and end its follower, whose streams end with a resume point.
+        Blocking: call it through :meth:`run`."""
+        with self._locks_guard:
+            quest = self._quests.pop(quest_id, None)
+            mem = self._memory.pop(quest_id, None)
+            follower = self._followers.pop(quest_id, None)
+        if mem is not None:
+            mem.close()
+        if quest is not None:
+            quest.close()
+        if follower is not None:
+            follower.task.get_loop().call_soon_threadsafe(follower.task.cancel)
+
     @contextlib.asynccontextmanager
     async def subscribe(self, quest_id: str) -> AsyncIterator[Subscription]:
         """A live subscription to the quest's events appended from now on."""

@@ -1,4 +1,5 @@
-"""Quests: health, list, create, show, post a message, pause/stop/resume, the runner.
+"""Quests: health, list, create, show, post a message, pause/stop/resume, the runner,
+archive/unarchive and delete.
 
 Bodies are read on the loop; the service calls (opening quests, appending, git) run on
 a worker thread (:meth:`Hub.run`)."""
@@ -13,10 +14,11 @@ from msgspec import Meta
 from ds_events.services import quest as quest_service
 from ds_events.services.commands import Command, decode_command
 from ds_events.services.quest import listing
-from ds_events.services.runtime import steering
+from ds_events.services.runtime import removal, steering
 
 from .errors import read_json
 from .keys import HUB
+from .params import flag_param
 from .respond import answer
 
 __all__ = ["routes", "NewQuest"]
@@ -41,7 +43,8 @@ async def health(request: web.Request) -> web.Response:
 @routes.get("/api/quests")
 async def list_quests(request: web.Request) -> web.Response:
     hub = request.app[HUB]
-    return await answer(hub, lambda: listing.list_quests(hub.home, hub.quest))
+    archived = flag_param(request, "archived")  # archived quests too (each row says archived)
+    return await answer(hub, lambda: listing.list_quests(hub.home, hub.quest, archived=archived))
 
 
 @routes.post("/api/quests")
@@ -98,5 +101,41 @@ async def set_runner(request: web.Request) -> web.Response:
     def work() -> dict[str, object]:
         event = quest_service.set_runner(hub.quest(qid), cmd)
         return {"seq": event.seq, "runner": cmd.runner, "model": cmd.model}
+
+    return await answer(hub, work)
+
+
+@routes.post("/api/quests/{quest_id}/archive")
+async def archive(request: web.Request) -> web.Response:
+    """Archive the quest (body: optional ``reason``); ``quest_archived`` when it is
+    already, ``turn_running`` while a turn runs."""
+    hub, qid = request.app[HUB], request.match_info["quest_id"]
+    await hub.run(hub.quest, qid)
+    cmd = decode_command(quest_service.Archive, await read_json(request))
+    return await answer(hub, lambda: quest_service.archive(hub.quest(qid), cmd))
+
+
+@routes.post("/api/quests/{quest_id}/unarchive")
+async def unarchive(request: web.Request) -> web.Response:
+    hub, qid = request.app[HUB], request.match_info["quest_id"]
+    await hub.run(hub.quest, qid)
+    cmd = decode_command(quest_service.Archive, await read_json(request))
+    return await answer(hub, lambda: quest_service.unarchive(hub.quest(qid), cmd))
+
+
+@routes.delete("/api/quests/{quest_id}")
+async def delete_quest(request: web.Request) -> web.Response:
+    """Delete the quest: ``{"confirm": true}`` or ``?confirm=true`` (Content-Type:
+    application/json either way, as for every DELETE); without it ``confirm_required``
+    with the plan of what would go; ``turn_running`` while a turn runs."""
+    hub, qid = request.app[HUB], request.match_info["quest_id"]
+    await hub.run(hub.quest, qid)
+    confirm = flag_param(request, "confirm")
+    cmd = decode_command(quest_service.DeleteQuest, await read_json(request))
+
+    def work() -> quest_service.DeletePlan:
+        done = removal.delete_quest(hub.quest(qid), confirm=confirm or cmd.confirm)
+        hub.forget(qid)
+        return done
 
     return await answer(hub, work)

@@ -29,7 +29,7 @@ INFO_ONLY = {
     "runner.turn_started", "runner.process_started", "runner.turn_finished", "runner.turn_retry_scheduled", "runner.turn_held",
     "artifact.paper_added",
     "research.idea_submitted", "research.branch_activated",
-    "interaction.superseded",
+    "interaction.superseded", "quest.archived", "quest.unarchived",
 }  # fmt: skip
 
 

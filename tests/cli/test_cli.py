@@ -17,7 +17,7 @@ import pytest
 
 from ds_events.cli import cli, main
 from ds_events.home import Home
-from tests.helpers import DS, ds_env
+from tests.helpers import DS, ds_env, wait_until
 
 
 def run(capsys, *argv: str) -> tuple[int, str, str]:
@@ -130,6 +130,13 @@ def test_demo_runs_an_agent_through_six_turns_then_serves_the_quest(tmp_path):
         out = "".join(lines)
         assert lines and lines[-1].startswith("serving"), out + (proc.stderr.read() if proc.stderr else "")
         port = int(lines[-1].rsplit(":", 1)[1].split()[0])
+        for line in proc.stdout:  # the hints, printed once the daemon listens: with its real port
+            lines.append(line)
+            if line.strip().startswith("open http://"):
+                break
+        hints = "".join(lines[lines.index(next(x for x in lines if x.startswith("serving"))):])
+        assert f"http://127.0.0.1:{port}/#/q/" in hints and f"http://127.0.0.1:{port}/api/quests/" in hints, hints
+        assert "8765" not in "".join(lines) or port == 8765, "".join(lines)
         # Six turns of the scripted agent through the real scheduler, each completed.
         stages = ["scout", "baseline", "idea", "experiment", "analysis-campaign", "write"]
         for n, stage in enumerate(stages, 1):
@@ -141,6 +148,23 @@ def test_demo_runs_an_agent_through_six_turns_then_serves_the_quest(tmp_path):
         (quest_id,) = home.quest_ids()
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/quests/{quest_id}/canvas?view=stage&format=svg", timeout=30) as r:
             assert r.status == 200 and b"<svg" in r.read()
+        # The daemon hosts the quest's turns: a message sent as the page sends it starts one.
+        with home.open_quest(quest_id, read_only=True) as watched:
+            before = watched.log.last_seq
+        posted = urllib.request.Request(
+            f"http://127.0.0.1:{port}/api/quests/{quest_id}/messages", data=json.dumps({"text": "One more thing?"}).encode(),
+            headers={"Content-Type": "application/json", "Origin": f"http://127.0.0.1:{port}"}, method="POST",
+        )  # fmt: skip
+        with urllib.request.urlopen(posted, timeout=30) as r:
+            assert r.status == 201
+        with home.open_quest(quest_id, read_only=True) as watched:
+            def turn_ended() -> list:
+                ends = [e for e in watched.log.read(after_seq=before) if e.type == "runner.turn_finished"]
+                return ends
+
+            [end] = wait_until(turn_ended, timeout=300, what="a turn hosted by ds demo --serve")
+            started = [e for e in watched.log.read(after_seq=before) if e.type == "runner.turn_started"]
+            assert len(started) == 1 and end.outcome == "completed" and end.run_id == started[0].run_id
     finally:
         proc.terminate()
         proc.wait(timeout=30)

@@ -68,6 +68,8 @@ STRING_FIELDS = {
     "/api/quests/q1/control": ["action", "reason"],
     "/api/quests/q1/runner": ["runner", "model"],
     "/api/quests/q1/interactions/ia-00000000/reply": ["text", "option_id"],
+    "/api/quests/q1/archive": ["reason"],
+    "/api/quests/q1/unarchive": ["reason"],
 }
 
 

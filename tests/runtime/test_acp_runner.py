@@ -271,7 +271,7 @@ def test_ds_run_with_the_acp_runner_from_the_homes_config(home: Home, quest: Que
         env=ds_env(home, PYTHONPATH=str(REPO)), capture_output=True, text=True, timeout=180,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
-    [row] = json.loads(done.stdout)
+    [row] = json.loads(done.stdout.splitlines()[-1])["turns"]  # NDJSON: the events, then the summary
     assert (row["outcome"], row["messages"], row["tool_calls"]) == ("completed", 2, 2)
     said = [e.text for e in turn_events(quest, row["run_id"]) if e.type == "runner.agent_message"]
     assert said[-1].startswith("Done: card knowledge-")

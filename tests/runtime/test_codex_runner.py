@@ -386,7 +386,7 @@ def test_ds_run_with_the_real_codex_records_a_failed_model_stream(quest: Quest, 
         if server.stdout is not None:
             server.stdout.close()
     assert done.returncode == 0, done.stderr
-    rows = json.loads(done.stdout)
+    rows = json.loads(done.stdout.splitlines()[-1])["turns"]  # NDJSON: the events, then the summary
     assert [r["outcome"] for r in rows] == ["failed"]
     assert "the scripted model is overloaded" in rows[0]["reason"] and rows[0]["tool_calls"] == 1
     types = [e.type for e in quest.log.read() if e.run_id == rows[0]["run_id"]]

@@ -12,14 +12,19 @@ from typing import TYPE_CHECKING
 from ds_events.services import lazy_exports
 
 if TYPE_CHECKING:
+    from .archiving import archive as archive, unarchive as unarchive
     from .commands import (
         ANCHORS as ANCHORS,
         CONTROL_ACTIONS as CONTROL_ACTIONS,
         MAX_MESSAGE_CHARS as MAX_MESSAGE_CHARS,
         ROLES as ROLES,
+        Archive as Archive,
+        Archived as Archived,
         ChangeAnchor as ChangeAnchor,
         Complete as Complete,
         Control as Control,
+        DeletePlan as DeletePlan,
+        DeleteQuest as DeleteQuest,
         PostMessage as PostMessage,
         QuestSummary as QuestSummary,
         SetRunner as SetRunner,
@@ -58,8 +63,9 @@ if TYPE_CHECKING:
 __all__, __getattr__ = lazy_exports(__name__, {
     "commands": (
         "PostMessage", "Control", "ChangeAnchor", "Complete", "SetRunner", "QuestSummary", "ANCHORS",
-        "CONTROL_ACTIONS", "ROLES", "MAX_MESSAGE_CHARS",
+        "CONTROL_ACTIONS", "ROLES", "MAX_MESSAGE_CHARS", "Archive", "Archived", "DeleteQuest", "DeletePlan",
     ),
+    "archiving": ("archive", "unarchive"),
     "lifecycle": ("post_message", "record_control", "change_anchor", "complete", "set_runner"),
     "read_models": ("workflow", "node_traces", "node_trace", "canvas", "canvas_svg", "VIEWS"),
     "listing": ("QuestList", "QuestShown", "list_quests", "quest_summary", "show_quest", "quest_health"),

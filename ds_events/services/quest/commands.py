@@ -12,8 +12,8 @@ from ds_events.services.commands import Command, Result
 from projections.health import Health
 
 __all__ = [
-    "PostMessage", "Control", "ChangeAnchor", "Complete", "SetRunner",
-    "QuestSummary",
+    "PostMessage", "Control", "ChangeAnchor", "Complete", "SetRunner", "Archive", "DeleteQuest",
+    "QuestSummary", "Archived", "DeletePlan",
     "ANCHORS", "CONTROL_ACTIONS", "ROLES", "MAX_MESSAGE_CHARS", "ControlAction", "Role",
 ]  # fmt: skip
 
@@ -60,6 +60,19 @@ class SetRunner(Command):
     model: Annotated[str, Meta(description="The model the agent uses, or empty for runner.model / the agent's own.")] = ""
 
 
+class Archive(Command):
+    """Archive or unarchive the quest (the body of ``POST /api/quests/{id}/archive`` and
+    ``/unarchive``)."""
+
+    reason: Annotated[str, Meta(description="Why, recorded with the event.")] = ""
+
+
+class DeleteQuest(Command):
+    """Delete the quest for good (the body of ``DELETE /api/quests/{id}``)."""
+
+    confirm: Annotated[bool, Meta(description="true: delete; anything else only says what would be removed.")] = False
+
+
 # -- results ------------------------------------------------------------------------------
 
 
@@ -74,3 +87,27 @@ class QuestSummary(Result, kw_only=True):
     updated_at: str  # the last event's time
     open_requests: int  # blocking interactions still waiting for the user
     health: Health  # what the quest is doing now (projections.health)
+    archived: bool = False  # hidden from the list unless asked for (?archived=true, --all)
+
+
+class Archived(Result, kw_only=True):
+    """What ``ds quest archive|unarchive`` and their routes answer."""
+
+    quest_id: str
+    archived: bool
+    seq: int  # the quest.archived / quest.unarchived event
+
+
+class DeletePlan(Result, kw_only=True):
+    """What deleting a quest removes (before: what it would remove; after: what it did)."""
+
+    quest_id: str
+    deleted: bool  # False: a plan only, nothing removed
+    root: str  # the quest directory: its git repository, files and log (file store)
+    store: str  # "file" or the database (its rows for the quest are removed)
+    events: int  # the log's events
+    bash_sessions: int  # shell sessions the quest ever started
+    running_bash_sessions: list[str]  # killed first
+    git_repo: bool  # the quest directory is a git repository
+    witness: str | None  # $DS_HOME/.ds/heads/<quest>.head, when there is one
+    registry_entries: list[str]  # baselines it published to the home's registry: kept there

@@ -25,6 +25,12 @@ CODES = catalogue(
     ErrorCode("unknown_runner", 400, "Not a runner this installation can start: codex, claude, acp or scripted "
                                      "(or empty for the home's)."),
     ErrorCode("invalid_model", 400, "A model is a name without spaces, at most 200 characters."),
+    # archive and delete
+    ErrorCode("quest_archived", 409, "The quest is archived: it takes no message and runs no turn, and is archived "
+                                     "already; `ds quest unarchive` (POST /api/quests/{id}/unarchive) takes it back."),
+    ErrorCode("quest_not_archived", 409, "The quest is not archived: there is nothing to unarchive."),
+    ErrorCode("turn_running", 409, "A turn of the quest is running (run_id): stop the quest first (ds control Q stop), "
+                                   "then archive or delete it."),
     # read models: workflow, node traces, Canvas
     ErrorCode("unknown_node", 404, "No such node in the quest, or it left the view's window: list the nodes again."),
     ErrorCode("invalid_view", 400, "A Canvas view is branch, event or stage."),

@@ -13,6 +13,7 @@ from ds_events.errors import Conflict, Invalid
 from ds_events.events import ConversationMessage, QuestAnchorChanged, QuestCompleted, QuestControl, QuestRunnerSet
 from ds_events.home import Quest
 
+from .archiving import refuse_if_archived
 from .commands import ANCHORS, CONTROL_ACTIONS, MAX_MESSAGE_CHARS, ROLES, ChangeAnchor, Complete, Control, PostMessage, SetRunner
 
 __all__ = ["post_message", "record_control", "change_anchor", "complete", "set_runner"]
@@ -34,7 +35,9 @@ def post_message(quest: Quest, cmd: PostMessage, *, source: str = "cli", actor: 
         raise Invalid(f"unknown role {cmd.role!r}: use user, assistant or system", code="invalid_role")
     if actor is None:
         actor = f"user:{source}" if role == "user" else ""  # "": the log's own actor
-    return quest.emit(ConversationMessage(role=role, content=text, source=source, actor=actor))
+    with quest.transaction() as txn:  # under the log's lock: an archive cannot slip in between
+        refuse_if_archived(quest, "message")
+        return txn.append(ConversationMessage(role=role, content=text, source=source, actor=actor))
 
 
 def record_control(quest: Quest, cmd: Control) -> QuestControl:

@@ -50,6 +50,7 @@ def quest_summary(quest: Quest) -> QuestSummary:
         return QuestSummary(
             quest_id=quest.id, title=s.title, status=s.status, anchor=s.anchor, last_seq=s.last_seq,
             updated_at=s.updated_at, open_requests=len(inbox.open_requests), health=_derive(s, t, inbox, runner),
+            archived=s.archived,
         )  # fmt: skip
 
 
@@ -59,17 +60,19 @@ def quest_health(quest: Quest, *, now: float | None = None) -> Health:
     return _derive(quest.state("status"), quest.state("turns"), quest.state("interactions"), _runner_config(quest), now)
 
 
-def list_quests(home: Home, open_quest: Callable[[str], Quest] | None = None) -> QuestList:
-    """A row per quest of ``home``, in the home's order. ``open_quest`` gives the open
-    quest of an id (the daemon passes its own, which keeps quests open between calls);
-    without it each quest is opened read-only for this call and closed again."""
+def list_quests(home: Home, open_quest: Callable[[str], Quest] | None = None, *, archived: bool = False) -> QuestList:
+    """A row per quest of ``home``, in the home's order; archived quests only with
+    ``archived`` (each row says whether it is). ``open_quest`` gives the open quest of
+    an id (the daemon passes its own, which keeps quests open between calls); without
+    it each quest is opened read-only for this call and closed again."""
     if open_quest is not None:
-        return QuestList(quests=[quest_summary(open_quest(quest_id)) for quest_id in home.quest_ids()])
-    rows = []
-    for quest_id in home.quest_ids():
-        with home.open_quest(quest_id, read_only=True) as quest:
-            rows.append(quest_summary(quest))
-    return QuestList(quests=rows)
+        rows = [quest_summary(open_quest(quest_id)) for quest_id in home.quest_ids()]
+    else:
+        rows = []
+        for quest_id in home.quest_ids():
+            with home.open_quest(quest_id, read_only=True) as quest:
+                rows.append(quest_summary(quest))
+    return QuestList(quests=[r for r in rows if archived or not r.archived])
 
 
 def show_quest(quest: Quest) -> QuestShown:

@@ -23,6 +23,8 @@ CODES = catalogue(
               "letter or digit) whose directory under .ds/runs is not a link out of the quest."),
     # -- turns -----------------------------------------------------------------------
     ErrorCode("unknown_turn", 409, "The quest's log has no turn with that run id."),
+    ErrorCode("confirm_required", 400, "Deleting a quest needs a confirmation (ds quest delete --yes; confirm: true in "
+                                       "the body or ?confirm=true): plan says what it would remove."),
     # -- runners ---------------------------------------------------------------------
     ErrorCode("runner_not_found", 400, "The runner's agent command is not installed or not executable: install it or set "
               "runner.commands.<runner> in config.yaml."),

@@ -181,7 +181,8 @@ class QuestScheduler:
 
     def _action(self) -> Action:
         q = self.quest
-        return turns.next_action(q.state("status").status, q.state("turns"), q.state("interactions"))
+        status = q.state("status")
+        return turns.next_action(status.status, q.state("turns"), q.state("interactions"), archived=status.archived)
 
     async def _wait_for_other_host(self) -> None:
         """A turn runs elsewhere: wait for news; if its host died, record it."""

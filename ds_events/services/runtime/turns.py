@@ -116,12 +116,15 @@ def turn_prompt(quest: Quest, request: PromptRequest) -> str:
 # -- decisions --------------------------------------------------------------------------
 
 
-def next_action(status: str, turns: view.State, inbox: mailbox.State) -> Action:
-    """What the quest needs now, from its projections alone."""
+def next_action(status: str, turns: view.State, inbox: mailbox.State, *, archived: bool = False) -> Action:
+    """What the quest needs now, from its projections alone (an archived quest needs
+    nothing: it runs no turn until it is unarchived)."""
     if turns.running is not None:
         return Action(kind="busy", reason=f"turn {turns.running} is running")
     if status != "active":
         return Action(kind="idle", reason=status)
+    if archived:
+        return Action(kind="idle", reason="archived")
     if mailbox.pending_items(inbox):
         if turns.held is not None:  # the user wrote to a held turn: it runs again, with the message
             return Action(kind="retry", reason="a message for a held turn", retry_of=turns.held.run_id)
@@ -164,7 +167,8 @@ def claim_turn(
     prompt_file = prompt_service.prompt_path(quest, run_id)
     write_atomic(prompt_file, prompt.encode("utf-8"))
     with quest.transaction() as txn:
-        now = next_action(quest.state("status").status, quest.state("turns"), quest.state("interactions"))
+        now = next_action(quest.state("status").status, quest.state("turns"), quest.state("interactions"),
+                          archived=quest.state("status").archived)  # fmt: skip
         if now.kind not in ("start", "retry", "continue"):
             prompt_file.unlink(missing_ok=True)
             return None
