@@ -89,6 +89,12 @@ class Fleet:
                     self.quests.pop(quest_id, None)
                     self.tasks.pop(quest_id, None)
                     return
+                # Open the quest afresh on the next try: the failure may be its handle's
+                # (deleted and made again between two scans, its handle closed under it).
+                stale = self.quests.pop(quest_id, None)
+                if stale is not None and self.opener is None:
+                    with contextlib.suppress(Exception):
+                        stale.close()
                 error = f"{exc.code}: {exc.message}" if isinstance(exc, ServiceError) else f"{type(exc).__name__}: {exc}"
                 if error != last_error:  # say it once, not on every restart
                     print(f"scheduler {quest_id}: {error}", file=sys.stderr, flush=True)

@@ -31,11 +31,12 @@ def test_a_row_says_title_status_stage_last_event_and_the_requests_waiting_for_t
         assert msgspec.to_builtins(row) == {
             "quest_id": "qa", "title": "First quest", "status": "active", "anchor": "baseline",
             "last_seq": first.log.last_seq, "updated_at": last.ts, "open_requests": 1, "health": health,
+            "archived": False,
         }  # fmt: skip
         assert health["state"] == "waiting_for_user" and "Which baseline?" in health["summary"]
-        # The JSON keeps the order the quest list has always had (health added last).
+        # The JSON keeps the order the quest list has always had (health and archived added last).
         assert list(msgspec.to_builtins(row)) == [
-            "quest_id", "title", "status", "anchor", "last_seq", "updated_at", "open_requests", "health",
+            "quest_id", "title", "status", "anchor", "last_seq", "updated_at", "open_requests", "health", "archived",
         ]  # fmt: skip
         paused = listing.quest_summary(second)
         assert (paused.status, paused.open_requests, paused.last_seq) == ("paused", 0, second.log.last_seq)
