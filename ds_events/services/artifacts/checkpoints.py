@@ -22,6 +22,7 @@ import pygit2
 from ds_events.artifacts import git as git_ops
 from ds_events.artifacts.git import BRANCH_KINDS, BranchSpec, Rollback
 from ds_events.artifacts.validate import check_materialised, check_text, optional_id
+from ds_events.crashpoints import crashpoint
 from ds_events.errors import Conflict, Invalid, NotFound
 from ds_events.events import Event, EventDecodeError, decode_line
 from ds_events.events.artifact import BranchPrepared, GitCheckpointed, GitGraphRendered
@@ -275,7 +276,9 @@ def _checkpoint_once(quest: Quest, message: str, allow_empty: bool, branch: str 
 
     def commit(txn: StoreTransaction) -> Event:
         seq, chain_hash = _log_head(quest, txn)
+        crashpoint("mcp.checkpoint.before_commit")
         sha = git_ops.commit_staged(staged, git_ops.with_trailer(message, seq, chain_hash), undo)
+        crashpoint("mcp.checkpoint.after_commit")
         return GitCheckpointed(
             sha=sha,
             message=message,
@@ -289,6 +292,7 @@ def _checkpoint_once(quest: Quest, message: str, allow_empty: bool, branch: str 
 
     with Rollback() as undo:
         stored = append_recording(quest, undo, commit)
+    crashpoint("mcp.checkpoint.after_append")
     assert isinstance(stored, GitCheckpointed)
     git_ops.write_index(staged)
     return CheckpointResult(

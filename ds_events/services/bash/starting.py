@@ -15,6 +15,7 @@ import secrets
 
 from ds_events.bash.checks import check_env, check_seconds, resolve_workdir
 from ds_events.bash.spawn import MonitorHandle, StartSpec, spawn_monitor
+from ds_events.crashpoints import crashpoint
 from ds_events.errors import Invalid
 from ds_events.events.bash import BashSessionStarted
 from ds_events.home import Quest
@@ -63,26 +64,34 @@ def prepare_start(quest: Quest, cmd: StartSession) -> StartSpec:
 def start(quest: Quest, cmd: StartSession) -> Session:
     """Start ``cmd.command`` detached and return its session (status ``running``)."""
     spec = prepare_start(quest, cmd)
+    crashpoint("mcp.bash.before_spawn")
     handle = spawn_monitor(spec)
     try:
+        crashpoint("mcp.bash.before_started_event")
         quest.emit(_started_event(spec, handle))
+        crashpoint("mcp.bash.after_started_event")
     except BaseException:
         handle.abort()
         raise
     handle.go()
+    crashpoint("mcp.bash.after_go")
     return session_of(quest, spec.session_id)
 
 
 async def start_async(quest: Quest, cmd: StartSession) -> Session:
     """:func:`start` without blocking the event loop while the monitor comes up."""
     spec = await asyncio.to_thread(prepare_start, quest, cmd)
+    crashpoint("mcp.bash.before_spawn")
     handle = await asyncio.to_thread(spawn_monitor, spec)
     try:
+        crashpoint("mcp.bash.before_started_event")
         await quest.emit_async(_started_event(spec, handle))
+        crashpoint("mcp.bash.after_started_event")
     except BaseException:
         handle.abort()
         raise
     handle.go()
+    crashpoint("mcp.bash.after_go")
     return session_of(quest, spec.session_id)
 
 

@@ -24,6 +24,7 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from ds_events.config import RunnerConfig
+from ds_events.crashpoints import crashpoint
 from ds_events.events.runner import TurnFinished, TurnOutcome
 from ds_events.home import Quest
 from ds_events.services.runtime import turns as turns
@@ -145,6 +146,7 @@ class QuestScheduler:
                 silent = time.monotonic() - recorder.last_activity
                 if requested is not None or silent > self.config.stall_seconds:
                     stopped = requested or "stalled"
+                    crashpoint("host.stop.before_interrupt")
                     await self._interrupt(runner)
             result = task.result()
         except asyncio.CancelledError:
@@ -161,6 +163,7 @@ class QuestScheduler:
             # why the turn ended; an agent that finished its work completed it.
             stopped = self.quest.state("turns").stop_requested
         outcome, reason = _outcome(stopped, result, error, self.config.stall_seconds)
+        crashpoint("host.scheduler.before_finish")
         finished = await asyncio.to_thread(
             turns.finish_turn, self.quest, spec.run_id, outcome=outcome, reason=reason,
             exit_code=result.exit_code if result else None, usage=recorder.usage,
@@ -169,6 +172,7 @@ class QuestScheduler:
             backoff_seconds=self.config.backoff_seconds, backoff_max_seconds=self.config.backoff_max_seconds,
             actor="scheduler",
         )  # fmt: skip
+        crashpoint("host.scheduler.after_finish")
         if finished is not None:
             self.finished.append(finished)
 
