@@ -13,7 +13,9 @@ What "duplicated" means here, precisely:
   (its prompt carries it as the current request). A retry presents its failed attempt's
   messages again — same turn number, by design — but two different turns (numbers)
   never present the same message: a continuation of a crashed turn shows the crashed
-  turn's messages under "Recent conversation", not as new requests;
+  turn's messages under "Recent conversation", not as new requests (so none is lost
+  either, even when the crashed turn's agent never read its prompt: every message is in
+  the newest turn's prompt);
 - a bash session is duplicated when two ``bash.session_started`` carry the same command;
 - a commit is duplicated when two commits of the quest repository carry the same
   checkpoint message; a commit the log does not record (no ``git.checkpointed`` with its
@@ -276,6 +278,12 @@ def _check_duplicates(root: Path, events: list[dict[str, Any]], out: Outcome) ->
     for mid in inbound:
         if delivered.get(mid, 0) != 1:
             (out.duplicates if delivered.get(mid, 0) > 1 else out.problems).append(f"message {mid} delivered {delivered.get(mid, 0)} times")
+    # None is lost: a message delivered to a turn the crash cut off (its agent may never
+    # have read its prompt) is in the newest turn's prompt, under "Recent conversation".
+    last = [e for e in events if e["type"] == "runner.turn_started"][-1:]
+    prompt = (root / "quests" / "q1" / last[0]["prompt_path"]).read_text() if last else ""
+    texts = [e["content"] for e in events if e["type"] == "conversation.message" and e.get("role") == "user"]
+    out.problems += [f"message {t!r} is not in the newest turn's prompt" for t in texts if t not in prompt]
     numbers = _turn_numbers(events)
     presented: dict[str, set[int]] = {}
     for e in events:
