@@ -45,6 +45,7 @@ LAYERS: dict[str, int] = {
     "ds_events.stores": 2,
     "ds_events.migrate": 2,
     "ds_events.fdio": 2,
+    "ds_events.crashpoints": 2,
     "ds_events.paths": 2,
     "ds_events.config": 2,
     "ds_events.config_edit": 2,

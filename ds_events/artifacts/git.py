@@ -62,6 +62,8 @@ __all__ = [
     "commit_staged",
     "write_index",
     "with_trailer",
+    "log_head_trailer",
+    "undo_commit",
     "commit_all",
 ]
 
@@ -379,6 +381,22 @@ def _moved(repo: pygit2.Repository, expected: str, found: str) -> Conflict:
         expected=expected,
         found=found,
     )
+
+
+def log_head_trailer(message: str) -> tuple[int, str] | None:
+    """The ``DS-Log-Head: <seq> <hash>`` a checkpoint's message ends with, or None."""
+    last = message.rstrip().rsplit("\n", 1)[-1]
+    key, _, value = last.partition(": ")
+    seq, _, chain_hash = value.partition(" ")
+    if key != LOG_HEAD_TRAILER or not seq.isdigit() or not chain_hash:
+        return None
+    return int(seq), chain_hash.strip()
+
+
+def undo_commit(repo: pygit2.Repository, made: str, parent: str) -> None:
+    """What a checkpoint's :class:`Rollback` does when its event does not reach the log:
+    HEAD's branch back at ``parent`` if it is still at ``made``."""
+    _move_head_back(repo, made, parent)
 
 
 def _move_head_back(repo: pygit2.Repository, made: str, parent: str) -> None:

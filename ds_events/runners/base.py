@@ -21,6 +21,7 @@ from typing import Any
 
 from ds_events.bash import procs
 from ds_events.config import RunnerConfig
+from ds_events.crashpoints import crashpoint
 from ds_events.services.runtime.commands import RunResult, TurnSpec
 from ds_events.services.runtime.turns import MCP_NAMESPACES, TurnRecorder
 
@@ -110,6 +111,7 @@ class LineRunner:
     async def run(self, spec: TurnSpec, recorder: TurnRecorder) -> RunResult:
         argv = self.command(spec)
         run_dir = Path(spec.run_dir)
+        crashpoint("host.runner.before_spawn")
         proc = await start_agent(argv, cwd=self.workspace(spec), env=self.environment(spec))
         recorder.process_started(proc.pid, argv)
         try:
@@ -118,6 +120,7 @@ class LineRunner:
             with contextlib.suppress(BrokenPipeError, ConnectionResetError):
                 await proc.stdin.drain()
             proc.stdin.close()
+            crashpoint("host.runner.after_prompt_fed")
             with open(run_dir / "stdout.jsonl", "wb") as out, open(run_dir / "stderr.log", "wb") as err:
                 await asyncio.gather(
                     self._read_stdout(proc.stdout, out, recorder), _copy(proc.stderr, err, recorder)

@@ -43,6 +43,7 @@ if TYPE_CHECKING:
         git_graph as git_graph,
         prepare_branch as prepare_branch,
         render_git_graph as render_git_graph,
+        undo_unrecorded_checkpoints as undo_unrecorded_checkpoints,
     )
     from .commands import (
         Arxiv as Arxiv,
@@ -151,6 +152,7 @@ __all__, __getattr__ = lazy_exports(__name__, {
     ),
     "checkpoints": (
         "BRANCH_KINDS", "checkpoint", "prepare_branch", "render_git_graph", "git_graph", "append_recording",
+        "undo_unrecorded_checkpoints",
     ),
     "arxiv": (
         "Fetcher", "DEFAULT_API_URL", "api_url", "read_arxiv", "read_paper", "normalise_paper_id", "parse_atom",

@@ -22,6 +22,7 @@ import pygit2
 from ds_events.artifacts import git as git_ops
 from ds_events.artifacts.git import BRANCH_KINDS, BranchSpec, Rollback
 from ds_events.artifacts.validate import check_materialised, check_text, optional_id
+from ds_events.crashpoints import crashpoint
 from ds_events.errors import Conflict, Invalid, NotFound
 from ds_events.events import Event, EventDecodeError, decode_line
 from ds_events.events.artifact import BranchPrepared, GitCheckpointed, GitGraphRendered
@@ -40,6 +41,7 @@ __all__ = [
     "render_git_graph",
     "git_graph",
     "append_recording",
+    "undo_unrecorded_checkpoints",
 ]
 
 _MAX_MESSAGE = 5000
@@ -261,6 +263,7 @@ def _checkpoint_once(quest: Quest, message: str, allow_empty: bool, branch: str 
     repo, worktree = _open_target(quest, state, target)
     if worktree is None and not repo.head_is_detached:
         target = repo.head.shorthand  # whatever the quest root has checked out (normally main)
+    _undo_unrecorded(quest, repo)
     staged = git_ops.stage_tree(repo, max_bytes)  # the long part, outside the lock
     parent = str(staged.parent.id)
     skipped: list[dict[str, Any]] = [dict(s) for s in staged.skipped]  # as the event and the answer carry them
@@ -275,7 +278,9 @@ def _checkpoint_once(quest: Quest, message: str, allow_empty: bool, branch: str 
 
     def commit(txn: StoreTransaction) -> Event:
         seq, chain_hash = _log_head(quest, txn)
+        crashpoint("mcp.checkpoint.before_commit")
         sha = git_ops.commit_staged(staged, git_ops.with_trailer(message, seq, chain_hash), undo)
+        crashpoint("mcp.checkpoint.after_commit")
         return GitCheckpointed(
             sha=sha,
             message=message,
@@ -289,6 +294,7 @@ def _checkpoint_once(quest: Quest, message: str, allow_empty: bool, branch: str 
 
     with Rollback() as undo:
         stored = append_recording(quest, undo, commit)
+    crashpoint("mcp.checkpoint.after_append")
     assert isinstance(stored, GitCheckpointed)
     git_ops.write_index(staged)
     return CheckpointResult(
@@ -301,6 +307,49 @@ def _checkpoint_once(quest: Quest, message: str, allow_empty: bool, branch: str 
         skipped_total=staged.skipped_total,
         seq=stored.seq,
     )
+
+
+def undo_unrecorded_checkpoints(quest: Quest) -> list[str]:
+    """Undo the checkpoint commits a killed process left unrecorded, on the quest root and
+    every branch worktree (a restarted host runs it); returns their shas."""
+    state = quest.state("artifacts")
+    repos = [quest.repo()]
+    for info in state.branches.values():
+        if info.worktree is not None and (quest.root / info.worktree / ".git").exists():
+            repos.append(pygit2.Repository(str(quest.root / info.worktree)))
+    return [sha for repo in repos if (sha := _undo_unrecorded(quest, repo)) is not None]
+
+
+def _undo_unrecorded(quest: Quest, repo: pygit2.Repository) -> str | None:
+    """Undo a checkpoint commit the log never recorded: a process killed (kill -9) between
+    its commit and its ``git.checkpointed`` could not run its :class:`Rollback`, and left
+    the branch on a commit no event names. The commit's trailer says the log's head when
+    it was made (seq S, under the lock that also appended its event), so its event is
+    seq S+1 or it does not exist. Checked under the lock: no checkpoint is between its
+    commit and its event meanwhile. Without this the next checkpoint would build on the
+    unrecorded commit (or find nothing to commit)."""
+    if repo.head_is_unborn:
+        return None
+    head = repo.head.peel(pygit2.Commit)
+    trailer = git_ops.log_head_trailer(head.message)
+    if trailer is None or len(head.parent_ids) != 1:
+        return None
+    state = quest.state("artifacts")
+    if str(head.id) in {c.sha for c in state.checkpoints} | {b.head_sha for b in state.branches.values()}:
+        return None
+    with quest.transaction():
+        if str(repo.head.peel(pygit2.Commit).id) != str(head.id):
+            return None
+        for _seq, line in quest.log.iter_lines(after_seq=trailer[0]):
+            try:
+                event = decode_line(line)
+            except EventDecodeError:
+                break
+            if isinstance(event, GitCheckpointed) and event.sha == str(head.id):
+                return None  # recorded
+            break
+        git_ops.undo_commit(repo, str(head.id), str(head.parent_ids[0]))
+    return str(head.id)
 
 
 def _log_head(quest: Quest, txn: StoreTransaction) -> tuple[int, str]:

@@ -21,6 +21,7 @@ import secrets
 
 from ds_events.bash.checks import check_env, check_seconds, resolve_workdir
 from ds_events.bash.spawn import MonitorHandle, StartSpec, spawn_monitor
+from ds_events.crashpoints import crashpoint
 from ds_events.errors import Conflict, Invalid
 from ds_events.events.bash import BashSessionStarted
 from ds_events.home import Quest
@@ -95,9 +96,12 @@ def start(quest: Quest, cmd: StartSession) -> Session:
     if reused is not None:
         return reused
     spec = prepare_start(quest, cmd)
+    crashpoint("mcp.bash.before_spawn")
     handle = spawn_monitor(spec)
     try:
+        crashpoint("mcp.bash.before_started_event")
         winner = _record_start(quest, spec, handle)
+        crashpoint("mcp.bash.after_started_event")
     except BaseException:
         handle.abort()
         raise
@@ -105,6 +109,7 @@ def start(quest: Quest, cmd: StartSession) -> Session:
         handle.abort()
         return winner
     handle.go()
+    crashpoint("mcp.bash.after_go")
     return session_of(quest, spec.session_id)
 
 
@@ -119,13 +124,16 @@ async def start_or_reuse_async(quest: Quest, cmd: StartSession) -> tuple[Session
     if reused is not None:
         return reused, True
     spec = await asyncio.to_thread(prepare_start, quest, cmd)
+    crashpoint("mcp.bash.before_spawn")
     handle = await asyncio.to_thread(spawn_monitor, spec)
     try:
+        crashpoint("mcp.bash.before_started_event")
         if spec.idempotency_key is None:
             await quest.emit_async(_started_event(spec, handle))
             winner = None
         else:
             winner = await asyncio.to_thread(_record_start, quest, spec, handle)
+        crashpoint("mcp.bash.after_started_event")
     except BaseException:
         handle.abort()
         raise
@@ -133,6 +141,7 @@ async def start_or_reuse_async(quest: Quest, cmd: StartSession) -> tuple[Session
         handle.abort()
         return winner, True
     handle.go()
+    crashpoint("mcp.bash.after_go")
     return session_of(quest, spec.session_id), False
 
 

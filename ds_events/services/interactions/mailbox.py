@@ -42,6 +42,7 @@ import asyncio
 import hashlib
 import time
 
+from ds_events.crashpoints import crashpoint
 from ds_events.errors import Conflict, NotFound
 from ds_events.events import Event, new_event_id
 from ds_events.events.interaction import InteractionReplied, InteractionSent, InteractionSuperseded, MailboxDelivered
@@ -117,7 +118,9 @@ def interact(quest: Quest, cmd: Interact, *, consumer: str = "") -> InteractResu
         if batch is not None:
             events.append(batch)
         if events:
+            crashpoint("mcp.interact.before_append")
             txn.append(events)
+    crashpoint("mcp.interact.after_append", when=bool(events))
     state = quest.state("interactions")
     delivered = [InboundMessage.of(state.inbound[i]) for i in batch.message_ids] if batch is not None else []
     record = state.interactions.get(interaction_id) if interaction_id else None

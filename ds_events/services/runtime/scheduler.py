@@ -24,8 +24,11 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from ds_events.config import RunnerConfig
+from ds_events.crashpoints import crashpoint
 from ds_events.events.runner import TurnFinished, TurnOutcome
 from ds_events.home import Quest
+from ds_events.services.artifacts import undo_unrecorded_checkpoints
+from ds_events.services.bash import reconcile as reconcile_sessions
 from ds_events.services.runtime import turns as turns
 from ds_events.services.runtime.commands import Action, PromptBuilder, RunResult, TurnSpec
 from ds_events.services.runtime.turns import Host, TurnRecorder
@@ -82,6 +85,7 @@ class QuestScheduler:
         """Run turns until the quest needs none (or ``max_turns`` ran); returns the
         turns' end records."""
         await asyncio.to_thread(turns.recover_turns, self.quest, grace_seconds=self.config.kill_grace_seconds)
+        await asyncio.to_thread(_heal, self.quest)
         ran = 0
         while max_turns is None or ran < max_turns:
             action = self._action()
@@ -100,6 +104,7 @@ class QuestScheduler:
     async def serve(self) -> None:
         """Run turns whenever the quest needs one, forever (cancel to stop)."""
         await asyncio.to_thread(turns.recover_turns, self.quest, grace_seconds=self.config.kill_grace_seconds)
+        await asyncio.to_thread(_heal, self.quest)
         while True:
             action = self._action()
             if action.kind == "idle":
@@ -145,6 +150,7 @@ class QuestScheduler:
                 silent = time.monotonic() - recorder.last_activity
                 if requested is not None or silent > self.config.stall_seconds:
                     stopped = requested or "stalled"
+                    crashpoint("host.stop.before_interrupt")
                     await self._interrupt(runner)
             result = task.result()
         except asyncio.CancelledError:
@@ -161,6 +167,7 @@ class QuestScheduler:
             # why the turn ended; an agent that finished its work completed it.
             stopped = self.quest.state("turns").stop_requested
         outcome, reason = _outcome(stopped, result, error, self.config.stall_seconds)
+        crashpoint("host.scheduler.before_finish")
         finished = await asyncio.to_thread(
             turns.finish_turn, self.quest, spec.run_id, outcome=outcome, reason=reason,
             exit_code=result.exit_code if result else None, usage=recorder.usage,
@@ -169,6 +176,7 @@ class QuestScheduler:
             backoff_seconds=self.config.backoff_seconds, backoff_max_seconds=self.config.backoff_max_seconds,
             actor="scheduler",
         )  # fmt: skip
+        crashpoint("host.scheduler.after_finish")
         if finished is not None:
             self.finished.append(finished)
 
@@ -202,6 +210,14 @@ class QuestScheduler:
             pass
         finally:
             await follower.aclose()  # now, not at collection
+
+
+def _heal(quest: Quest) -> None:
+    """What a killed process could not finish, on a host's start: shell sessions left
+    recorded running with their monitor gone (``bash.session_lost``), and a checkpoint
+    commit made but never recorded (undone, as its rollback would have)."""
+    reconcile_sessions(quest)
+    undo_unrecorded_checkpoints(quest)
 
 
 def _outcome(stopped: str | None, result: RunResult | None, error: str, stall_seconds: float) -> tuple[TurnOutcome, str]:

@@ -31,6 +31,7 @@ from typing import Any, TypeVar
 import msgspec
 
 from ds_events.bash import procs
+from ds_events.crashpoints import crashpoint
 from ds_events.errors import Conflict
 from ds_events.events import Event, new_event_id
 from ds_events.events.base import ts_seconds
@@ -165,7 +166,9 @@ def claim_turn(
     prompt = build_prompt(quest, request)
     directory = run_dir(quest, run_id)
     prompt_file = prompt_service.prompt_path(quest, run_id)
+    crashpoint("host.claim.before_prompt_write")
     write_atomic(prompt_file, prompt.encode("utf-8"))
+    crashpoint("host.claim.after_prompt_write")
     with quest.transaction() as txn:
         now = next_action(quest.state("status").status, quest.state("turns"), quest.state("interactions"),
                           archived=quest.state("status").archived)  # fmt: skip
@@ -188,7 +191,9 @@ def claim_turn(
                 message_seqs=[m.seq for m in fresh], consumer=f"turn:{run_id}",
             )  # fmt: skip
             batch.append(delivered)
+        crashpoint("host.claim.before_append")
         txn.append(batch)
+    crashpoint("host.claim.after_append")
     record = quest.state("turns").turns[run_id]
     return TurnSpec(
         quest_id=quest.id, quest_root=str(quest.root), home=str(quest.home.root), run_id=run_id,
@@ -228,25 +233,34 @@ class TurnRecorder:
             pid=pid, pgid=pgid, start_time=procs.start_time(pid), boot_id=procs.boot_id(), command=list(command)
         )
         self.process = event
+        crashpoint("host.runner.before_process_event")
         self._emit(event)
+        crashpoint("host.runner.after_process_event")
 
     def agent_message(self, text: str, message_id: str = "") -> None:
         if text.strip():
             self.messages += 1
+            crashpoint("host.recorder.agent_message.before_append")
             self._emit(AgentMessage(text=text, message_id=message_id))
+            crashpoint("host.recorder.agent_message.after_append")
 
     def reasoning(self, text: str) -> None:
         if text.strip():
             self._emit(Reasoning(text=text))
+            crashpoint("host.recorder.reasoning.after_append")
 
     def tool_call(self, call_id: str, tool: str, arguments: Any = None, *, server: str = "") -> None:
         self.tool_calls += 1
         value, _ = bounded(arguments)
+        crashpoint("host.recorder.tool_call.before_append")
         self._emit(RunnerToolCall(call_id=call_id, tool=tool, arguments=value, server=server))
+        crashpoint("host.recorder.tool_call.after_append")
 
     def tool_result(self, call_id: str, ok: bool, output: Any = None) -> None:
         value, cut = bounded(output)
+        crashpoint("host.recorder.tool_result.before_append")
         self._emit(RunnerToolResult(call_id=call_id, status="ok" if ok else "error", output=value, truncated=cut))
+        crashpoint("host.recorder.tool_result.after_append")
 
     def add_usage(self, usage: dict[str, Any]) -> None:
         self.touch()
@@ -295,7 +309,11 @@ def finish_turn(
                 backoff_max_seconds=backoff_max_seconds, actor=actor,
             )  # fmt: skip
             batch.append(then)
+            crashpoint("host.finish.retry_built")
+        crashpoint("host.finish.before_append")
         txn.append(batch)
+    crashpoint("host.finish.after_append")
+    crashpoint("host.finish.retry_after_append", when=len(batch) > 1)
     return finished
 
 
@@ -306,13 +324,16 @@ def recover_turns(quest: Quest, *, grace_seconds: float = 5.0) -> list[TurnFinis
     record = view.running_turn(quest.state("turns"))
     if record is None or _host_of(record).alive():
         return []
+    crashpoint("host.recover.before_kill")
     _kill_group(record, grace_seconds)
     with quest.transaction() as txn:
         current = view.running_turn(quest.state("turns"))
         if current is None or current.run_id != record.run_id:
             return []
         finished = TurnFinished(run_id=record.run_id, outcome="interrupted", reason="host_died", actor="scheduler")
+        crashpoint("host.recover.before_append")
         txn.append(finished)
+    crashpoint("host.recover.after_append")
     return [finished]
 
 
@@ -323,7 +344,9 @@ def stop_runner(quest: Quest, *, grace_seconds: float = 5.0) -> str | None:
     record = view.running_turn(quest.state("turns"))
     if record is None or record.pgid is None:
         return None
+    crashpoint("host.stop.before_signal")
     _kill_group(record, grace_seconds)
+    crashpoint("host.stop.after_signal")
     return record.run_id
 
 
