@@ -17,7 +17,8 @@ def ds(home: Home, *argv: str) -> subprocess.CompletedProcess[str]:
 
 def test_the_registry_is_verified_and_replayed_from_the_cli(home: Home, quest: Quest) -> None:
     none = ds(home, "verify", "--registry")
-    assert none.returncode == 1 and "no baseline registry" in none.stderr
+    # A fresh home has no registry yet: nothing to verify is not a failure (repair agrees).
+    assert none.returncode == 0 and "no baseline registry" in none.stdout, none.stdout + none.stderr
     for i in range(3):
         artifacts.publish_baseline(quest, PublishBaseline(payload={"baseline_id": f"b{i}", "name": f"B{i}"}))
     ok = ds(home, "verify", "--registry")
