@@ -49,6 +49,7 @@ __all__ = [
     "PromptBudgets",
     "ConfigFile",
     "parse_config",
+    "unknown_key",
     "check_store_url",
     "parse_store_setting",
     "DEFAULT_ARXIV_API_URL",
@@ -294,6 +295,19 @@ class ConfigFile:
             return config
 
 
+def unknown_key(key: str, where: str, known: list[str], path: Path) -> Invalid:
+    """The ``bad_config`` error for a key the file may not have: ``where`` is its section
+    ("" for the top), ``known`` the keys that section takes (``ds config get`` says the
+    same words as the loader)."""
+    return Invalid(
+        f"{path}: unknown key {key!r}" + (f"; {where or 'the file'} takes {', '.join(known)}" if known else ""),
+        code="bad_config",
+        key=key,
+        file=str(path),
+        allowed=known,
+    )
+
+
 # -- private helpers ----------------------------------------------------------------------
 
 _STORE_URL = re.compile(r"^postgres(?:ql)?://\S*$")
@@ -312,14 +326,7 @@ def _bad_value(text: str, path: Path) -> Invalid:
     unknown = _UNKNOWN.match(text)
     if unknown:
         key = f"{where}.{unknown.group('field')}" if where else unknown.group("field")
-        known = _known_keys(where)
-        return Invalid(
-            f"{path}: unknown key {key!r}" + (f"; {where or 'the file'} takes {', '.join(known)}" if known else ""),
-            code="bad_config",
-            key=key,
-            file=str(path),
-            allowed=known,
-        )
+        return unknown_key(key, where, _known_keys(where), path)
     enum = _ENUM.match(text)
     if enum:
         allowed = list(_literal_values(where))

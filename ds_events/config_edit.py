@@ -22,7 +22,7 @@ from typing import Any
 
 import msgspec
 
-from .config import Config, parse_config
+from .config import Config, parse_config, unknown_key
 from .errors import Invalid
 from .paths import write_atomic
 
@@ -59,10 +59,10 @@ def get_value(config: Config, key: str, path: Path) -> Any:
         if cls is None:
             if free and i == len(parts) - 1:
                 return value.get(part) if isinstance(value, dict) else None
-            raise _unknown(".".join(parts[: i + 1]), ".".join(parts[:i]), [], path)
+            raise unknown_key(".".join(parts[: i + 1]), ".".join(parts[:i]), [], path)
         fields = {f.encode_name: f for f in msgspec.structs.fields(cls)}
         if part not in fields:
-            raise _unknown(".".join(parts[: i + 1]), ".".join(parts[:i]), list(fields), path)
+            raise unknown_key(".".join(parts[: i + 1]), ".".join(parts[:i]), list(fields), path)
         cls, free = _struct_of(fields[part].type), _is_free_mapping(fields[part].type)
         value = value.get(part) if isinstance(value, dict) else None
     return value
@@ -119,18 +119,6 @@ def _split(key: str, path: Path) -> list[str]:
     if not key or any(not p for p in parts):
         raise Invalid(f"{path}: {key!r} is not a key: use dotted names such as runner.max_attempts", code="bad_config", key=key)
     return parts
-
-
-def _unknown(key: str, where: str, known: list[str], path: Path) -> Invalid:
-    # The loader's words for an unknown key (ds_events.config._bad_value), so `ds config
-    # get` and a config file with the same key fail alike.
-    return Invalid(
-        f"{path}: unknown key {key!r}" + (f"; {where or 'the file'} takes {', '.join(known)}" if known else ""),
-        code="bad_config",
-        key=key,
-        file=str(path),
-        allowed=known,
-    )
 
 
 def _struct_of(annotation: Any) -> type[msgspec.Struct] | None:
