@@ -185,7 +185,10 @@ def control(home: Home, quest_id: str, action: str, reason: str) -> None:
     """
     with open_quest(home, quest_id) as q:
         already = _ALREADY.get(action)
-        if already is not None and q.state("status").status == already:  # nothing would change: say so, record nothing
+        # A resume of an active quest whose failed turn is held for the user runs that turn
+        # again (projections.turns), so it is not "nothing to do".
+        held = action == "resume" and q.state("turns").held is not None
+        if already is not None and q.state("status").status == already and not held:  # nothing would change: say so, record nothing
             hint = f" — `ds run {quest_id}` runs its turns" if action == "resume" else ""
             out(f"nothing to do: the quest is {already} already{hint}")
             return

@@ -5,6 +5,7 @@ non-loopback address without a token is refused."""
 from __future__ import annotations
 
 import asyncio
+import json
 import signal
 import subprocess
 import sys
@@ -33,9 +34,9 @@ async def test_events_from_an_mcp_process_and_ds_message_reach_an_sse_client_liv
                 async with mcp.Client(params) as c:
                     written = await c.call_tool("write", {"kind": "knowledge", "title": "Warmup avoids early divergence", "body": "500 steps."})
                     assert not written.is_error
-                done = await asyncio.to_thread(subprocess.run, [*DS, "message", "q1", "from the cli"], env=ds_env(home), capture_output=True, text=True, timeout=60)
+                done = await asyncio.to_thread(subprocess.run, [*DS, "message", "q1", "from the cli", "--json"], env=ds_env(home), capture_output=True, text=True, timeout=60)
                 assert done.returncode == 0, done.stderr
-                message_seq = int(done.stdout.strip())
+                message_seq = json.loads(done.stdout)["seq"]
                 seen = []
                 async for f in frames(resp, timeout=30):
                     seen.append(f)

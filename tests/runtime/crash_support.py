@@ -17,9 +17,13 @@ What "duplicated" means here, precisely:
   either, even when the crashed turn's agent never read its prompt: every message is in
   the newest turn's prompt);
 - a bash session is duplicated when two ``bash.session_started`` carry the same command;
-- a commit is duplicated when two commits of the quest repository carry the same
-  checkpoint message; a commit the log does not record (no ``git.checkpointed`` with its
-  sha) is an orphan commit, also a problem.
+- a commit is duplicated when two checkpoint commits of the quest repository make the
+  same change (the same paths to the same blobs): a retried step that checkpoints again
+  after its first answer was lost commits only what changed since (SUMMARY.md's health
+  line), which is not the same work twice; a commit the log does not record (no
+  ``git.checkpointed`` with its sha) is an orphan commit, also a problem;
+- the bash job carries an idempotency key, as a model retrying a step should, so the
+  retry of a turn whose server died after recording the session gets that session back.
 """
 
 from __future__ import annotations
@@ -56,7 +60,7 @@ _WORK = f"""
       - call: memory.write
         args: {{kind: knowledge, title: "Crash matrix note", body: "written once by the turn"}}
       - call: bash_exec.bash_exec
-        args: {{command: "{JOB}", mode: detach, timeout_seconds: 60}}
+        args: {{command: "{JOB}", mode: detach, timeout_seconds: 60, idempotency_key: crash-matrix-job}}
         save: job
       - call: bash_exec.bash_exec
         args: {{mode: await, id: "{{{{job.id}}}}", wait_timeout_seconds: 60}}
@@ -300,6 +304,7 @@ def _check_duplicates(root: Path, events: list[dict[str, Any]], out: Outcome) ->
     recorded = {e["sha"] for e in events if e["type"] == "git.checkpointed"}
     seen: set[str] = set()
     mine = 0
+    changes: dict[frozenset[tuple[str, str]], int] = {}
     for ref in repo.references:
         if not ref.startswith("refs/heads/"):
             continue
@@ -309,11 +314,21 @@ def _check_duplicates(root: Path, events: list[dict[str, Any]], out: Outcome) ->
             seen.add(str(commit.id))
             if commit.message.startswith(CHECKPOINT_MESSAGE):
                 mine += 1
+                change = _change(repo, commit)
+                changes[change] = changes.get(change, 0) + 1
                 if str(commit.id) not in recorded:
                     out.problems.append(f"commit {str(commit.id)[:10]} is not recorded in the log (orphan commit)")
-    if mine > 1:
-        out.duplicates.append(f"{mine} checkpoint commits")
+    repeated = sum(n - 1 for n in changes.values() if n > 1)
+    if repeated:
+        out.duplicates.append(f"{repeated} checkpoint commit(s) repeating an earlier one's change ({mine} in all)")
     out.problems += [f"duplicate: {d}" for d in out.duplicates]
+
+
+def _change(repo: pygit2.Repository, commit: pygit2.Commit) -> frozenset[tuple[str, str]]:
+    """What ``commit`` changed against its first parent: (path, new blob id) pairs."""
+    parent = commit.parents[0].tree if commit.parents else None
+    diff = repo.diff(parent, commit.tree) if parent is not None else commit.tree.diff_to_tree(swap=True)
+    return frozenset((d.delta.new_file.path, str(d.delta.new_file.id)) for d in diff)
 
 
 def _check_stale_sessions(home: Home, out: Outcome) -> None:
