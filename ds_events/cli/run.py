@@ -150,6 +150,10 @@ def _why_idle(quest: Quest, *, max_turns: int | None) -> tuple[str, str]:
     action = next_action(quest.state("status").status, quest.state("turns"), quest.state("interactions"),
                          archived=quest.state("status").archived)  # fmt: skip
     if action.kind == "idle":
+        if quest.state("turns").held is not None and action.reason not in _STATUS_REASONS:
+            # A failed turn waits for the user: the health summary says what failed and
+            # what runs it again (not "no message is queued").
+            return "failed", quest_service.quest_health(quest).summary
         code = action.reason if action.reason in _STATUS_REASONS else "nothing_queued"
         return code, idle_sentence(quest.id, code)
     if max_turns is not None:

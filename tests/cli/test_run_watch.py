@@ -103,6 +103,24 @@ def test_ds_run_says_why_nothing_runs(home: Home, capsys, tmp_path) -> None:
                        "idle": {"reason": "completed", "message": out.removeprefix("nothing to run: ")}}  # fmt: skip
 
 
+def test_ds_run_on_a_quest_whose_failed_turn_is_held_says_what_failed(home: Home, capsys, tmp_path) -> None:
+    from ds_events.events.runner import TurnFailure, TurnFinished, TurnHeld, TurnStarted
+
+    traj = trajectory(tmp_path, [{"say": "x"}])
+    ok(capsys, "quest", "new", "--title", "Held", "--id", "held")
+    failure = TurnFailure(failure_class="deterministic", cause="refused_call", tool="artifact.record", call_id="call-2",
+                          error="invalid_metrics")  # fmt: skip
+    with home.open_quest("held") as q:
+        q.emit(TurnStarted(run_id="run-1", runner="scripted", skill="scout"))
+        q.emit(TurnFinished(run_id="run-1", outcome="failed", reason="exit 1"))
+        q.emit(TurnHeld(run_id="run-1", attempt=1, max_attempts=3, reason="artifact.record refused", failure=failure))
+    out = ok(capsys, "run", "held", "--runner", "scripted", "--trajectory", traj).strip()
+    assert out.startswith("nothing to run: failed: attempt 1 of 3 — artifact.record refused"), out
+    assert "ds control held resume" in out and "no message is queued" not in out
+    summary = json.loads(ok(capsys, "run", "held", "--runner", "scripted", "--trajectory", traj, "--json").strip())
+    assert summary["idle"] == {"reason": "failed", "message": out.removeprefix("nothing to run: ")}
+
+
 def test_ds_run_refuses_quiet_with_json(home: Home, capsys) -> None:
     ok(capsys, "quest", "new", "--title", "Flags", "--id", "fl")
     fails(capsys, "run", "fl", "--quiet", "--json", code=2, says="--quiet and --json")
