@@ -3,7 +3,7 @@ were tested with, the free disk a home needs, and how long each probe may take.
 
 The tested ranges come from what the repository pins and records:
 
-- codex: ``fixtures/install_codex.sh`` installs ``@openai/codex`` 0.169.0, the version
+- codex: ``fixtures/install_agent.sh codex`` installs ``@openai/codex`` 0.169.0, the version
   the end-to-end tests and the codex runner's config (tool namespaces ``mcp__<server>``,
   ``wire_api = "responses"``) were written against; later minor versions are untested.
 - claude: ``fixtures/claude/stream.jsonl`` was recorded from Claude Code 2.0.50
@@ -49,7 +49,7 @@ class VersionRange(msgspec.Struct, frozen=True, kw_only=True):
 
 
 TESTED: dict[str, VersionRange] = {
-    "codex": VersionRange(low="0.169.0", below="0.170.0", source="fixtures/install_codex.sh pins @openai/codex 0.169.0"),
+    "codex": VersionRange(low="0.169.0", below="0.170.0", source="fixtures/install_agent.sh pins @openai/codex 0.169.0"),
     "claude": VersionRange(low="2.0.0", below="3.0.0", source="fixtures/claude/stream.jsonl was recorded from Claude Code 2.0.50"),
 }
 ACP_PROTOCOL_VERSION = 1  # acp.PROTOCOL_VERSION of the SDK we pin (tests check they agree)

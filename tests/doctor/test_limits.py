@@ -22,8 +22,8 @@ def test_the_version_is_the_first_dotted_number_printed(printed: str, version: s
     assert parse_version(printed) == version
 
 
-def test_the_codex_range_holds_the_version_install_codex_pins() -> None:
-    pinned = re.search(r'CODEX_VERSION="\$\{DS_CODEX_VERSION:-([0-9.]+)\}"', (REPO / "fixtures" / "install_codex.sh").read_text())
+def test_the_codex_range_holds_the_version_install_agent_pins() -> None:
+    pinned = re.search(r'VERSION="\$\{DS_CODEX_VERSION:-([0-9.]+)\}"', (REPO / "fixtures" / "install_agent.sh").read_text())
     assert pinned is not None and TESTED["codex"].holds(pinned.group(1))
     assert not TESTED["codex"].holds("0.168.9") and not TESTED["codex"].holds("0.170.0")
 
