@@ -286,6 +286,7 @@ class Quest:
         self._read_only = read_only
         self._reopening = threading.Lock()
         self._retired: list[EventStore] = []  # replaced handles: another thread may still read one
+        self.closed = False  # closed (by its owner, or by a deletion of the quest)
         # On a shared store this machine may not have the quest's repository yet: its
         # files are projections of the store's log, written here on first open.
         fresh = not read_only and not self.root.is_dir()
@@ -410,6 +411,7 @@ class Quest:
         return pygit2.Repository(str(self.root))
 
     def close(self) -> None:
+        self.closed = True
         for log in (*self._retired, self.log):
             log.close()
 

@@ -132,7 +132,9 @@ async def _run(
         # The scheduler works on the hub's open quests (the hub exists from the runner's
         # setup on): each is opened once, and a message posted over HTTP wakes its
         # scheduler at once (the same log handle).
-        fleet = Fleet(home, opener=running_hub(app).quest, quest_ids=quest_ids, **turns)
+        hub = running_hub(app)
+        fleet = Fleet(home, opener=hub.quest, quest_ids=quest_ids, **turns)
+        hub.hosts.append(fleet)  # a quest deleted over HTTP is let go of first
         fleet_task = asyncio.create_task(fleet.run())
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()

@@ -6,6 +6,10 @@ its log to move and runs a turn when the quest needs one. New quests are picked 
 scan of the home every ``scan_seconds``. A scheduler that fails (a runner that cannot be
 built from the config, a bug) is reported on stderr and started again after a pause, so
 one broken quest never stops the others.
+
+A quest about to be deleted is let go first (:meth:`Fleet.let_go`: its scheduler is
+cancelled and awaited, unless it is in a turn), so nothing of it touches the quest while
+it goes, and a quest made again under the same id gets a scheduler of its own.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from typing import Any
 
 from ds_events.errors import ServiceError
 from ds_events.home import Home, Quest
+from ds_events.services.runtime.scheduler import QuestScheduler
 
 from . import scheduler_for
 
@@ -49,6 +54,8 @@ class Fleet:
         self.restart_seconds = restart_seconds
         self.tasks: dict[str, asyncio.Task[None]] = {}
         self.quests: dict[str, Quest] = {}
+        self.schedulers: dict[str, QuestScheduler] = {}
+        self.held: set[str] = set()  # let go of (being deleted): not hosted until taken back
 
     async def run(self) -> None:
         """Keep a scheduler running for every quest, forever (cancel to stop)."""
@@ -65,13 +72,37 @@ class Fleet:
             self.only.append(quest_id)
         self.scan()
 
+    async def let_go(self, quest_id: str) -> bool:
+        """Stop hosting ``quest_id`` before it is deleted: its scheduler is cancelled and
+        awaited, and scans leave the quest alone until :meth:`take_back`. A scheduler in a
+        turn is left running (False): the deletion refuses a quest whose turn runs. One
+        claiming a turn or winding one up (its files, its retry) is waited for."""
+        scheduler = self.schedulers.get(quest_id)
+        while scheduler is not None and scheduler.in_turn:
+            if scheduler.quest.state("turns").running is not None:
+                return False
+            await asyncio.sleep(0.05)
+        self.held.add(quest_id)
+        task = self.tasks.pop(quest_id, None)
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        self._drop(quest_id)
+        return True
+
+    def take_back(self, quest_id: str) -> None:
+        """Host ``quest_id`` again if it is (still, or again) there."""
+        self.held.discard(quest_id)
+        self.scan()
+
     def scan(self) -> None:
         present = self.home.quest_ids()
         for quest_id in [q for q in self.tasks if q not in present]:  # deleted (ds quest delete): stop hosting it
             self.tasks.pop(quest_id).cancel()
-            self.quests.pop(quest_id, None)
+            self._drop(quest_id)
         for quest_id in self.only if self.only is not None else present:
-            if quest_id not in self.tasks and quest_id in present:
+            if quest_id not in self.tasks and quest_id in present and quest_id not in self.held:
                 self.tasks[quest_id] = asyncio.create_task(self._host(quest_id), name=f"scheduler:{quest_id}")
 
     async def _host(self, quest_id: str) -> None:
@@ -80,27 +111,35 @@ class Fleet:
             try:
                 if quest_id not in self.quests:
                     self.quests[quest_id] = await asyncio.to_thread(self._open, quest_id)
-                scheduler = scheduler_for(self.quests[quest_id], **self.options)
+                scheduler = self.schedulers[quest_id] = scheduler_for(self.quests[quest_id], **self.options)
                 await scheduler.serve()
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # keep the other quests running
                 if quest_id not in self.home.quest_ids():  # deleted under it: nothing to host, nothing to say
-                    self.quests.pop(quest_id, None)
+                    self._drop(quest_id)
                     self.tasks.pop(quest_id, None)
                     return
                 # Open the quest afresh on the next try: the failure may be its handle's
-                # (deleted and made again between two scans, its handle closed under it).
-                stale = self.quests.pop(quest_id, None)
-                if stale is not None and self.opener is None:
-                    with contextlib.suppress(Exception):
-                        stale.close()
+                # (deleted by another process and made again between two scans).
+                stale = self.quests.get(quest_id)
+                self._drop(quest_id)
+                if stale is not None and stale.closed:  # closed under it (deleted): no fault of its own
+                    continue
                 error = f"{exc.code}: {exc.message}" if isinstance(exc, ServiceError) else f"{type(exc).__name__}: {exc}"
                 if error != last_error:  # say it once, not on every restart
                     print(f"scheduler {quest_id}: {error}", file=sys.stderr, flush=True)
                 last_error = error
             await asyncio.sleep(pause)
             pause = min(pause * 2, 60.0)
+
+    def _drop(self, quest_id: str) -> None:
+        """Forget the quest's scheduler and handle (closing the handle if it is ours)."""
+        self.schedulers.pop(quest_id, None)
+        quest = self.quests.pop(quest_id, None)
+        if quest is not None and self.opener is None:
+            with contextlib.suppress(Exception):
+                quest.close()
 
     def _open(self, quest_id: str) -> Quest:
         if self.opener is not None:
@@ -115,7 +154,5 @@ class Fleet:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
         self.tasks.clear()
-        if self.opener is None:
-            for quest in self.quests.values():
-                quest.close()
-        self.quests.clear()
+        for quest_id in list(self.quests):
+            self._drop(quest_id)

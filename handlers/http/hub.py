@@ -24,7 +24,7 @@ import contextlib
 import functools
 import threading
 from collections.abc import AsyncIterator, Callable
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from ds_events.errors import LogError
 from ds_events.events import Event
@@ -101,6 +101,14 @@ class _Follower:
             self.subscribers.clear()
 
 
+class QuestHost(Protocol):
+    """Something that hosts turns on the hub's quests (:class:`~ds_events.runners.fleet.Fleet`)."""
+
+    async def let_go(self, quest_id: str) -> bool: ...
+
+    def take_back(self, quest_id: str) -> None: ...
+
+
 class Hub:
     """The daemon's open quests, the worker threads their calls run on, and one log
     follower per streamed quest."""
@@ -128,6 +136,9 @@ class Hub:
         self._locks_guard = threading.Lock()
         self._opening: dict[str, threading.Lock] = {}
         self._memory_locks: dict[str, threading.Lock] = {}
+        # What hosts turns on these quests in this process (``ds serve``'s Fleet): let go
+        # of a quest before it is deleted (see :meth:`letting_go`).
+        self.hosts: list[QuestHost] = []
 
     async def run(self, fn: Callable[..., T], /, *args: object) -> T:
         """``fn(*args)`` on a worker thread; the loop (every stream) goes on meanwhile.
@@ -183,6 +194,19 @@ class Hub:
         if kept is not quest:
             quest.close()
         return kept
+
+    @contextlib.asynccontextmanager
+    async def letting_go(self, quest_id: str) -> AsyncIterator[None]:
+        """Around a deletion: the hosts stop hosting the quest first (its scheduler ends
+        before the quest goes, not on a closed handle after) and host it again after, if
+        it is still or again there."""
+        for host in self.hosts:
+            await host.let_go(quest_id)
+        try:
+            yield
+        finally:
+            for host in self.hosts:
+                host.take_back(quest_id)
 
     def forget(self, quest_id: str) -> None:
         """Let go of a deleted quest: close its memory stores and its handle (closing

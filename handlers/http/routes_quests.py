@@ -133,9 +133,14 @@ async def delete_quest(request: web.Request) -> web.Response:
     confirm = flag_param(request, "confirm")
     cmd = decode_command(quest_service.DeleteQuest, await read_json(request))
 
+    confirmed = confirm or cmd.confirm
+
     def work() -> quest_service.DeletePlan:
-        done = removal.delete_quest(hub.quest(qid), confirm=confirm or cmd.confirm)
+        done = removal.delete_quest(hub.quest(qid), confirm=confirmed)
         hub.forget(qid)
         return done
 
-    return await answer(hub, work)
+    if not confirmed:  # refused with the plan: nothing to let go of
+        return await answer(hub, work)
+    async with hub.letting_go(qid):  # this daemon's scheduler ends before the quest goes
+        return await answer(hub, work)

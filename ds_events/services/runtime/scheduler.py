@@ -78,6 +78,7 @@ class QuestScheduler:
         self.host = host or Host.this_process()
         self.finished: list[TurnFinished] = []
         self.on_started: Callable[[TurnSpec], Any] | None = None  # hook: a turn's runner starts
+        self.in_turn = False  # claiming or running a turn (the Fleet does not cancel it then)
 
     # -- loops ------------------------------------------------------------------------
 
@@ -119,6 +120,13 @@ class QuestScheduler:
     # -- one turn ---------------------------------------------------------------------
 
     async def _take_turn(self, action: Action) -> bool:
+        self.in_turn = True
+        try:
+            return await self._claim_and_run(action)
+        finally:
+            self.in_turn = False
+
+    async def _claim_and_run(self, action: Action) -> bool:
         status = self.quest.state("status")
         runner = self.runner_name or status.runner or self.config.name
         model = self.model if self.model is not None else (status.model or self.config.model)
