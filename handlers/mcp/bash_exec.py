@@ -54,6 +54,7 @@ def build_server(binding: QuestBinding) -> NamespaceServer[BashState]:
     @ns.tool(writes(destructive=True, idempotent=False))
     async def bash_exec(tc: ToolContext[BashState], cmd: BashExec) -> BashExecResult:
         """Run and manage durable shell commands (bash -c) in this quest.
+        A refused call changes nothing.
 
         Each session runs in its own process group under a monitor, with stdout and stderr
         (through a terminal) written to a numbered line log. It survives the end of your
