@@ -57,15 +57,16 @@ from .tools import READ_ONLY, writes
 __all__ = ["build_server", "INSTRUCTIONS", "ArtifactState"]
 
 INSTRUCTIONS = """\
-Quest state for a research agent. Record what you decide and learn with `record`; branch
-the quest repository per idea or run with `prepare_branch` (you get a worktree under
-.ds/worktrees/ and later `checkpoint`s commit it); confirm the baseline and its metric
-contract with `confirm_baseline` (or waive the gate with `waive_baseline`) before
+Quest state: records, ideas, branches, checkpoints, baselines, experiments, analysis campaigns, the user.
+Record what you decide and learn with `record`; branch the quest repository per idea or
+run with `prepare_branch` (you get a worktree under .ds/worktrees/ and later
+`checkpoint`s commit it); confirm the baseline and its metric contract with
+`confirm_baseline` (or waive the gate with `waive_baseline`) before
 `record_main_experiment`; split follow-up analysis into slices with
 `create_analysis_campaign` and report each with `record_analysis_slice`;
 `get_method_scoreboard` and `get_optimization_frontier` say where the results stand.
-Errors are JSON objects with a stable `error` code and the details needed to fix the call;
-when a call fails nothing was written."""
+Errors are JSON objects with a stable `error` code and the details needed to fix the
+call; when a call fails nothing was written."""
 
 
 @dataclass

@@ -40,14 +40,14 @@ from .tools import READ_ONLY, writes
 __all__ = ["build_server", "INSTRUCTIONS", "MemoryState"]
 
 INSTRUCTIONS = """\
-Durable memory for this research quest. Before re-deriving something (a paper's caveat,
-a failed route, a metric rule), `search` for it; after learning something that a later
-turn would otherwise rediscover, `write` a card. Kinds: papers, ideas, decisions,
-episodes, knowledge, templates. Scopes: quest (this quest), global (all quests), both
-(search/list only). A write that looks like an existing card answers
-status="duplicate_candidates": re-call with supersedes=<id> (replaces it) or force=True.
-Record-style tools (read_memory/append_memory/audit_memory) keep short typed records
-(mem-NNN) in the same store."""
+Durable, searchable memory cards for this research quest: search before re-deriving, write what you learn.
+Before re-deriving something (a paper's caveat, a failed route, a metric rule), `search`
+for it; after learning something that a later turn would otherwise rediscover, `write` a
+card. Kinds: papers, ideas, decisions, episodes, knowledge, templates. Scopes: quest
+(this quest), global (all quests), both (search/list only). A write that looks like an
+existing card answers status="duplicate_candidates": re-call with supersedes=<id>
+(replaces it) or force=True. Record-style tools (read_memory/append_memory/audit_memory)
+keep short typed records (mem-NNN) in the same store."""
 
 
 @dataclass
