@@ -163,3 +163,82 @@ def _appended(home: Home, *, since: dict[Path, int]) -> list[tuple[str, str, str
                 found.append((event["type"], event.get("tool", ""), event.get("status", "")))
     return found
 
+
+
+# Calls that change the quest, for every tool the table says changes something (the
+# SCENE's calls count too). Run in this order after the SCENE; "{...}" is filled from
+# earlier answers. A tool declared as changing that no call here shows changing would be
+# a query without readOnlyHint, which clients ask about before every read.
+CHANGE_CALLS: list[tuple[str, dict[str, Any]]] = [
+    ("memory.promote_to_global", {"card_id": "{card_id}"}),
+    ("artifact.refresh_summary", {"reason": "annotations test"}),
+    ("artifact.arxiv", {"paper_id": "1512.03385"}),
+    ("artifact.render_git_graph", {}),
+    ("artifact.attach_baseline", {"baseline_id": "resnet20"}),
+    ("artifact.overwrite_baseline", {"metrics_summary": {"top1": 0.91}, "change_summary": "a re-run"}),
+    ("artifact.record_analysis_slice", {"campaign_id": "{campaign_id}", "slice_id": "s1", "metrics_summary": {"top1": 0.9}}),
+    ("artifact.record_analysis_slice", {"campaign_id": "{campaign_id}", "slice_id": "s2", "metrics_summary": {"top1": 0.9}}),
+    ("artifact.activate_branch", {"run_id": "r1"}),
+    ("artifact.submit_idea", {"title": "Wider", "problem": "saturates", "hypothesis": "capacity helps"}),
+    ("artifact.git", {"action": "commit", "message": "annotations test", "allow_empty": True}),
+    ("bash_exec.bash_exec", {"command": "true", "mode": "await"}),
+    ("artifact.interact", {"kind": "decision_request", "message": "May I close the quest?", "reply_mode": "blocking",
+                           "reply_schema": {"decision_type": "quest_completion_approval"},
+                           "options": [{"id": "yes", "label": "Close it"}, {"id": "no", "label": "Keep going"}]}),
+    ("artifact.complete_quest", {"summary": "closed by the annotations test"}),
+]  # fmt: skip
+# waive_baseline is refused once a baseline is confirmed: shown on a quest without one.
+WAIVE = ("artifact.waive_baseline", {"reason": "a new task: nothing to compare with"})
+
+
+async def test_every_tool_declared_as_changing_is_shown_changing_the_quest(home: Home, quest: Quest) -> None:
+    from ds_events.services.interactions.commands import Reply
+    from ds_events.services.interactions.mailbox import reply
+
+    changing = {name for name, said in DECLARED.items() if said != QUERY}
+    shown: set[str] = set()
+    found: dict[str, str] = {}
+    problems: list[str] = []
+
+    async def call(clients: dict[str, Any], name: str, args: dict[str, Any]) -> None:
+        namespace, tool = name.split(".", 1)
+        for key, value in found.items():
+            args = json.loads(json.dumps(args).replace(f"{{{key}}}", value))
+        logs = _log_sizes(home)
+        result = await clients[namespace].call_tool(tool, args)
+        if result.is_error:
+            problems.append(f"{name}({args}) failed: {result.content[0].text[:300]}")
+            return
+        content = result.structured_content
+        for key in ("id", "interaction_id", "campaign_id"):
+            if isinstance(content.get(key), str):
+                found["card_id" if key == "id" and namespace == "memory" else key] = content[key]
+        if tool == "interact" and "reply_schema" in args:  # the user approves the completion
+            reply(quest, Reply(interaction_id=content["interaction_id"], text="yes", option_id="yes"))
+        if [t for t, _, _ in _appended(home, since=logs) if not t.startswith("tool.call")]:
+            shown.add(name)
+
+    async with open_clients(home) as clients:
+        for namespace, tool, args in SCENE:
+            await call(clients, f"{namespace}.{tool}", args)
+        for name, args in CHANGE_CALLS:
+            await call(clients, name, args)
+    home.create_quest("Without a baseline", quest_id="q2", brief="No baseline can exist.").close()
+    async with open_clients(home, "q2") as clients:
+        await call(clients, *WAIVE)
+    assert problems == [], "\n".join(problems)
+    assert changing - shown == set(), "declared as changing, never shown changing anything (a query?)"
+
+
+def test_every_tool_says_what_a_refusal_or_a_read_changes() -> None:
+    # True of every tool: tests/test_mcp_contract.py shows a refused call of any tool
+    # appends nothing but its own call record; the read-only test above shows a query
+    # appends nothing else either.
+    missing = []
+    for namespace, tool in TOOLS:
+        said = tool.description or ""
+        if _declared(tool) == QUERY and "read-only" not in said.lower():
+            missing.append(f"{namespace}.{tool.name}: say 'Read-only.'")
+        if _declared(tool) != QUERY and "A refused call changes nothing." not in said:
+            missing.append(f"{namespace}.{tool.name}: say 'A refused call changes nothing.'")
+    assert missing == []

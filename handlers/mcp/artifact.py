@@ -57,15 +57,16 @@ from .tools import READ_ONLY, writes
 __all__ = ["build_server", "INSTRUCTIONS", "ArtifactState"]
 
 INSTRUCTIONS = """\
-Quest state for a research agent. Record what you decide and learn with `record`; branch
-the quest repository per idea or run with `prepare_branch` (you get a worktree under
-.ds/worktrees/ and later `checkpoint`s commit it); confirm the baseline and its metric
-contract with `confirm_baseline` (or waive the gate with `waive_baseline`) before
+Quest state: records, ideas, branches, checkpoints, baselines, experiments, analysis campaigns, the user.
+Record what you decide and learn with `record`; branch the quest repository per idea or
+run with `prepare_branch` (you get a worktree under .ds/worktrees/ and later
+`checkpoint`s commit it); confirm the baseline and its metric contract with
+`confirm_baseline` (or waive the gate with `waive_baseline`) before
 `record_main_experiment`; split follow-up analysis into slices with
 `create_analysis_campaign` and report each with `record_analysis_slice`;
 `get_method_scoreboard` and `get_optimization_frontier` say where the results stand.
-Errors are JSON objects with a stable `error` code and the details needed to fix the call;
-when a call fails nothing was written."""
+Errors are JSON objects with a stable `error` code and the details needed to fix the
+call; when a call fails nothing was written."""
 
 
 @dataclass
@@ -97,6 +98,7 @@ def _records(ns: Namespace[ArtifactState]) -> None:
     @ns.tool(writes(destructive=False, idempotent=False))
     def record(tc: ToolContext[ArtifactState], cmd: Record) -> RecordResult:
         """Record a quest artifact; it is stored as artifacts/<kind dir>/<artifact_id>.json.
+        A refused call changes nothing.
 
         Use it for every idea, decision, progress note, answer, milestone, run, report,
         approval or graph you want the quest to remember. What each kind needs is in the
@@ -118,6 +120,7 @@ def _records(ns: Namespace[ArtifactState]) -> None:
     @ns.tool(writes(destructive=False, idempotent=True))
     def refresh_summary(tc: ToolContext[ArtifactState], cmd: RefreshSummary) -> SummaryResult:
         """Refresh SUMMARY.md (rendered from the quest log) and return its markdown.
+        A refused call changes nothing.
 
         Call it after a milestone or before handing over, with a short `reason`.
         Returns: path, markdown, seq.
@@ -129,6 +132,7 @@ def _records(ns: Namespace[ArtifactState]) -> None:
     async def arxiv(tc: ToolContext[ArtifactState], cmd: Arxiv) -> ArxivResult:
         """Read an arXiv paper through the local cache (fetched once, then served offline),
         or list the quest's paper library.
+        A refused call changes nothing.
 
         The first time this quest reads a paper it enters the quest's library.
         mode="read" (default): the paper with its full text (full_text=false: the overview
@@ -154,6 +158,7 @@ def _git(ns: Namespace[ArtifactState]) -> None:
     @ns.tool(writes(destructive=False, idempotent=False))
     def checkpoint(tc: ToolContext[ArtifactState], cmd: Checkpoint) -> CheckpointResult:
         """Commit the active worktree (the last branch you prepared), or the quest root.
+        A refused call changes nothing.
 
         Never commits .ds/, virtual environments, caches (__pycache__, node_modules, ...),
         nested repositories or files above the configured size limit; they are listed in
@@ -168,6 +173,7 @@ def _git(ns: Namespace[ArtifactState]) -> None:
     @ns.tool(writes(destructive=False, idempotent=True))  # an existing branch is refused
     def prepare_branch(tc: ToolContext[ArtifactState], cmd: PrepareBranch) -> BranchResult:
         """Create a branch of the quest repository and (by default) a worktree for it.
+        A refused call changes nothing.
 
         Names: run -> run/<run_id>; idea -> idea/<quest>-<idea_id>; analysis ->
         analysis/<idea_id>/<run_id>; paper -> paper/<run_id or idea_id>. The new worktree
@@ -184,6 +190,7 @@ def _git(ns: Namespace[ArtifactState]) -> None:
     @ns.tool(writes(destructive=False, idempotent=True))
     def render_git_graph(tc: ToolContext[ArtifactState], cmd: RenderGitGraph) -> GitGraphResult:
         """Draw the quest's branch graph: JSON (branches, commits, lanes) and SVG.
+        A refused call changes nothing.
 
         Also materialised as artifacts/graphs/git_graph.json and .svg.
         Returns: graph, svg, json_path, svg_path, seq.
@@ -197,6 +204,7 @@ def _baselines(ns: Namespace[ArtifactState]) -> None:
     def publish_baseline(tc: ToolContext[ArtifactState], cmd: PublishBaseline) -> PublishBaselineResult:
         """Register a baseline in the quest and in the home's baseline registry, so this
         quest and the home's other quests can attach and confirm it.
+        A refused call changes nothing.
 
         The payload may carry what confirm_baseline would otherwise need: metrics_summary,
         primary_metric (an id or {metric_id, value}), metric_contract, summary, and
@@ -214,6 +222,7 @@ def _baselines(ns: Namespace[ArtifactState]) -> None:
     def attach_baseline(tc: ToolContext[ArtifactState], cmd: AttachBaseline) -> AttachBaselineResult:
         """Choose a published baseline (and variant) as the reference for main experiments:
         one published in this quest, else one of the home's registry.
+        A refused call changes nothing.
 
         Returns: baseline_id, variant_id, confirmed, seq, attachment, ok.
         Example: attach_baseline(baseline_id="resnet20", variant_id="cifar10")
@@ -223,6 +232,7 @@ def _baselines(ns: Namespace[ArtifactState]) -> None:
     @ns.tool(writes(destructive=False, idempotent=False))
     def confirm_baseline(tc: ToolContext[ArtifactState], cmd: ConfirmBaseline) -> ConfirmBaselineResult:
         """Confirm a baseline's numbers and its metric contract (the yardstick for runs).
+        A refused call changes nothing.
 
         The canonical contract is written to <baseline_path>/json/metric_contract.json.
         Every metric needs a description, a derivation or origin_path, and a source_ref.
@@ -246,6 +256,7 @@ def _baselines(ns: Namespace[ArtifactState]) -> None:
     @ns.tool(writes(destructive=False, idempotent=False))
     def record_main_experiment(tc: ToolContext[ArtifactState], cmd: RecordMainExperiment) -> MainExperimentResult:
         """Record a main experiment against the confirmed baseline's metric contract.
+        A refused call changes nothing.
 
         Metrics come as metrics_summary {id: number}, as metric_rows [{metric_id, value}],
         or both (agreeing). Every baseline metric id must be there (extras are fine). On
@@ -273,6 +284,7 @@ def _baselines(ns: Namespace[ArtifactState]) -> None:
     @ns.tool(writes(destructive=False, idempotent=False))
     def waive_baseline(tc: ToolContext[ArtifactState], cmd: WaiveBaseline) -> WaiveBaselineResult:
         """Open the baseline gate without a baseline, with a written reason.
+        A refused call changes nothing.
 
         Use it only when no comparable baseline can exist (a new task, no prior method).
         Main experiments are then recorded without a comparison. Refused
@@ -286,6 +298,7 @@ def _baselines(ns: Namespace[ArtifactState]) -> None:
     @ns.tool(writes(destructive=True, idempotent=False))  # replaces the confirmed numbers and contract
     def overwrite_baseline(tc: ToolContext[ArtifactState], cmd: OverwriteBaseline) -> ConfirmBaselineResult:
         """Refresh the confirmed baseline in place: new numbers, an added metric, another variant.
+        A refused call changes nothing.
 
         What you leave out is kept from the confirmation. A change that breaks comparison
         with recorded runs (a metric removed, a direction, the primary metric or the
@@ -305,6 +318,7 @@ def _campaigns(ns: Namespace[ArtifactState]) -> None:
     @ns.tool(writes(destructive=False, idempotent=False))
     def create_analysis_campaign(tc: ToolContext[ArtifactState], cmd: CreateAnalysisCampaign) -> CampaignResult:
         """Split follow-up analysis into slices, each a child branch with its own worktree.
+        A refused call changes nothing.
 
         Slices branch from the result node: parent_run_id's branch head, else the latest
         main experiment's, else the active branch. A one-slice campaign is fine.
@@ -320,6 +334,7 @@ def _campaigns(ns: Namespace[ArtifactState]) -> None:
     @ns.tool(writes(destructive=False, idempotent=False))
     def record_analysis_slice(tc: ToolContext[ArtifactState], cmd: RecordAnalysisSlice) -> SliceResult:
         """Report one analysis slice's outcome (checkpoint its worktree first).
+        A refused call changes nothing.
 
         Metrics as metrics_summary or metric_rows [{metric_id, value}]; setup, execution,
         results, evidence_paths, evaluation_summary, deviations, claim_impact,
@@ -340,6 +355,7 @@ def _results(ns: Namespace[ArtifactState]) -> None:
     def get_method_scoreboard(tc: ToolContext[ArtifactState], cmd: GetMethodScoreboard) -> ScoreboardResult:
         """The quest's research lines (one per idea) with their main runs, each line's best
         run on the primary metric, and the incumbent: the best line by the metric's direction.
+        Read-only.
 
         Returns: scoreboard {primary_metric, direction, entry_count, incumbent_line_key,
         incumbent_title, entries [{line_key, idea_id, title, branch, status, run_count,
@@ -351,6 +367,7 @@ def _results(ns: Namespace[ArtifactState]) -> None:
     @ns.tool(READ_ONLY)
     def get_optimization_frontier(tc: ToolContext[ArtifactState], cmd: GetOptimizationFrontier) -> FrontierResult:
         """Where optimization stands and what to do next.
+        Read-only.
 
         Returns: optimization_frontier {mode (explore | exploit | fusion | stop),
         frontier_reason, best_run, best_branch, top_branches, candidate_briefs (ideas not

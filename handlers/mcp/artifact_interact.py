@@ -22,6 +22,7 @@ def register(ns: Namespace[StateT]) -> None:
     @ns.tool(writes(destructive=False, idempotent=False))
     async def interact(tc: ToolContext[StateT], cmd: Interact) -> InteractResult:
         """Talk to the user and read what they sent you. Call it at every natural checkpoint.
+        A refused call changes nothing.
 
         Each call records your message (sent to the quest's bound conversations unless
         deliver_to_bound_conversations=false) and reads the mailbox: every user message and

@@ -65,6 +65,7 @@ def _lineage(ns: Namespace[StateT]) -> None:
         an idea, a branch, the baseline). submission_mode="candidate" records the idea
         without a branch; mode="revise" rewrites the active idea in place. Needs a
         confirmed (or waived) baseline.
+        A refused call changes nothing.
 
         Returns: idea_id, branch, branch_no, worktree_root, lineage_intent, parent_branch,
         foundation_ref, foundation_reason, idea_md_path, idea_draft_path (ideas/<idea_id>/),
@@ -86,6 +87,7 @@ def _lineage(ns: Namespace[StateT]) -> None:
         quest moves to anchor (auto: decision after a main result, experiment with an
         idea, else idea). promote_to_head=true also makes it the research head. Refused
         while an analysis campaign is open.
+        A refused call changes nothing.
 
         Returns: branch, worktree_root, idea_id, latest_main_run_id, next_anchor,
         worktree_created, workspace_mode, seq.
@@ -202,6 +204,7 @@ def _git_and_completion(ns: Namespace[StateT]) -> None:
         (message, allow_empty: a checkpoint of the workspace); branch (branch=<kind>/<name>,
         create_from, checkout_new_branch: also a worktree you then work in); checkout
         (branch: work on that branch's worktree, made if missing — never detaches).
+        A refused call changes nothing.
 
         Returns: action, repo, current_ref, head, result (the action's details), seq (the
         event that recorded a change, else null).
@@ -219,6 +222,7 @@ def _git_and_completion(ns: Namespace[StateT]) -> None:
         reply_schema={"decision_type": "quest_completion_approval"}, message=...), and
         call this once they answered yes. Otherwise it refuses and says what is missing
         (approval_required, waiting_for_user, approval_not_explicit).
+        A refused call changes nothing.
 
         Returns: status (completed | already_completed), interaction_id,
         approval_message_id, message, seq.

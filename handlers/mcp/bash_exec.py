@@ -24,13 +24,13 @@ from .tools import writes
 __all__ = ["build_server", "BashExecResult", "BashState"]
 
 INSTRUCTIONS = """\
-Durable shell sessions for this quest. Use bash_exec for anything that may outlive your
-turn: training runs, long evaluations, downloads. Sessions keep running when you, the MCP
+Durable shell sessions for this quest: use bash_exec for anything that may outlive your turn.
+Training runs, long evaluations, downloads: sessions keep running when you, the MCP
 server or the daemon go away; every start, progress report, kill and exit is recorded in
 the quest's event log. Start with mode="detach" (returns an id at once) or mode="await"
 (waits a while), then read, await or kill by id; mode="list" shows what is running.
-`command` may be an argv list; mode="create" is mode="await"; read without an id reads the
-latest session.
+`command` may be an argv list; mode="create" is mode="await"; read without an id reads
+the latest session.
 Print lines like `__DS_PROGRESS__ {"step": 120, "loss": 1.9}` to report progress."""
 
 
@@ -54,6 +54,7 @@ def build_server(binding: QuestBinding) -> NamespaceServer[BashState]:
     @ns.tool(writes(destructive=True, idempotent=False))
     async def bash_exec(tc: ToolContext[BashState], cmd: BashExec) -> BashExecResult:
         """Run and manage durable shell commands (bash -c) in this quest.
+        A refused call changes nothing.
 
         Each session runs in its own process group under a monitor, with stdout and stderr
         (through a terminal) written to a numbered line log. It survives the end of your

@@ -40,14 +40,14 @@ from .tools import READ_ONLY, writes
 __all__ = ["build_server", "INSTRUCTIONS", "MemoryState"]
 
 INSTRUCTIONS = """\
-Durable memory for this research quest. Before re-deriving something (a paper's caveat,
-a failed route, a metric rule), `search` for it; after learning something that a later
-turn would otherwise rediscover, `write` a card. Kinds: papers, ideas, decisions,
-episodes, knowledge, templates. Scopes: quest (this quest), global (all quests), both
-(search/list only). A write that looks like an existing card answers
-status="duplicate_candidates": re-call with supersedes=<id> (replaces it) or force=True.
-Record-style tools (read_memory/append_memory/audit_memory) keep short typed records
-(mem-NNN) in the same store."""
+Durable, searchable memory cards for this research quest: search before re-deriving, write what you learn.
+Before re-deriving something (a paper's caveat, a failed route, a metric rule), `search`
+for it; after learning something that a later turn would otherwise rediscover, `write` a
+card. Kinds: papers, ideas, decisions, episodes, knowledge, templates. Scopes: quest
+(this quest), global (all quests), both (search/list only). A write that looks like an
+existing card answers status="duplicate_candidates": re-call with supersedes=<id>
+(replaces it) or force=True. Record-style tools (read_memory/append_memory/audit_memory)
+keep short typed records (mem-NNN) in the same store."""
 
 
 @dataclass
@@ -72,6 +72,7 @@ def build_server(binding: QuestBinding) -> NamespaceServer[MemoryState]:
     @ns.tool(writes(destructive=False, idempotent=False))
     def write(tc: ToolContext[MemoryState], cmd: WriteCard) -> WriteResult:
         """Save a lesson as a memory card so later turns find it instead of rediscovering it.
+        A refused call changes nothing.
 
         Use after learning something durable: a paper's caveat (kind="papers"), an idea
         (ideas), a decision and its reason (decisions), what happened in a run or a failed
@@ -94,6 +95,7 @@ def build_server(binding: QuestBinding) -> NamespaceServer[MemoryState]:
     @ns.tool(READ_ONLY)
     def read(tc: ToolContext[MemoryState], cmd: ReadCard) -> CardText:
         """Read one card in full: fields, body, and its file text as on disk.
+        Read-only.
 
         Returns the card with "body", "metadata", "markdown" and "hand_edited" (the file
         differs from the log: someone edited it; `ds memory import` takes it in).
@@ -121,6 +123,7 @@ def build_server(binding: QuestBinding) -> NamespaceServer[MemoryState]:
     @ns.tool(READ_ONLY)
     def list_recent(tc: ToolContext[MemoryState], cmd: ListRecent) -> CardsResult:
         """The most recently written or changed active cards, newest first.
+        Read-only.
 
         Returns {"ok", "count", "items": [{id, kind, title, scope, path, tags, updated_at, ...}]}.
 
@@ -131,6 +134,7 @@ def build_server(binding: QuestBinding) -> NamespaceServer[MemoryState]:
     @ns.tool(writes(destructive=False, idempotent=True))  # a second promotion is refused
     def promote_to_global(tc: ToolContext[MemoryState], cmd: PromoteToGlobal) -> PromoteResult:
         """Copy a quest card into global memory (visible to every quest), with provenance.
+        A refused call changes nothing.
 
         Use for lessons that hold beyond this quest. Both logs record the promotion; the
         quest card shows promoted_to, the global copy promoted_from.
@@ -158,6 +162,7 @@ def build_server(binding: QuestBinding) -> NamespaceServer[MemoryState]:
     def read_memory(tc: ToolContext[MemoryState], cmd: ReadRecords) -> RecordsResult:
         """Records relevant to a task: top_k relevant and mutually different, grouped by type,
         mistakes and constraints first. With no arguments: a one-line digest of every record.
+        Read-only.
 
         Example: read_memory(task_description="rerun the tokenizer ablation", top_k=5)
         """
@@ -166,6 +171,7 @@ def build_server(binding: QuestBinding) -> NamespaceServer[MemoryState]:
     @ns.tool(writes(destructive=False, idempotent=False))
     def append_memory(tc: ToolContext[MemoryState], cmd: AppendRecord) -> WriteResult:
         """Append a typed record (id mem-NNN) to the quest's memory.
+        A refused call changes nothing.
 
         Returns message "appended mem-NNN -> <path>", or status duplicate_candidates /
         config_polluted as for `write`.
@@ -177,7 +183,7 @@ def build_server(binding: QuestBinding) -> NamespaceServer[MemoryState]:
 
     @ns.tool(READ_ONLY)
     def audit_memory(tc: ToolContext[MemoryState], cmd: AuditRecords) -> AuditReport:
-        """The audit report restricted to records, counted per record type. Example: audit_memory()"""
+        """The audit report restricted to records, counted per record type. Read-only. Example: audit_memory()"""
         return audit_records(tc.state.memory, cmd)
 
     return ns.server()

@@ -2,8 +2,12 @@
 output schema, both with the referenced object inlined at the top (clients expect an
 object schema there, not a ``$ref``).
 
-Every default is also said in its parameter's description, because the Codex CLI
-strips ``default`` before the model sees a schema.
+Every default but null is also said in its parameter's description, because the Codex
+CLI strips ``default`` before the model sees a schema. An optional argument whose
+default is null does not list ``null`` among its types: leaving it out says the same
+(an explicit null is still accepted), and each ``anyOf: [..., {"type": "null"}]`` costs
+bytes of a schema the Codex CLI weighs: past 5000 bytes it drops every description
+(fixtures/schemas/codex_rule.py; tests/test_mcp_schemas.py guards it).
 """
 
 from __future__ import annotations
@@ -25,11 +29,15 @@ def input_schema(command: type[Command]) -> dict[str, Any]:
     schema = _inline(msgspec.json.schema(command))
     _restore_extra_schemas(command, schema)
     for prop in schema.get("properties", {}).values():
+        if "default" in prop and prop["default"] is None:
+            _drop_null_branch(prop)
         if "default" in prop:
             value = json.dumps(prop["default"], ensure_ascii=False)
             text = prop.get("description", "").rstrip()
-            # Said unless the text already names the default with its value.
-            if not ("default" in text.lower() and value.strip('"') in text):
+            # Said unless the text already names the default with its value; a null default
+            # is not said (an argument left out is null: "Default: null." only costs bytes
+            # of a schema that Codex weighs, see fixtures/schemas/codex_rule.py).
+            if prop["default"] is not None and not ("default" in text.lower() and value.strip('"') in text):
                 prop["description"] = f"{text} Default: {value}.".strip()
     return schema
 
@@ -69,6 +77,21 @@ def _inline(schema: dict[str, Any]) -> dict[str, Any]:
     if defs:
         top["$defs"] = defs
     return top
+
+
+def _drop_null_branch(prop: dict[str, Any]) -> None:
+    """``{"anyOf": [X, {"type": "null"}]}`` becomes X (the parameter's own description
+    wins over X's); with several other branches only the null one goes."""
+    branches = prop.get("anyOf")
+    if not isinstance(branches, list) or {"type": "null"} not in branches:
+        return
+    rest = [b for b in branches if b != {"type": "null"}]
+    if len(rest) == 1:
+        del prop["anyOf"]
+        for key, value in rest[0].items():
+            prop.setdefault(key, value)
+    elif rest:
+        prop["anyOf"] = rest
 
 
 def _restore_extra_schemas(command: type[Command], schema: dict[str, Any]) -> None:

@@ -362,8 +362,8 @@ class RecordMainExperiment(Command):
     )] = None
     metric_rows: Annotated[list[dict[str, Any]] | None, Meta(
         description=(
-            "[{\"metric_id\", \"value\", \"direction\"?, ...}] (DeepScientist's form); other keys (split, seed) are "
-            "kept. A metric in several rows needs its value in metrics_summary."
+            "Rows {metric_id, value, direction?, ...} (other keys, e.g. split, seed, are kept); a metric in "
+            "several rows needs its value in metrics_summary."
         ),
         extra_json_schema=_METRIC_ROWS,
     )] = None
@@ -382,8 +382,7 @@ class RecordMainExperiment(Command):
     summary: Annotated[str | None, Meta(description="What the run showed.")] = None
     idea_id: Annotated[str | None, Meta(description="The idea tested. When null: the run branch's idea.")] = None
     branch: Annotated[str | None, Meta(description=(
-        "The run's branch. When null: the branch prepared for run_id, else the active run branch, else run/<run_id> "
-        "made at the active branch's head."
+        "The run's branch. When null: the one prepared for run_id, else the active run branch, else a new run/<run_id>."
     ))] = None
     details: Annotated[dict[str, Any] | None, Meta(
         description="Any other JSON facts about the run.",
@@ -395,7 +394,7 @@ class RecordMainExperiment(Command):
     results: Annotated[str, Meta(description="What came out.")] = ""
     conclusion: Annotated[str, Meta(description="What it means. When empty: the progress verdict's reason.")] = ""
     evaluation_summary: Annotated[dict[str, Any] | None, Meta(
-        description="{takeaway, claim_update, baseline_relation, comparability, failure_mode, next_action} (strings).",
+        description="The run's evaluation in short strings.",
         extra_json_schema=_EVALUATION_SUMMARY,
     )] = None
     evidence_paths: Annotated[list[str] | None, Meta(

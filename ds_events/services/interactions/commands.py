@@ -84,141 +84,83 @@ PREVIEW_CHARS = 220  # a derived preview's length, as DeepScientist cuts it
 MAX_PREVIEW = 500
 SCHEMA_TYPES = ("array", "boolean", "integer", "number", "object", "string")  # the JSON types a reply schema may name
 
-# Options and reply schemas are checked by the service (with their own error codes);
-# their JSON schema tells the caller the shape up front.
-_OPTION_SCHEMA = {
-    "type": "object",
-    "properties": {
-        "id": {"type": "string", "description": "Short id the user answers with, e.g. \"a\"."},
-        "label": {"type": "string", "description": "What the option is, in a few words."},
-        "description": {"type": "string", "description": "Optional longer explanation."},
-        "recommended": {"type": "boolean", "description": "Optional: mark the option you recommend."},
-    },
-    "required": ["id", "label"],
-    "additionalProperties": False,
-}
-_REPLY_SCHEMA_SCHEMA = {
-    "type": "object",
-    "properties": {
-        "decision_type": {"type": "string", "description": "What the decision is about, e.g. \"quest_completion_approval\"."},
-        "type": {"type": "string", "enum": list(SCHEMA_TYPES)},
-        "properties": {"type": "object", "additionalProperties": {"type": "object"}},
-        "required": {"type": "array", "items": {"type": "string"}},
-    },
-}
-
-
-_ATTACHMENT_SCHEMA = {
-    "type": "object",
-    "properties": {
-        "path": {"type": "string", "description": "A file of the quest or of one of its worktrees (relative or absolute)."},
-        "url": {"type": "string", "description": "Or an http(s) URL."},
-        "kind": {"type": "string"}, "name": {"type": "string"}, "label": {"type": "string"},
-        "content_type": {"type": "string", "description": "e.g. image/png, application/pdf."},
-        "caption": {"type": "string"}, "description": {"type": "string"},
-        "extracted_text_path": {"type": "string", "description": "A text rendering of the file, in the quest."},
-        "size_bytes": {"type": "integer"},
-        "connector_delivery": {
-            "type": "object",
-            "additionalProperties": {"type": "object", "description": "Settings for that connector, e.g. {\"media_kind\": \"image\"}."},
-        },
-    },
-    "additionalProperties": False,
-}  # fmt: skip
-_SURFACE_ACTION_SCHEMA = {
-    "type": "object",
-    "properties": {
-        "type": {"type": "string", "description": "The action, e.g. send_notification, take_photo."},
-        "command": {"type": "string", "description": "Or the action named as command."},
-    },
-    "description": "The action and its parameters (text, title, ...), as the connector takes them.",
-}
-_HINTS_SCHEMA = {"type": "object", "additionalProperties": {"type": "object", "description": "That connector's hints."}}
+# Options, reply schemas, attachments, actions and hints are checked by the service
+# (each with its own error code), so their JSON schemas only sketch the shape: every
+# byte of a tool's input schema counts against the budget past which the Codex CLI drops
+# all its descriptions (fixtures/schemas/codex_rule.py), and interact's was 7.5 KB.
+_OPTION_SCHEMA = {"type": "object", "properties": {"id": {"type": "string"}, "label": {"type": "string"}}, "required": ["id", "label"]}
+_REPLY_SCHEMA_SCHEMA = {"type": "object", "properties": {"decision_type": {"type": "string"}}}
+_ATTACHMENT_SCHEMA = {"type": "object", "properties": {"path": {"type": "string"}, "url": {"type": "string"}}}
+_ACTION_SCHEMA = {"type": "object", "properties": {"type": {"type": "string"}}}
 
 
 class Interact(Command):
     """Tell the user something (or ask), and take every user message that arrived."""
 
-    message: Annotated[str, Meta(description="What you tell or ask the user (plain text or markdown, at most 20000 characters).")]
+    message: Annotated[str, Meta(description="What you tell or ask the user (text or markdown, at most 20000 characters).")]
     kind: Annotated[str, Meta(description=(
-        "progress (routine status) | milestone (a result worth noting) | decision_request (the user must "
-        "choose) | approval_result (outcome of something the user approved) | answer (you answer a question)."
+        "progress | milestone | decision_request (the user must choose) | approval_result | answer."
     ))] = "progress"
     reply_mode: Annotated[str | None, Meta(description=(
         "none | threaded | blocking. When null: blocking for decision_request, none for approval_result, "
-        "threaded otherwise (the user may answer in a thread). A blocking "
-        "request stays open until the user replies; progress and milestone cannot block; a decision_request "
-        "cannot be none."
+        "else threaded."
     ))] = None
     include_recent_inbound_messages: Annotated[bool, Meta(description=(
-        "Read the mailbox (default true): take every user message and reply queued since the last read and "
-        "return them in recent_inbound_messages, each exactly once. false leaves them queued for a later call."
+        "false: leave queued user messages queued (else each comes back once)."
     ))] = True
-    recent_message_limit: Annotated[int, Meta(description="0-50: how many recent interaction records to include (default 8).")] = 8
+    recent_message_limit: Annotated[int, Meta(description="0-50 recent interaction records to include (default 8).")] = 8
     deliver_to_bound_conversations: Annotated[bool, Meta(description=(
-        "Send the message to the quest's bound conversations (default true). false records it in the quest only."
+        "false: record the message in the quest only, send it nowhere."
     ))] = True
     options: Annotated[list[dict[str, Any]] | None, Meta(
-        description="decision_request only: 2-12 options; required there unless reply_schema names a decision_type.",
+        description=(
+            "decision_request: 2-12 {id (what the user answers), label, description?, recommended?} (needed unless "
+            "reply_schema names a decision_type)."
+        ),
         extra_json_schema={"anyOf": [{"type": "array", "items": _OPTION_SCHEMA, "minItems": 2, "maxItems": MAX_OPTIONS}, {"type": "null"}]},
     )] = None
     reply_schema: Annotated[dict[str, Any] | None, Meta(
         description=(
-            'Optional. {"decision_type": "quest_completion_approval"} names what a decision is about; a small '
-            'JSON Schema {"type": "object", "properties": {...}, "required": [...]} is what structured reply data '
-            "must match. Both may be given together."
+            '{"decision_type": "quest_completion_approval"} names the decision; type/properties/required: a JSON '
+            "Schema for reply data."
         ),
         extra_json_schema={"anyOf": [_REPLY_SCHEMA_SCHEMA, {"type": "null"}]},
     )] = None
-    reply_to_interaction_id: Annotated[str | None, Meta(description="The interaction id or user message id this answers.")] = None
-    dedupe_key: Annotated[str | None, Meta(description="A progress or milestone update reusing a key already sent is suppressed.")] = None
+    reply_to_interaction_id: Annotated[str | None, Meta(description="The interaction or user message this answers.")] = None
+    dedupe_key: Annotated[str | None, Meta(description="A progress/milestone reusing a key already sent is suppressed.")] = None
     suppress_if_unchanged: Annotated[bool | None, Meta(description=(
-        "null or true (default): a progress or milestone update that repeats the previous one (or reuses a "
-        "dedupe_key) is suppressed. false: send it even so."
+        "false: send a progress/milestone even if it repeats the previous one."
     ))] = None
     wait_timeout_seconds: Annotated[float, Meta(description=(
-        "Blocking requests only, 0-300: wait this long for the reply and return it in `reply` (status "
-        "answered). 0 returns at once."
+        "Blocking requests, 0-300: wait this long for the reply (returned in `reply`)."
     ))] = 0.0
     summary_preview: Annotated[str | None, Meta(description=(
-        "One short line a connector shows first (at most 500 characters). When null: the message's first 220 characters."
+        "The line a connector shows first (max 500 characters; when null: the message's start)."
     ))] = None
-    importance: Annotated[str, Meta(description="low | info (default) | normal | warning | high | critical.")] = "info"
-    response_phase: Annotated[str, Meta(
-        description="ack (default) | update | final | control | push: where this message stands in your answer."
-    )] = "ack"
+    importance: Annotated[str, Meta(description="low | info | normal | warning | high | critical.")] = "info"
+    response_phase: Annotated[str, Meta(description="ack | update | final | control | push.")] = "ack"
     attachments: Annotated[list[dict[str, Any]] | None, Meta(description=(
-        "Up to 20 files to send with the message: {\"path\": \"<file in the quest or a worktree>\"} or "
-        "{\"url\": \"https://...\"}, optional kind, name, label, content_type, caption, description, "
-        "extracted_text_path, size_bytes, connector_delivery ({\"<connector>\": {...}}). A path must exist."
+        "Up to 20 {path (a file of the quest or a worktree) or url, and kind, name, label, content_type, "
+        "caption, description, extracted_text_path, size_bytes, connector_delivery}."
     ), extra_json_schema={"anyOf": [{"type": "array", "items": _ATTACHMENT_SCHEMA, "maxItems": MAX_ATTACHMENTS}, {"type": "null"}]})] = None
     surface_actions: Annotated[list[dict[str, Any]] | None, Meta(description=(
-        "Up to 10 device-side actions a connector may offer, each naming its action in type (or command), "
-        "e.g. {\"type\": \"send_notification\", \"text\": \"Run finished\"}."
-    ), extra_json_schema={"anyOf": [{"type": "array", "items": _SURFACE_ACTION_SCHEMA, "maxItems": MAX_ACTIONS}, {"type": "null"}]})] = None
+        "Up to 10 connector actions {type (or command), ...}, e.g. send_notification."
+    ), extra_json_schema={"anyOf": [{"type": "array", "items": _ACTION_SCHEMA, "maxItems": MAX_ACTIONS}, {"type": "null"}]})] = None
     connector_hints: Annotated[dict[str, Any] | None, Meta(description=(
-        "Per-connector rendering hints, e.g. {\"qq\": {\"render_mode\": \"markdown\"}}."
-    ), extra_json_schema={"anyOf": [_HINTS_SCHEMA, {"type": "null"}]})] = None
-    allow_free_text: Annotated[bool, Meta(description=(
-        "true (default): a reply may be free text. false: a reply must choose one of the options (or carry "
-        "data matching reply_schema)."
-    ))] = True
+        "Per-connector hints, e.g. {\"qq\": {\"render_mode\": \"markdown\"}}."
+    ), extra_json_schema={"anyOf": [{"type": "object"}, {"type": "null"}]})] = None
+    allow_free_text: Annotated[bool, Meta(description="false: a reply must pick an option (or match reply_schema).")] = True
     supersede_open_requests: Annotated[bool, Meta(description=(
-        "A new blocking request closes the blocking requests still open (default true; each gets an "
-        "interaction.superseded event and a late reply to it is refused). false keeps them open."
+        "false: keep open blocking requests open (else a new one closes them)."
     ))] = True
     interaction_id: Annotated[str | None, Meta(description=(
-        "Name the interaction yourself (1-128 letters, digits, '_', '.', ':', '-'); refused when already used. "
-        "When null: ia-<id>."
+        "Your own id (1-128 of A-Za-z0-9_.:-, refused when used). When null: ia-<id>."
     ))] = None
     expects_reply: Annotated[bool | None, Meta(description=(
-        "Overrides the reply mode's default when reply_mode is null: false makes a decision_request threaded "
-        "(nothing waits for the answer); true makes it blocking, and marks other kinds as awaiting an answer "
-        "in a thread. With an explicit reply_mode it must agree with it."
+        "With reply_mode null: false makes a decision_request threaded, true makes any kind await a reply."
     ))] = None
     min_interval_seconds: Annotated[float | None, Meta(description=(
-        "Progress only: suppress this update if the previous progress update is less than this many seconds "
-        "old (status suppressed_min_interval); after that even a repeat is sent."
+        "Progress only: held back while the previous progress is younger than this."
     ))] = None
 
 

@@ -1,0 +1,146 @@
+"""Every MCP tool's input schema reaches the model whole through the Codex CLI.
+
+Codex 0.169 reads an MCP tool's ``inputSchema`` into its own JSON-schema struct and, when
+that normalised schema is longer than 5000 bytes of compact JSON, removes every
+description in it: the model then sees parameter names and types only
+(``fixtures/schemas/codex_rule.py`` says the rule and where it was read;
+``measure_codex.py --probe`` pinned the budget on the real CLI, byte by byte).
+``artifact.interact`` was 7.5 KB and reached the model with none of its 39 descriptions.
+
+The fast tests compute each tool's forwarded schema with that rule, and check the rule
+itself against what the real Codex forwarded (both recordings: before the fix, when
+interact lost its descriptions, and today's). The slow test runs the real Codex once and
+reads its first model request.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import json
+import sys
+from collections import Counter
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+from .mcp_support import discover_tools
+
+SCHEMAS = Path(__file__).resolve().parent.parent / "fixtures" / "schemas"
+LIMIT = 4000
+"""What every tool's normalised input schema must stay under: 80% of Codex's budget (and
+the budget of the Codex releases before 0.146), so that a few more words in a
+description do not cross it."""
+
+
+def _fixture(name: str) -> ModuleType:
+    module_name = f"ds_fixture_schemas_{name}"
+    if module_name not in sys.modules:
+        if str(SCHEMAS) not in sys.path:
+            sys.path.insert(0, str(SCHEMAS))  # probe_server imports codex_rule by name
+        spec = importlib.util.spec_from_file_location(module_name, SCHEMAS / f"{name}.py")
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[module_name] = module
+        spec.loader.exec_module(module)
+    return sys.modules[module_name]
+
+
+rule = _fixture("codex_rule")
+TOOLS = {f"{namespace}.{tool.name}": dict(tool.input_schema) for namespace, tool in discover_tools()}
+
+
+def _lost(declared: dict[str, Any], forwarded: dict[str, Any]) -> list[str]:
+    """The declared description texts that the forwarded schema does not carry."""
+    missing = Counter(rule.descriptions(declared)) - Counter(rule.descriptions(forwarded))
+    return sorted(missing.elements())
+
+
+def test_every_tool_keeps_every_description_through_codex_with_margin() -> None:
+    problems = {}
+    for name, schema in TOOLS.items():
+        forwarded = rule.forwarded(schema)
+        size = rule.normalized_bytes(forwarded)
+        lost = _lost(schema, forwarded)
+        if lost or size > LIMIT:
+            problems[name] = {"bytes": size, "limit": LIMIT, "budget": rule.BUDGET, "descriptions_lost": len(lost)}
+    assert problems == {}, (
+        "shorten these tools' parameter texts or nested schemas (move examples into the tool's description or a "
+        f"skill): {json.dumps(problems, indent=1)}"
+    )
+
+
+@pytest.mark.parametrize("recording", ["codex.forwarded.before.json", "codex.forwarded.json"])
+def test_the_rule_forwards_exactly_what_the_real_codex_forwarded(recording: str) -> None:
+    pairs = json.loads((SCHEMAS / recording).read_text(encoding="utf-8"))
+    assert len(pairs) == len(TOOLS)
+    wrong = [name for name, pair in pairs.items() if rule.forwarded(pair["declared"]) != pair["forwarded"]]
+    assert wrong == []
+
+
+def test_the_rule_strips_exactly_the_tools_codex_stripped() -> None:
+    # Before the fix the real Codex dropped interact's descriptions and kept every other
+    # tool's: the rule says the same of those schemas, for the stated reason (the size).
+    pairs = json.loads((SCHEMAS / "codex.forwarded.before.json").read_text(encoding="utf-8"))
+    stripped = {name for name, pair in pairs.items() if _lost(pair["declared"], pair["forwarded"])}
+    assert stripped == {"artifact.interact"}
+    over = {name for name, pair in pairs.items() if rule.normalized_bytes(rule.forwarded(pair["declared"], budget=10**9)) > rule.BUDGET}
+    assert over == stripped
+
+
+def test_the_recorded_tables_agree_with_the_recorded_schemas_and_the_budget() -> None:
+    for table_file, pairs_file in (("codex.before.json", "codex.forwarded.before.json"), ("codex.json", "codex.forwarded.json")):
+        table = json.loads((SCHEMAS / table_file).read_text(encoding="utf-8"))
+        pairs = json.loads((SCHEMAS / pairs_file).read_text(encoding="utf-8"))
+        assert table["client"] == "codex" and table["version"] == "0.169.0"
+        assert table["rule"]["budget_bytes"] == rule.BUDGET
+        probe = table["rule"]["probe"]
+        assert probe["kept_max"] == rule.BUDGET and probe["lost_min"] == rule.BUDGET + 1
+        assert set(table["tools"]) == set(pairs)
+        for name, row in table["tools"].items():
+            declared, forwarded = pairs[name]["declared"], pairs[name]["forwarded"]
+            assert row["bytes"] == len(json.dumps(forwarded, separators=(",", ":"), ensure_ascii=False).encode()), name
+            assert row["descriptions_declared"] == len(rule.descriptions(declared)), name
+            assert row["descriptions_kept"] == row["descriptions_declared"] - len(_lost(declared, forwarded)), name
+    # Today's recording is of today's tools, every one kept whole.
+    today = json.loads((SCHEMAS / "codex.json").read_text(encoding="utf-8"))["tools"]
+    assert set(today) == set(TOOLS)
+    assert all(row["descriptions_kept"] == row["descriptions_declared"] for row in today.values())
+
+
+def test_a_schema_one_byte_over_the_budget_loses_every_description() -> None:
+    # The guard can fail: the probe server's schemas, measured on the real Codex at these
+    # sizes (kept at 5000, lost at 5001).
+    probe = _fixture("probe_server")
+    at, over = probe.probe_schema(rule.BUDGET), probe.probe_schema(rule.BUDGET + 1)
+    assert _lost(at, rule.forwarded(at)) == []
+    assert len(_lost(over, rule.forwarded(over))) == len(over["properties"])
+    assert rule.descriptions(rule.forwarded(over)) == []
+
+
+def test_fields_codex_drops_cost_nothing_and_the_ones_it_keeps_count() -> None:
+    schema = {"type": "object", "title": "T", "properties": {"a": {"type": "string", "default": "x", "maxLength": 3,
+              "description": "d"}, "b": {"type": "array", "items": {"type": "integer"}, "minItems": 1, "maxItems": 2}}}  # fmt: skip
+    assert rule.forwarded(schema) == {
+        "type": "object",
+        "properties": {"a": {"type": "string", "description": "d"}, "b": {"type": "array", "items": {"type": "integer"}, "minItems": 1}},
+    }
+
+
+@pytest.mark.slow
+def test_the_real_codex_forwards_every_tool_with_every_description() -> None:
+    from tests.runtime.codex_support import codex_executable
+
+    codex = codex_executable()
+    measure = _fixture("measure_codex")
+    requests = asyncio.run(measure.run_codex_once(codex))
+    forwarded = measure.forwarded_parameters(requests[0])
+    assert set(forwarded) == set(TOOLS)
+    table = measure.measure(TOOLS, forwarded)
+    short = {name: row for name, row in table.items() if row["descriptions_kept"] != row["descriptions_declared"]}
+    assert short == {}
+    assert max(row["bytes"] for row in table.values()) <= LIMIT
+    # And exactly what the rule computes, tool by tool.
+    assert {name: rule.forwarded(schema) for name, schema in TOOLS.items()} == forwarded
