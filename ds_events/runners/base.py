@@ -34,7 +34,8 @@ from ds_events.services.runtime.commands import RunResult, TurnSpec
 from ds_events.services.runtime.turns import MCP_NAMESPACES, TurnRecorder
 
 __all__ = [
-    "LineRunner", "McpEndpoint", "mcp_endpoints", "mcp_stdio_endpoints", "serving_turn", "mcp_server_command", "agent_env", "start_agent", "stop_group", "kill_and_reap",
+    "LineRunner", "McpEndpoint", "mcp_endpoints", "mcp_stdio_endpoints", "serving_turn", "mcp_server_command",
+    "agent_env", "start_agent", "stop_group", "kill_and_reap",
     "STREAM_LIMIT", "TOKEN_ENV",
 ]  # fmt: skip
 

@@ -25,7 +25,7 @@ CODES = catalogue(
     ErrorCode("conflicting_quest", 400, "DS_QUEST_ID and DS_QUEST_ROOT name different quests: give one of them."),
     ErrorCode("unknown_tool", 404, "No tool of that name in this namespace: tools lists the ones there are."),
     # The host-served transport (handlers.mcp.host): a request it refuses before any tool runs.
-    ErrorCode("missing_token", 401, "A request to the host-served MCP transport without a bearer token: send the turn's token as 'Authorization: Bearer <token>'."),
+    ErrorCode("missing_token", 401, "No bearer token on a request to the host-served MCP transport: send 'Authorization: Bearer <token>'."),
     ErrorCode("invalid_token", 401, "The bearer token names no running turn: it is wrong, or its turn has ended (a token lasts one turn)."),
     ErrorCode("wrong_turn", 401, "The bearer token belongs to another turn (quest or run id) than the one the URL names."),
     ErrorCode("unknown_endpoint", 404, "No such endpoint on the MCP host: it serves /mcp/<quest_id>/<run_id>/<namespace> only."),

@@ -77,6 +77,7 @@ class _Served:
 
         self.namespace = namespace
         self.binding = binding
+        self.context: ToolContext[NamespaceState] | None = None
         server: NamespaceServer[Any] = build_server(namespace, binding)
         inner = server.lifespan
 
@@ -93,7 +94,6 @@ class _Served:
             allowed_origins=[f"http://{host}:{port}", f"http://localhost:{port}"],
         )
         self.manager = StreamableHTTPSessionManager(server, json_response=True, stateless=True, security_settings=security)
-        self.context: ToolContext[NamespaceState] | None = None
         self.in_flight = 0
         self.idle = asyncio.Event()
         self.idle.set()
@@ -275,29 +275,37 @@ class McpHost:
     async def _app(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             return
-        parts = scope["path"].strip("/").split("/")
-        if len(parts) != 4 or parts[0] != "mcp":
-            await _send(send, *error_response(404, "unknown_endpoint", "no such endpoint: the host serves /mcp/<quest_id>/<run_id>/<namespace>"))
-            return
-        _, quest_id, run_id, namespace = parts
-        token = _bearer(scope)
-        if token is None:
-            await _send(send, *error_response(401, "missing_token", "no bearer token: send the turn's token as 'Authorization: Bearer <token>'"))
-            return
-        turn = self._turns.get(_digest(token))
-        if turn is None or turn.ended:
-            await _send(send, *error_response(401, "invalid_token", "the bearer token names no running turn: it is wrong, or its turn has ended"))
-            return
-        if (turn.grant.quest_id, turn.grant.run_id) != (quest_id, run_id):
-            await _send(send, *error_response(401, "wrong_turn",
-                          f"the bearer token belongs to another turn than {quest_id}/{run_id}: use the URL the turn was given"))  # fmt: skip
-            return
-        served = turn.served.get(namespace)
+        served, refusal = self._admit(scope)
         if served is None:
-            await _send(send, *error_response(404, "unknown_namespace", f"no namespace {namespace!r}: one of {', '.join(MCP_NAMESPACES)}"))
+            assert refusal is not None
+            await _send(send, *refusal)
             return
         with served.request():
             await served.manager.handle_request(scope, receive, send)
+
+    def _admit(self, scope: Scope) -> tuple[_Served | None, tuple[int, bytes] | None]:
+        """The served namespace a request may reach, or why it may not (status, body)."""
+        parts = scope["path"].strip("/").split("/")
+        if len(parts) != 4 or parts[0] != "mcp":
+            where = "the host serves /mcp/<quest_id>/<run_id>/<namespace> only"
+            return None, error_response(404, "unknown_endpoint", f"no endpoint {scope['path']!r}: {where}")
+        _, quest_id, run_id, namespace = parts
+        token = _bearer(scope)
+        if token is None:
+            how = "send the turn's token as 'Authorization: Bearer <token>'"
+            return None, error_response(401, "missing_token", f"no bearer token: {how}")
+        turn = self._turns.get(_digest(token))
+        if turn is None or turn.ended:
+            why = "it is wrong, or its turn has ended (a token lasts one turn)"
+            return None, error_response(401, "invalid_token", f"the bearer token names no running turn: {why}")
+        if (turn.grant.quest_id, turn.grant.run_id) != (quest_id, run_id):
+            why = f"the bearer token belongs to another turn than {quest_id}/{run_id}"
+            return None, error_response(401, "wrong_turn", f"{why}: use the URL the turn was given")
+        served = turn.served.get(namespace)
+        if served is None:
+            known = ", ".join(MCP_NAMESPACES)
+            return None, error_response(404, "unknown_namespace", f"no namespace {namespace!r}: one of {known}")
+        return served, None
 
 
 class _QuietServer(uvicorn.Server):
@@ -309,7 +317,8 @@ class _QuietServer(uvicorn.Server):
 
 
 def _bearer(scope: Scope) -> str | None:
-    for key, value in scope.get("headers", []):
+    headers: list[tuple[bytes, bytes]] = scope.get("headers", [])
+    for key, value in headers:
         if key == b"authorization":
             scheme, _, token = value.decode("latin-1").partition(" ")
             if scheme.lower() == "bearer" and token.strip():
