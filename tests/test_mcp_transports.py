@@ -247,3 +247,36 @@ def test_a_bad_mcp_transport_in_the_config_is_refused_with_a_structured_error(ho
     assert refused.value.code == "bad_config" and "mcp_transport" in str(refused.value)
     home.config_path.write_text(yaml.safe_dump({"runner": {"mcp_transport": "http"}}))
     assert home.config().runner.mcp_transport == "http"
+
+
+async def test_every_runners_mcp_config_names_the_hosts_urls_while_it_serves_the_turn(quest: Quest) -> None:
+    import tomllib
+
+    from ds_events.runners import acp as acp_runner, claude as claude_runner, codex as codex_runner
+
+    spec = _spec(quest, "run-7")
+    config = RunnerConfig(mcp_transport="http")
+    try:
+        async with serving_turn(spec, config) as endpoints:
+            token, urls = endpoints[0].token, {e.namespace: e.url for e in endpoints}
+            claude = claude_runner.mcp_config(spec)["mcpServers"]
+            assert {ns: (s["type"], s["url"], s["headers"]) for ns, s in claude.items()} == {
+                ns: ("http", url, {"Authorization": f"Bearer {token}"}) for ns, url in urls.items()
+            }
+            served = acp_runner.mcp_servers(spec, http=True)
+            assert [(s.name, s.url, [(h.name, h.value) for h in s.headers]) for s in served] == [
+                (ns, url, [("Authorization", f"Bearer {token}")]) for ns, url in urls.items()
+            ]
+            # An ACP agent that does not say it takes http servers gets stdio ones.
+            assert all(hasattr(s, "command") for s in acp_runner.mcp_servers(spec, http=False))
+            text = codex_runner.render_config(spec, config)
+            assert token not in text  # Codex reads it from DS_MCP_TOKEN
+            tables = tomllib.loads(text)["mcp_servers"]
+            assert {ns: (t["url"], t["bearer_token_env_var"], t["required"]) for ns, t in tables.items()} == {
+                ns: (url, "DS_MCP_TOKEN", True) for ns, url in urls.items()
+            }
+    finally:
+        await McpHost.close_running()
+    # Outside the turn, the same builders give the stdio servers.
+    assert all(s["type"] == "stdio" for s in claude_runner.mcp_config(spec)["mcpServers"].values())
+    assert "url" not in tomllib.loads(codex_runner.render_config(spec, config))["mcp_servers"]["memory"]

@@ -34,7 +34,8 @@ from ds_events.services.runtime.commands import RunResult, TurnSpec
 from ds_events.services.runtime.turns import MCP_NAMESPACES, TurnRecorder
 
 __all__ = [
-    "LineRunner", "McpEndpoint", "mcp_endpoints", "mcp_stdio_endpoints", "serving_turn", "mcp_server_command",
+    "LineRunner", "McpEndpoint", "mcp_endpoints", "mcp_stdio_endpoints", "serving_turn", "close_mcp_host",
+    "mcp_server_command",
     "agent_env", "start_agent", "stop_group", "kill_and_reap",
     "STREAM_LIMIT", "TOKEN_ENV",
 ]  # fmt: skip
@@ -66,6 +67,14 @@ class McpEndpoint:
 
 # run id -> the endpoints this host serves that turn under (while it runs)
 _served: dict[str, list[McpEndpoint]] = {}
+
+
+async def close_mcp_host() -> None:
+    """Stop the listener :func:`serving_turn` started in this event loop, if it did (a
+    host's shutdown: ``ds run`` at its end, ``ds serve`` / ``ds acp`` with their fleet)."""
+    host = sys.modules.get("handlers.mcp.host")  # not imported: never started
+    if host is not None:
+        await host.McpHost.close_running()
 
 
 def mcp_endpoints(spec: TurnSpec) -> list[McpEndpoint]:

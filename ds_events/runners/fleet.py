@@ -20,6 +20,7 @@ from ds_events.errors import ServiceError
 from ds_events.home import Home, Quest
 
 from . import scheduler_for
+from .base import close_mcp_host
 
 __all__ = ["Fleet"]
 
@@ -115,6 +116,7 @@ class Fleet:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
         self.tasks.clear()
+        await close_mcp_host()  # the turns are over: so is the listener that served them
         if self.opener is None:
             for quest in self.quests.values():
                 quest.close()
