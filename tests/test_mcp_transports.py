@@ -109,10 +109,13 @@ async def test_artifact_records_an_idea_and_refuses_an_unknown_kind_with_its_cod
 async def test_bash_exec_runs_a_command_and_refuses_an_empty_one_with_its_code(transport: str, quest: Quest) -> None:
     async with clients(transport, quest.home) as connect:
         bash = await connect("bash_exec")
-        ok = await bash.call_tool("bash_exec", {"command": "echo from-$DS_QUEST_ID", "mode": "await", "timeout_seconds": 60})
+        command = "echo from-$DS_QUEST_ID-$DS_RUN_ID-$DS_HOME"
+        ok = await bash.call_tool("bash_exec", {"command": command, "mode": "await", "timeout_seconds": 60})
         bad = await bash.call_tool("bash_exec", {"command": "   ", "mode": "detach"})
     assert not ok.is_error, ok.content
-    assert ok.structured_content["exit_code"] == 0 and "from-q1" in json.dumps(ok.structured_content)
+    # The command runs with the quest, the turn and the home in its env either way.
+    assert ok.structured_content["exit_code"] == 0
+    assert f"from-q1-{RUN}-{quest.home.root}" in json.dumps(ok.structured_content), ok.structured_content
     assert tool_error(bad)["error"] == "empty_command"
     started = [e for e in quest.log.read() if e.type == "bash.session_started"]
     assert len(started) == 1 and started[0].run_id == RUN
