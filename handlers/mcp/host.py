@@ -4,7 +4,7 @@ loopback, instead of each turn's agent starting three ``ds mcp`` processes that 
 open the quest again.
 
 One listener per host (:class:`McpHost`, on ``127.0.0.1`` and a free port, started on
-the first turn that asks for it). A turn gets a :class:`TurnGrant`: one bearer token
+the first turn that asks for it, in a thread with its own event loop). A turn gets a :class:`TurnGrant`: one bearer token
 naming exactly that turn's binding (home, quest, run id) and one URL per namespace,
 ``/mcp/<quest_id>/<run_id>/<namespace>``. A request without a token, with one that is
 unknown or whose turn has ended, or with the token of another turn than the one its URL
@@ -29,12 +29,12 @@ import hashlib
 import json
 import secrets
 import socket
-from collections.abc import AsyncIterator, Iterator
+import threading
+from collections.abc import AsyncIterator, Coroutine, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
-import anyio.to_thread
 import uvicorn
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
@@ -51,6 +51,8 @@ __all__ = ["McpHost", "TurnGrant", "TOKEN_HEADER", "error_response"]
 TOKEN_HEADER = "Authorization"
 
 _IDLE_SERVED_PER_NAMESPACE = 2  # idle handles kept per (quest, namespace); more are closed
+_START_TIMEOUT = 60.0  # seconds for the listener to start or stop (a loaded machine)
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -152,9 +154,15 @@ class _Turn:
 
 
 class McpHost:
-    """The loopback listener that serves the namespaces to this process's turns."""
+    """The loopback listener that serves the namespaces to this process's turns.
 
-    _running: dict[int, McpHost] = {}  # id(event loop) -> its host
+    It runs in a thread of its own, with its own event loop: the host's loop (the
+    scheduler, the runners reading their agents' streams and appending what they report)
+    blocks on its appends, and a tool call waiting behind them would cost the agent that
+    much per call. The public coroutines may be awaited from any event loop."""
+
+    _instance: McpHost | None = None
+    _starting = threading.Lock()
 
     def __init__(self) -> None:
         self.host = "127.0.0.1"
@@ -162,31 +170,62 @@ class McpHost:
         self._turns: dict[str, _Turn] = {}  # sha256(token) -> turn
         self._pool: dict[tuple[Path, str, str], list[_Served]] = {}  # idle handles
         self._lent: set[_Served] = set()
-        self._server: uvicorn.Server | None = None
-        self._serving: asyncio.Task[None] | None = None
         self._lock = asyncio.Lock()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._stopping: asyncio.Event | None = None
+        self._ready = threading.Event()
+        self._failed: BaseException | None = None
+        self._thread = threading.Thread(target=self._thread_main, name="ds-events MCP host", daemon=True)
 
     # -- lifecycle --------------------------------------------------------------------
 
     @classmethod
     async def running(cls) -> McpHost:
-        """This event loop's host, started on first use."""
-        loop = asyncio.get_running_loop()
-        host = cls._running.get(id(loop))
-        if host is None or host._serving is None or host._serving.done():
-            host = cls()
-            cls._running[id(loop)] = host
-            await host.start()
-        return host
+        """This process's host, started on first use."""
+        host = cls._instance
+        if host is not None and host._thread.is_alive():
+            return host
+        return await asyncio.to_thread(cls._start_once)
 
     @classmethod
     async def close_running(cls) -> None:
-        """Stop this event loop's host, if one was started (a host process's shutdown)."""
-        host = cls._running.pop(id(asyncio.get_running_loop()), None)
+        """Stop this process's host, if one was started (a host process's shutdown)."""
+        with cls._starting:
+            host, cls._instance = cls._instance, None
         if host is not None:
             await host.close()
 
-    async def start(self) -> None:
+    @classmethod
+    def _start_once(cls) -> McpHost:
+        with cls._starting:
+            if cls._instance is not None and cls._instance._thread.is_alive():
+                return cls._instance
+            host = cls()
+            host._thread.start()
+            if not host._ready.wait(_START_TIMEOUT) or host._failed is not None:
+                raise RuntimeError(f"the MCP host did not start: {host._failed or 'timed out'}")
+            cls._instance = host
+            return host
+
+    async def close(self) -> None:
+        """End every turn's token, close the quest handles, stop listening."""
+        if self._loop is not None and self._stopping is not None and self._thread.is_alive():
+            self._loop.call_soon_threadsafe(self._stopping.set)
+            await asyncio.to_thread(self._thread.join, _START_TIMEOUT)
+
+    def _thread_main(self) -> None:
+        loop = asyncio.new_event_loop()
+        self._loop = loop
+        try:
+            loop.run_until_complete(self._main())
+        except BaseException as exc:  # reported by _start_once when it happens while starting
+            self._failed = exc
+        finally:
+            self._ready.set()
+            loop.close()
+
+    async def _main(self) -> None:
+        self._stopping = asyncio.Event()
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         # Accepted connections inherit it: without it, a keep-alive client waits ~40 ms
@@ -199,25 +238,29 @@ class McpHost:
             self._app, interface="asgi3", lifespan="off", log_config=None, log_level="warning", access_log=False,
             timeout_graceful_shutdown=5,
         )  # fmt: skip
-        self._server = _QuietServer(config)
-        self._serving = asyncio.create_task(self._server.serve(sockets=[sock]), name="mcp host")
-        while not self._server.started:
-            if self._serving.done():
-                self._serving.result()
-                raise RuntimeError("the MCP host stopped while starting")
+        server = _QuietServer(config)
+        serving = asyncio.create_task(server.serve(sockets=[sock]), name="mcp host")
+        while not server.started:
+            if serving.done():
+                serving.result()
+                raise RuntimeError("the listener stopped while starting")
             await asyncio.sleep(0.005)
-
-    async def close(self) -> None:
+        self._ready.set()
+        await self._stopping.wait()
         for turn in list(self._turns.values()):
             await self._end(turn)
-        for turn_served in [*self._lent, *(s for pool in self._pool.values() for s in pool)]:
-            await turn_served.close()
+        for served in [*self._lent, *(s for pool in self._pool.values() for s in pool)]:
+            await served.close()
         self._pool.clear()
         self._lent.clear()
-        if self._server is not None and self._serving is not None:
-            self._server.should_exit = True
-            with contextlib.suppress(Exception, asyncio.CancelledError):
-                await self._serving
+        server.should_exit = True
+        with contextlib.suppress(Exception, asyncio.CancelledError):
+            await serving
+
+    async def _in_host(self, work: Coroutine[Any, Any, T]) -> T:
+        """Run ``work`` on the host's own loop; await it from the caller's."""
+        assert self._loop is not None
+        return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(work, self._loop))
 
     # -- turns ------------------------------------------------------------------------
 
@@ -225,10 +268,18 @@ class McpHost:
         """Open (or take from the pool) the quest's three namespaces for one turn and
         issue its token."""
         binding = QuestBinding(home=Path(home), quest_id=quest_id)
-        await anyio.to_thread.run_sync(binding.check)
+        await asyncio.to_thread(binding.check)
+        return await self._in_host(self._grant(binding, run_id))
+
+    async def revoke(self, grant: TurnGrant) -> None:
+        """End the turn's token now; its namespaces go back to the pool once their last
+        call has returned."""
+        await self._in_host(self._revoke(grant))
+
+    async def _grant(self, binding: QuestBinding, run_id: str) -> TurnGrant:
         token = secrets.token_urlsafe(32)
-        base = f"http://{self.host}:{self.port}/mcp/{quest_id}/{run_id}"
-        grant = TurnGrant(quest_id=quest_id, run_id=run_id, token=token,
+        base = f"http://{self.host}:{self.port}/mcp/{binding.quest_id}/{run_id}"
+        grant = TurnGrant(quest_id=binding.quest_id, run_id=run_id, token=token,
                           urls={ns: f"{base}/{ns}" for ns in MCP_NAMESPACES})  # fmt: skip
         served = {}
         async with self._lock:
@@ -239,9 +290,7 @@ class McpHost:
         self._turns[_digest(token)] = _Turn(grant=grant, home=binding.home, served=served)
         return grant
 
-    async def revoke(self, grant: TurnGrant) -> None:
-        """End the turn's token now; its namespaces go back to the pool once their last
-        call has returned."""
+    async def _revoke(self, grant: TurnGrant) -> None:
         turn = self._turns.get(_digest(grant.token))
         if turn is not None:
             await self._end(turn)
