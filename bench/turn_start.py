@@ -257,7 +257,7 @@ async def codex_rounds(tmp: Path, rounds: int, codex: str) -> None:
                                    "stream_max_retries": 0},
                 "mcp_transport": transport,
             }})  # fmt: skip
-            config = parse_config(text).runner
+            config = parse_config(text, tmp / "config.yaml").runner
             return await scheduled_turn(quests[transport], runner, config)
 
     async def bare() -> float:

@@ -70,7 +70,7 @@ from ds_events.errors import Invalid
 from ds_events.services.runtime.commands import RunResult, TurnSpec
 from ds_events.services.runtime.turns import TurnRecorder
 
-from .base import TOKEN_ENV, LineRunner, agent_env, mcp_endpoints, serving_turn
+from .base import TOKEN_ENV, LineRunner, agent_env, mcp_endpoints, mcp_server_command, serving_turn
 
 __all__ = ["CodexRunner", "codex_home", "render_config", "TOOL_ITEMS"]
 
@@ -103,7 +103,7 @@ def render_config(spec: TurnSpec, config: RunnerConfig, *, pythonpath: str | Non
             # Served by this host: the turn's token reaches Codex in its env, never on disk.
             lines += [f"url = {_toml(endpoint.url)}", f"bearer_token_env_var = {_toml(TOKEN_ENV)}"]
         else:
-            argv = endpoint.command
+            argv = mcp_server_command(namespace)
             env = {"DS_HOME": spec.env.get("DS_HOME", spec.home), "DS_QUEST_ID": spec.env.get("DS_QUEST_ID", spec.quest_id)}
             env["DS_RUN_ID"] = spec.run_id
             if pythonpath:
