@@ -301,6 +301,18 @@ class Quest:
             self.log.close()
             raise
 
+    @property
+    def run_id(self) -> str | None:
+        """The run stamped on what this handle appends (a turn's MCP server), else None."""
+        return self._run_id
+
+    def bind_run(self, run_id: str | None) -> None:
+        """Stamp ``run_id`` from now on on every event appended through this handle that
+        names no run itself (None: none). The host-served MCP transport lends one open
+        quest to one turn after another."""
+        self._run_id = run_id
+        self.log.run_id = run_id
+
     def _open_log(self) -> EventStore:
         log = self.home.open_log(self.id, actor=self._actor, read_only=self._read_only, root=self.root)
         log.run_id = self._run_id

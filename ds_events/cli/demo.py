@@ -104,6 +104,15 @@ def run_demo(home: Home, *, hints: bool = True) -> str:
 
 
 async def _turns(quest: Quest) -> None:
+    from ds_events.runners.base import close_mcp_host
+
+    try:
+        await _play(quest)
+    finally:
+        await close_mcp_host()
+
+
+async def _play(quest: Quest) -> None:
     from ds_events.runners import scheduler_for
 
     scheduler = scheduler_for(quest, runner="scripted", trajectory=str(DEMO_TRAJECTORY))

@@ -115,7 +115,19 @@ _STATUS_REASONS = ("paused", "stopped", "completed", "archived", "new")
 async def _run_watched(
     work: Coroutine[Any, Any, list[TurnFinished]], log: EventStore, start: int, printer: EventPrinter | None
 ) -> list[TurnFinished]:
-    """Await ``work`` (the scheduler) while a task beside it prints the log from ``start``."""
+    """Await ``work`` (the scheduler) while a task beside it prints the log from ``start``;
+    then stop the MCP listener its turns were served by, if any."""
+    from ds_events.runners.base import close_mcp_host
+
+    try:
+        return await _print_while(work, log, start, printer)
+    finally:
+        await close_mcp_host()
+
+
+async def _print_while(
+    work: Coroutine[Any, Any, list[TurnFinished]], log: EventStore, start: int, printer: EventPrinter | None
+) -> list[TurnFinished]:
     if printer is None:
         return await work
     printed = [start]

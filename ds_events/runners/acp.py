@@ -8,7 +8,9 @@ the official SDK's client side (:func:`acp.connect_to_agent`):
 1. ``initialize``: we offer file reads and writes (confined to the quest), no terminal.
 2. ``session/new`` in the quest root, with our three MCP servers in ``mcpServers``
    (stdio, ``ds mcp --namespace ...``, with DS_HOME / DS_QUEST_ID / DS_RUN_ID in their
-   env: an agent hands a server only the env it is given). A configured model is
+   env: an agent hands a server only the env it is given); with ``runner.mcp_transport:
+   http`` and an agent whose ``mcpCapabilities.http`` says it takes them, this host's
+   URLs for the turn with its bearer token instead. A configured model is
    selected through the session's ``model`` config option when the agent offers one.
 3. ``session/prompt`` with the built prompt; ``session/update``s become turn events:
    ``agent_message_chunk``s are joined into one ``runner.agent_message`` (per message id,
@@ -46,7 +48,7 @@ from ds_events.errors import Invalid
 from ds_events.services.runtime.commands import RunResult, TurnSpec
 from ds_events.services.runtime.turns import MCP_NAMESPACES, TurnRecorder
 
-from .base import agent_env, kill_and_reap, mcp_server_command, start_agent, stop_group
+from .base import agent_env, kill_and_reap, mcp_endpoints, mcp_stdio_endpoints, serving_turn, start_agent, stop_group
 
 __all__ = ["AcpRunner", "TurnClient", "mcp_servers", "tool_name", "STOP_REASONS"]
 
@@ -63,24 +65,31 @@ _WRITE_REFUSED = (".ds", ".git")  # the log and the repository: never written by
 _MCP_TITLE = re.compile(r"^(?:mcp__(?P<a>[^_].*?)__(?P<at>.+)|(?P<b>[A-Za-z_][\w-]*)[./](?P<bt>[\w.-]+))$")
 
 
-def mcp_servers(spec: TurnSpec) -> list[schema.McpServerStdio]:
-    """``session/new``'s ``mcpServers``: our three namespaces as stdio servers."""
-    env = {**spec.env, "DS_RUN_ID": spec.run_id}
-    # The servers run this interpreter with ``-m ds_events``: a source tree on PYTHONPATH
-    # (a checkout, a test) must reach them too, and an agent passes on only what it is given.
-    if os.environ.get("PYTHONPATH"):
-        env.setdefault("PYTHONPATH", os.environ["PYTHONPATH"])
-    servers = []
-    for namespace in MCP_NAMESPACES:
-        argv = mcp_server_command(namespace)
-        servers.append(
-            schema.McpServerStdio(
-                name=namespace,
-                command=argv[0],
-                args=argv[1:],
-                env=[schema.EnvVariable(name=k, value=v) for k, v in sorted(env.items())],
+def mcp_servers(spec: TurnSpec, *, http: bool = False) -> list[schema.McpServerStdio | schema.HttpMcpServer]:
+    """``session/new``'s ``mcpServers``: our three namespaces as stdio servers, or, when
+    the host serves the turn and the agent takes http servers (``http``: its
+    ``mcpCapabilities.http``), as the host's URLs with the turn's bearer token.
+
+    A stdio server runs this interpreter with ``-m ds_events``: a source tree on
+    PYTHONPATH (a checkout, a test) must reach it too, and an agent passes on only what
+    it is given (:func:`~.base.mcp_endpoints` adds it)."""
+    endpoints = mcp_endpoints(spec)
+    if not http and any(ep.url for ep in endpoints):
+        endpoints = mcp_stdio_endpoints(spec)
+    servers: list[schema.McpServerStdio | schema.HttpMcpServer] = []
+    for ep in endpoints:
+        if ep.url:
+            headers = [schema.HttpHeader(name=k, value=v) for k, v in ep.headers.items()]
+            servers.append(schema.HttpMcpServer(name=ep.namespace, url=ep.url, headers=headers, type="http"))
+        else:
+            servers.append(
+                schema.McpServerStdio(
+                    name=ep.namespace,
+                    command=ep.command[0],
+                    args=ep.command[1:],
+                    env=[schema.EnvVariable(name=k, value=v) for k, v in ep.env.items()],
+                )
             )
-        )
     return servers
 
 
@@ -113,6 +122,10 @@ class AcpRunner:
         self._prompt_done = asyncio.Event()
 
     async def run(self, spec: TurnSpec, recorder: TurnRecorder) -> RunResult:
+        async with serving_turn(spec, self.config):
+            return await self._run(spec, recorder)
+
+    async def _run(self, spec: TurnSpec, recorder: TurnRecorder) -> RunResult:
         run_dir = Path(spec.run_dir)
         try:
             proc = await start_agent(self.argv, cwd=spec.quest_root, env=agent_env(spec))
@@ -164,7 +177,7 @@ class AcpRunner:
     async def _converse(
         self, conn: Any, spec: TurnSpec, client: TurnClient, recorder: TurnRecorder
     ) -> tuple[bool, str]:
-        await conn.initialize(
+        init = await conn.initialize(
             protocol_version=acp.PROTOCOL_VERSION,
             client_capabilities=schema.ClientCapabilities(
                 fs=schema.FileSystemCapabilities(read_text_file=True, write_text_file=True), terminal=False
@@ -172,7 +185,9 @@ class AcpRunner:
             client_info=schema.Implementation(name="ds-events", title="ds-events runtime", version=_version()),
         )
         recorder.touch()
-        session = await conn.new_session(cwd=spec.quest_root, mcp_servers=mcp_servers(spec))
+        caps = init.agent_capabilities
+        http = bool(caps and caps.mcp_capabilities and caps.mcp_capabilities.http)
+        session = await conn.new_session(cwd=spec.quest_root, mcp_servers=mcp_servers(spec, http=http))
         self._session_id = session.session_id
         recorder.touch()
         if spec.model:

@@ -2,6 +2,12 @@
 prompt, keeping its raw streams under the turn's directory, and reading its stdout as
 JSON lines that the runner's own ``handle`` turns into turn events.
 
+Every runner's MCP configuration comes from :func:`mcp_endpoints`: per namespace either
+the stdio server to start (``ds mcp --namespace ...``) or, when ``runner.mcp_transport``
+is ``http``, the URL and bearer token under which this host serves the turn
+(:func:`serving_turn` obtains them from :class:`handlers.mcp.host.McpHost` for the time
+the turn runs).
+
 A runner for an agent CLI that prints JSON lines (Codex, Claude Code, the scripted
 agent) subclasses :class:`LineRunner` and writes :meth:`LineRunner.command` and
 :meth:`LineRunner.handle`. The ACP runner speaks JSON-RPC both ways and drives the
@@ -16,6 +22,8 @@ import json
 import os
 import signal
 import sys
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -25,9 +33,89 @@ from ds_events.crashpoints import crashpoint
 from ds_events.services.runtime.commands import RunResult, TurnSpec
 from ds_events.services.runtime.turns import MCP_NAMESPACES, TurnRecorder
 
-__all__ = ["LineRunner", "mcp_server_command", "agent_env", "start_agent", "stop_group", "kill_and_reap", "STREAM_LIMIT"]
+__all__ = [
+    "LineRunner", "McpEndpoint", "mcp_endpoints", "mcp_stdio_endpoints", "serving_turn", "close_mcp_host",
+    "mcp_server_command",
+    "agent_env", "start_agent", "stop_group", "kill_and_reap",
+    "STREAM_LIMIT", "TOKEN_ENV",
+]  # fmt: skip
 
 STREAM_LIMIT = 64 * 1024 * 1024  # the longest stdout line read whole (a big tool result)
+TOKEN_ENV = "DS_MCP_TOKEN"  # the agent's env var holding its turn's bearer token (http)
+
+
+@dataclass(frozen=True)
+class McpEndpoint:
+    """How a turn's agent reaches one namespace: a stdio server to start (``command``,
+    with ``env`` added to its environment) or the host's ``url`` with the turn's
+    bearer ``token``."""
+
+    namespace: str
+    command: list[str] = field(default_factory=list)
+    env: dict[str, str] = field(default_factory=dict)
+    url: str = ""
+    token: str = ""
+
+    @property
+    def transport(self) -> str:
+        return "http" if self.url else "stdio"
+
+    @property
+    def headers(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.token}"} if self.token else {}
+
+
+# run id -> the endpoints this host serves that turn under (while it runs)
+_served: dict[str, list[McpEndpoint]] = {}
+
+
+async def close_mcp_host() -> None:
+    """Stop the listener :func:`serving_turn` started in this event loop, if it did (a
+    host's shutdown: ``ds run`` at its end, ``ds serve`` / ``ds acp`` with their fleet)."""
+    host = sys.modules.get("handlers.mcp.host")  # not imported: never started
+    if host is not None:
+        await host.McpHost.close_running()
+
+
+def mcp_endpoints(spec: TurnSpec) -> list[McpEndpoint]:
+    """The three namespaces for ``spec``'s agent: the host's URLs while
+    :func:`serving_turn` serves the turn, else stdio servers with the quest in their env
+    (DS_HOME, DS_QUEST_ID, DS_RUN_ID, and PYTHONPATH when set, so a source checkout
+    serves its own code)."""
+    served = _served.get(spec.run_id)
+    if served is not None:
+        return list(served)
+    return mcp_stdio_endpoints(spec)
+
+
+def mcp_stdio_endpoints(spec: TurnSpec) -> list[McpEndpoint]:
+    """The three namespaces for ``spec``'s agent as stdio servers (for an agent that
+    takes no other kind, whatever the host serves)."""
+    env = {**spec.env, "DS_RUN_ID": spec.run_id}
+    if os.environ.get("PYTHONPATH"):
+        env.setdefault("PYTHONPATH", os.environ["PYTHONPATH"])
+    return [McpEndpoint(ns, command=mcp_server_command(ns), env=dict(sorted(env.items()))) for ns in MCP_NAMESPACES]
+
+
+@contextlib.asynccontextmanager
+async def serving_turn(spec: TurnSpec, config: RunnerConfig) -> AsyncIterator[list[McpEndpoint]]:
+    """For the time of the turn: with ``runner.mcp_transport: http``, have this process
+    serve the namespaces to it (a token that ends with the block); with ``stdio``,
+    nothing to do. Yields :func:`mcp_endpoints`. Re-entered for a turn it already
+    serves, it changes nothing."""
+    if config.mcp_transport != "http" or spec.run_id in _served:
+        yield mcp_endpoints(spec)
+        return
+    from handlers.mcp.host import McpHost
+
+    host = await McpHost.running()
+    grant = await host.grant(home=spec.env.get("DS_HOME", spec.home), quest_id=spec.quest_id, run_id=spec.run_id)
+    _served[spec.run_id] = [McpEndpoint(ns, url=url, token=grant.token) for ns, url in grant.urls.items()]
+    try:
+        yield mcp_endpoints(spec)
+    finally:
+        _served.pop(spec.run_id, None)
+        await host.revoke(grant)
 
 
 def mcp_server_command(namespace: str) -> list[str]:
@@ -109,6 +197,10 @@ class LineRunner:
         return list(self.config.commands.get(self.name) or [default])
 
     async def run(self, spec: TurnSpec, recorder: TurnRecorder) -> RunResult:
+        async with serving_turn(spec, self.config):
+            return await self._run(spec, recorder)
+
+    async def _run(self, spec: TurnSpec, recorder: TurnRecorder) -> RunResult:
         argv = self.command(spec)
         run_dir = Path(spec.run_dir)
         crashpoint("host.runner.before_spawn")

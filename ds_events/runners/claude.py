@@ -7,7 +7,9 @@ Command (``runner.commands.claude`` replaces the ``claude`` executable)::
 
 with the prompt on stdin. ``mcp.json`` registers our three namespaces as stdio servers
 (``ds mcp --namespace ...`` with DS_HOME / DS_QUEST_ID / DS_RUN_ID in their env); the
-model sees their tools as ``mcp__<server>__<tool>``. ``bypassPermissions`` because
+model sees their tools as ``mcp__<server>__<tool>``. With ``runner.mcp_transport: http``
+they are this host's URLs for the turn instead (``type: http``, the turn's bearer token in
+``headers``; the token ends with the turn). ``bypassPermissions`` because
 nobody is there to approve a tool call in an unattended turn.
 
 The stream is one JSON object per line (kept whole in ``stdout.jsonl``):
@@ -24,7 +26,6 @@ The stream is one JSON object per line (kept whole in ``stdout.jsonl``):
 from __future__ import annotations
 
 import json
-import os
 import shutil
 from pathlib import Path
 from typing import Any
@@ -32,22 +33,24 @@ from typing import Any
 from ds_events.services.runtime.commands import RunResult, TurnSpec
 from ds_events.services.runtime.turns import MCP_NAMESPACES, TurnRecorder
 
-from .base import LineRunner, mcp_server_command
+from .base import LineRunner, mcp_endpoints
 
 __all__ = ["ClaudeRunner", "mcp_config", "tool_name"]
 
 
 def mcp_config(spec: TurnSpec) -> dict[str, Any]:
-    """The ``--mcp-config`` document: our three namespaces as stdio servers."""
-    env = {**spec.env, "DS_RUN_ID": spec.run_id}
-    # The servers run this interpreter with ``-m ds_events``: a source tree on PYTHONPATH
-    # must reach them, and Claude Code gives a server its own env plus what is listed here.
-    if os.environ.get("PYTHONPATH"):
-        env.setdefault("PYTHONPATH", os.environ["PYTHONPATH"])
-    servers = {}
-    for namespace in MCP_NAMESPACES:
-        argv = mcp_server_command(namespace)
-        servers[namespace] = {"type": "stdio", "command": argv[0], "args": argv[1:], "env": dict(sorted(env.items()))}
+    """The ``--mcp-config`` document: our three namespaces as stdio servers, or as this
+    host's streamable-HTTP URLs for the turn (``type: http`` with the bearer token).
+
+    A stdio server runs this interpreter with ``-m ds_events``: a source tree on
+    PYTHONPATH must reach it, and Claude Code gives a server its own env plus what is
+    listed (:func:`~.base.mcp_endpoints` adds it)."""
+    servers: dict[str, Any] = {}
+    for ep in mcp_endpoints(spec):
+        if ep.url:
+            servers[ep.namespace] = {"type": "http", "url": ep.url, "headers": ep.headers}
+        else:
+            servers[ep.namespace] = {"type": "stdio", "command": ep.command[0], "args": ep.command[1:], "env": ep.env}
     return {"mcpServers": servers}
 
 

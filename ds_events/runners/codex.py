@@ -12,7 +12,9 @@ serves its own code). ``required = true`` makes a server that fails to start fai
 turn instead of leaving the agent without its tools, and ``default_tools_approval_mode =
 "approve"`` lets an unattended run call them. Codex offers each server to the model as
 a tool namespace ``mcp__<server>`` (Codex 0.169: the model calls ``write`` in namespace
-``mcp__memory``).
+``mcp__memory``). With ``runner.mcp_transport: http`` the tables name this host's URLs
+for the turn instead (``url``, and ``bearer_token_env_var = "DS_MCP_TOKEN"``: the
+turn's token reaches Codex in its environment, never in the file).
 
 The model provider is Codex's default (OpenAI; the user's ``auth.json`` is copied into
 the isolated home) unless ``runner.codex_provider`` names a Responses-API endpoint:
@@ -66,9 +68,9 @@ from typing import Any
 from ds_events.config import RunnerConfig
 from ds_events.errors import Invalid
 from ds_events.services.runtime.commands import RunResult, TurnSpec
-from ds_events.services.runtime.turns import MCP_NAMESPACES, TurnRecorder
+from ds_events.services.runtime.turns import TurnRecorder
 
-from .base import LineRunner, agent_env, mcp_server_command
+from .base import TOKEN_ENV, LineRunner, agent_env, mcp_endpoints, mcp_server_command, serving_turn
 
 __all__ = ["CodexRunner", "codex_home", "render_config", "TOOL_ITEMS"]
 
@@ -94,18 +96,20 @@ def render_config(spec: TurnSpec, config: RunnerConfig, *, pythonpath: str | Non
     provider = config.codex_provider
     if provider is not None:
         lines.append(f"model_provider = {_toml(provider.name)}")
-    for namespace in MCP_NAMESPACES:
-        argv = mcp_server_command(namespace)
-        env = {"DS_HOME": spec.env.get("DS_HOME", spec.home), "DS_QUEST_ID": spec.env.get("DS_QUEST_ID", spec.quest_id)}
-        env["DS_RUN_ID"] = spec.run_id
-        if pythonpath:
-            env["PYTHONPATH"] = pythonpath
+    for endpoint in mcp_endpoints(spec):
+        namespace = endpoint.namespace
+        lines += ["", f"[mcp_servers.{namespace}]"]
+        if endpoint.url:
+            # Served by this host: the turn's token reaches Codex in its env, never on disk.
+            lines += [f"url = {_toml(endpoint.url)}", f"bearer_token_env_var = {_toml(TOKEN_ENV)}"]
+        else:
+            argv = mcp_server_command(namespace)
+            env = {"DS_HOME": spec.env.get("DS_HOME", spec.home), "DS_QUEST_ID": spec.env.get("DS_QUEST_ID", spec.quest_id)}
+            env["DS_RUN_ID"] = spec.run_id
+            if pythonpath:
+                env["PYTHONPATH"] = pythonpath
+            lines += [f"command = {_toml(argv[0])}", f"args = {_toml(argv[1:])}", f"env = {_toml(env)}"]
         lines += [
-            "",
-            f"[mcp_servers.{namespace}]",
-            f"command = {_toml(argv[0])}",
-            f"args = {_toml(argv[1:])}",
-            f"env = {_toml(env)}",
             "required = true",
             f"default_tools_approval_mode = {_toml('approve')}",
             f"startup_timeout_sec = {_MCP_STARTUP_TIMEOUT_SEC}",
@@ -138,6 +142,7 @@ class CodexRunner(LineRunner):
         self.thread_id = ""
         self.warnings: list[str] = []  # non-fatal error items (kept in the raw stream)
         self._open_calls: set[str] = set()  # item ids whose tool_call is recorded
+        self._token = ""  # the turn's bearer token when this host serves its tools
 
     async def run(self, spec: TurnSpec, recorder: TurnRecorder) -> RunResult:
         program = self.executable("codex")[0]
@@ -147,8 +152,10 @@ class CodexRunner(LineRunner):
                 "(npm install -g @openai/codex) or set runner.commands.codex in DS_HOME/config.yaml",
                 code="runner_not_found",
             )  # fmt: skip
-        self.prepare_home(spec)
-        return await super().run(spec, recorder)
+        async with serving_turn(spec, self.config) as endpoints:
+            self.prepare_home(spec)
+            self._token = next((e.token for e in endpoints if e.token), "")
+            return await super().run(spec, recorder)
 
     def command(self, spec: TurnSpec) -> list[str]:
         argv = [*self.executable("codex"), "exec", "--json", "--cd", self.workspace(spec), "--skip-git-repo-check"]
@@ -157,7 +164,10 @@ class CodexRunner(LineRunner):
         return [*argv, "-"]
 
     def environment(self, spec: TurnSpec) -> dict[str, str]:
-        return agent_env(spec, {"CODEX_HOME": str(codex_home(spec))})
+        extra = {"CODEX_HOME": str(codex_home(spec))}
+        if self._token:
+            extra[TOKEN_ENV] = self._token
+        return agent_env(spec, extra)
 
     def prepare_home(self, spec: TurnSpec) -> Path:
         """Write the isolated home's ``config.toml`` (and bring the user's login)."""

@@ -25,6 +25,7 @@ from ds_events.home import Home, Quest
 from ds_events.services.runtime.scheduler import QuestScheduler
 
 from . import scheduler_for
+from .base import close_mcp_host
 
 __all__ = ["Fleet"]
 
@@ -154,5 +155,6 @@ class Fleet:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
         self.tasks.clear()
+        await close_mcp_host()  # the turns are over: so is the listener that served them
         for quest_id in list(self.quests):
             self._drop(quest_id)

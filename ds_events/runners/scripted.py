@@ -3,7 +3,8 @@
 For demos and tests, in place of a model: the agent process
 (:mod:`ds_events.runners.scripted_agent`) is started like any agent CLI — its own
 process group, the prompt on stdin, JSON lines on stdout — and calls the same
-``ds mcp --namespace ...`` servers a real agent would. Its trajectory is YAML:
+``ds mcp --namespace ...`` servers a real agent would (or, with ``runner.mcp_transport:
+http``, the host's URLs for the turn, given in ``--mcp-config <run_dir>/mcp.json``). Its trajectory is YAML:
 
 .. code-block:: yaml
 
@@ -28,6 +29,7 @@ the results they saved: a step that started a job is not run again.
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -40,7 +42,7 @@ from ds_events.errors import Invalid
 from ds_events.services.runtime.commands import TurnSpec
 from ds_events.services.runtime.turns import MCP_NAMESPACES, TurnRecorder
 
-from .base import LineRunner
+from .base import LineRunner, mcp_endpoints
 
 __all__ = ["ScriptedRunner", "Trajectory", "Step", "load_trajectory"]
 
@@ -126,11 +128,19 @@ class ScriptedRunner(LineRunner):
         load_trajectory(self.trajectory)  # refuse a bad file before a turn starts
 
     def command(self, spec: TurnSpec) -> list[str]:
-        return [
+        argv = [
             sys.executable, "-m", "ds_events.runners.scripted_agent", "--trajectory", self.trajectory,
             "--turn", str(spec.turn_number), "--attempt", str(spec.attempt),
             *(["--retry-of", spec.retry_of] if spec.retry_of else []),
         ]  # fmt: skip
+        endpoints = mcp_endpoints(spec)
+        if any(ep.url for ep in endpoints):
+            # Served by this host: the agent is told the URLs and the token, as Claude Code is.
+            path = Path(spec.run_dir) / "mcp.json"
+            servers = {ep.namespace: {"type": "http", "url": ep.url, "headers": ep.headers} for ep in endpoints}
+            path.write_text(json.dumps({"mcpServers": servers}, indent=2) + "\n", encoding="utf-8")
+            argv += ["--mcp-config", str(path)]
+        return argv
 
     def handle(self, item: dict[str, Any], recorder: TurnRecorder) -> None:
         kind = item.get("type")

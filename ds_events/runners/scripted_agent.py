@@ -19,6 +19,8 @@ import sys
 from typing import Any
 
 import mcp
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
 
 from ds_events.runners.base import mcp_server_command
 from ds_events.runners.scripted import Step, load_trajectory
@@ -64,21 +66,35 @@ def lookup(path: str, saved: dict[str, Any]) -> Any:
 
 
 class Servers:
-    def __init__(self) -> None:
+    """One MCP client per namespace, connected on first use: to a stdio server started
+    here, or to the URL ``--mcp-config`` names (``{"mcpServers": {ns: {"type": "http",
+    "url": ..., "headers": {...}}}}``, what the host serves the turn under)."""
+
+    def __init__(self, config: dict[str, Any] | None = None) -> None:
         self.stack = contextlib.AsyncExitStack()
         self.clients: dict[str, mcp.Client] = {}
+        self.config = (config or {}).get("mcpServers", {})
 
     async def get(self, namespace: str) -> mcp.Client:
         if namespace not in self.clients:
-            argv = mcp_server_command(namespace)
-            params = mcp.StdioServerParameters(command=argv[0], args=argv[1:], env=dict(os.environ))
-            self.clients[namespace] = await self.stack.enter_async_context(mcp.Client(params))
+            served = self.config.get(namespace)
+            client: mcp.Client
+            if served is not None and served.get("type") == "http":
+                http = await self.stack.enter_async_context(create_mcp_http_client(headers=served.get("headers") or {}))
+                client = mcp.Client(streamable_http_client(served["url"], http_client=http))
+            else:
+                argv = mcp_server_command(namespace)
+                client = mcp.Client(mcp.StdioServerParameters(command=argv[0], args=argv[1:], env=dict(os.environ)))
+            self.clients[namespace] = await self.stack.enter_async_context(client)
         return self.clients[namespace]
 
 
-async def play(steps: list[Step], attempt: int, *, resume_after: int = 0, saved: dict[str, Any] | None = None) -> int:
+async def play(
+    steps: list[Step], attempt: int, *, resume_after: int = 0, saved: dict[str, Any] | None = None,
+    mcp_config: dict[str, Any] | None = None,
+) -> int:
     saved = dict(saved or {})
-    servers = Servers()
+    servers = Servers(mcp_config)
     output_chars = 0
     if resume_after:
         emit(type="reasoning", text=f"Resuming after step {resume_after}: an earlier attempt completed steps 1-{resume_after}.")
@@ -152,6 +168,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--turn", type=int, default=1)
     parser.add_argument("--attempt", type=int, default=1)
     parser.add_argument("--retry-of", default=None, help="The failed attempt this one retries: resume after its work.")
+    parser.add_argument("--mcp-config", default=None, help="A JSON file naming the MCP servers to call (else stdio servers).")
     ns = parser.parse_args(argv)
     prompt = sys.stdin.read()
     emit(type="turn.started", prompt_chars=len(prompt))
@@ -163,7 +180,8 @@ def main(argv: list[str] | None = None) -> int:
     steps = trajectory.turns[ns.turn - 1].steps
     resume_after, saved = resume_point(steps, ns.retry_of) if ns.retry_of else (0, {})
     try:
-        return asyncio.run(play(steps, ns.attempt, resume_after=resume_after, saved=saved))
+        mcp_config = json.loads(open(ns.mcp_config, encoding="utf-8").read()) if ns.mcp_config else None
+        return asyncio.run(play(steps, ns.attempt, resume_after=resume_after, saved=saved, mcp_config=mcp_config))
     except TemplateError as exc:
         emit(type="error", message=str(exc))
         return 1

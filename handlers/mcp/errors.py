@@ -24,6 +24,12 @@ CODES = catalogue(
     ErrorCode("quest_outside_home", 400, "DS_QUEST_ROOT is not a quest directory of the home DS_HOME names."),
     ErrorCode("conflicting_quest", 400, "DS_QUEST_ID and DS_QUEST_ROOT name different quests: give one of them."),
     ErrorCode("unknown_tool", 404, "No tool of that name in this namespace: tools lists the ones there are."),
+    # The host-served transport (handlers.mcp.host): a request it refuses before any tool runs.
+    ErrorCode("missing_token", 401, "No bearer token on a request to the host-served MCP transport: send 'Authorization: Bearer <token>'."),
+    ErrorCode("invalid_token", 401, "The bearer token names no running turn: it is wrong, or its turn has ended (a token lasts one turn)."),
+    ErrorCode("wrong_turn", 401, "The bearer token belongs to another turn (quest or run id) than the one the URL names."),
+    ErrorCode("unknown_endpoint", 404, "No such endpoint on the MCP host: it serves /mcp/<quest_id>/<run_id>/<namespace> only."),
+    ErrorCode("unknown_namespace", 404, "No MCP namespace of that name: memory, artifact or bash_exec."),
     ErrorCode("os_error", 500, "The operating system refused a file operation (errno and the path say which)."),
 )
 

@@ -50,6 +50,11 @@ def prepare_start(quest: Quest, cmd: StartSession) -> StartSpec:
     child_env = dict(os.environ)
     child_env.setdefault("TERM", "dumb")
     child_env.update(DS_QUEST_ID=quest.id, DS_QUEST_ROOT=str(quest.root.resolve()), DS_BASH_SESSION_ID=session_id)
+    # The quest's home and the turn, whichever process serves the call: a turn's own stdio
+    # server has them in its env already, the host serving it over HTTP does not.
+    child_env["DS_HOME"] = str(quest.home.root)
+    if quest.run_id:
+        child_env["DS_RUN_ID"] = quest.run_id
     child_env.update(extra)
     config = quest.home.config()  # parsed once: it is YAML, and a start is on a hot path
     return StartSpec(
