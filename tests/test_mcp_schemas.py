@@ -7,6 +7,10 @@ description in it: the model then sees parameter names and types only
 ``measure_codex.py --probe`` pinned the budget on the real CLI, byte by byte).
 ``artifact.interact`` was 7.5 KB and reached the model with none of its 39 descriptions.
 
+In Codex's code-mode layout (its default model) the same compacted schema reaches the
+model as a TypeScript declaration with the descriptions as comments, except a root
+description and one on a scalar union member, which it cannot show.
+
 The fast tests compute each tool's forwarded schema with that rule, and check the rule
 itself against what the real Codex forwarded (both recordings: before the fix, when
 interact lost its descriptions, and today's). The slow test runs the real Codex once and
@@ -127,6 +131,35 @@ def test_fields_codex_drops_cost_nothing_and_the_ones_it_keeps_count() -> None:
         "type": "object",
         "properties": {"a": {"type": "string", "description": "d"}, "b": {"type": "array", "items": {"type": "integer"}, "minItems": 1}},
     }
+
+
+def _hidden_in_code_mode(schema: Any, where: str = "") -> list[str]:
+    """Where a description sits that Codex's code-mode declaration (TypeScript, parameter
+    descriptions as comments) does not show: on the root, or on a non-object union member."""
+    found = []
+    if isinstance(schema, dict):
+        if not where and "description" in schema:
+            found.append("(root)")
+        for i, member in enumerate(schema.get("anyOf") or []):
+            if isinstance(member, dict) and "description" in member and member.get("type") != "object":
+                found.append(f"{where}.anyOf[{i}]")
+        for name, sub in (schema.get("properties") or {}).items():
+            found += _hidden_in_code_mode(sub, f"{where}.{name}")
+        for key in ("items", "additionalProperties"):
+            if isinstance(schema.get(key), dict):
+                found += _hidden_in_code_mode(schema[key], f"{where}.{key}")
+        for i, member in enumerate(schema.get("anyOf") or []):
+            found += _hidden_in_code_mode(member, f"{where}.anyOf[{i}]")
+    return found
+
+
+def test_every_description_is_where_the_code_mode_declaration_shows_it() -> None:
+    hidden = {name: spots for name, schema in TOOLS.items() if (spots := _hidden_in_code_mode(schema))}
+    assert hidden == {}
+    # And the recording of the real Codex's code-mode layout agrees: every one was there.
+    table = json.loads((SCHEMAS / "codex-code-mode.json").read_text(encoding="utf-8"))
+    assert table["model"] == "gpt-6-astra" and set(table["tools"]) == set(TOOLS)
+    assert {name: row for name, row in table["tools"].items() if row["descriptions_kept"] != row["descriptions_declared"]} == {}
 
 
 @pytest.mark.slow

@@ -27,6 +27,9 @@ def input_schema(command: type[Command]) -> dict[str, Any]:
     """The command's JSON schema as a tool's input schema, with every default spelled out
     in its parameter's description."""
     schema = _inline(msgspec.json.schema(command))
+    # The command's docstring is for whoever reads the code; the model reads the tool's
+    # description (Codex's code-mode layout drops a root description anyway).
+    schema.pop("description", None)
     _restore_extra_schemas(command, schema)
     for prop in schema.get("properties", {}).values():
         if "default" in prop and prop["default"] is None:

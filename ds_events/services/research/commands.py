@@ -32,7 +32,7 @@ DOCUMENT_NAMES = ("brief", "plan", "status", "summary", "active_user_requirement
 
 _FOUNDATION = {
     "anyOf": [
-        {"type": "string", "description": "A branch name."},
+        {"type": "string"},  # a branch name, as the parameter says
         {
             "type": "object",
             "properties": {
