@@ -77,6 +77,8 @@ _WRITE_REFUSED = (".ds", ".git")  # the log and the repository: never written by
 _MCP_TITLE = re.compile(
     r"^(?P<label>Tool:\s*)?(?:mcp__(?P<a>[^_].*?)__(?P<at>.+)|(?P<b>[A-Za-z_][\w-]*)[./](?P<bt>[\w.-]+))$"
 )
+# Gemini CLI's title of an MCP call: ``search (memory MCP Server)``.
+_GEMINI_TITLE = re.compile(r"^(?P<tool>[\w.-]+) \((?P<server>[\w.-]+) MCP Server\)$")
 
 
 def mcp_servers(spec: TurnSpec) -> list[schema.McpServerStdio]:
@@ -101,9 +103,13 @@ def mcp_servers(spec: TurnSpec) -> list[schema.McpServerStdio]:
 
 
 def tool_name(title: str) -> tuple[str, str]:
-    """``(tool, server)`` from a tool call's title: ``mcp__memory__write``, ``memory.write``
-    and codex-acp's ``Tool: memory/write`` are ``("memory.write", "memory")``; anything
-    else is kept as the agent named it, with no server."""
+    """``(tool, server)`` from a tool call's title: ``mcp__memory__write``, ``memory.write``,
+    codex-acp's ``Tool: memory/write`` and Gemini CLI's ``write (memory MCP Server)`` are
+    ``("memory.write", "memory")``; anything else is kept as the agent named it, with no
+    server."""
+    gemini = _GEMINI_TITLE.match(title.strip())
+    if gemini:
+        return f"{gemini['server']}.{gemini['tool']}", gemini["server"]
     match = _MCP_TITLE.match(title.strip())
     if match:
         server, tool = (match["a"], match["at"]) if match["a"] else (match["b"], match["bt"])
@@ -208,6 +214,8 @@ class AcpRunner:
         client.flush()
         if answer.usage is not None:
             recorder.add_usage(answer.usage.model_dump(exclude_none=True, exclude={"field_meta"}))
+        else:
+            recorder.add_usage(_quota_usage(answer.field_meta))
         ok, why = STOP_REASONS.get(answer.stop_reason, (False, f"stopReason {answer.stop_reason}"))
         if answer.stop_reason == "cancelled" and self._interrupted:
             why = "cancelled on request"
@@ -260,6 +268,7 @@ class TurnClient:
         self._text_kind = ""  # "message" | "thought": what _text holds
         self._text_id = ""
         self._calls: dict[str, bool] = {}  # tool call id -> finished
+        self._servers: dict[str, str] = {}  # tool call id -> our MCP server it calls, or ""
 
     def on_connect(self, conn: Any) -> None:
         pass
@@ -299,21 +308,38 @@ class TurnClient:
 
     def _start_call(self, update: Any) -> None:
         tool, server = tool_name(update.title or update.kind or "tool")
+        if not server:
+            tool, server = _name_from_call_id(update.tool_call_id) or (tool, server)
+        arguments = _arguments(update.raw_input, tool)
+        if arguments is None and server:
+            # Gemini CLI sends no rawInput: an MCP call's content is its arguments as JSON.
+            arguments = _json_value(_tool_content(update.content), objects_only=True)
         self._calls[update.tool_call_id] = False
-        self.recorder.tool_call(update.tool_call_id, tool, _arguments(update.raw_input, tool), server=server)
+        self._servers[update.tool_call_id] = server
+        self.recorder.tool_call(update.tool_call_id, tool, arguments, server=server)
 
     def _maybe_finish_call(self, update: Any) -> None:
         if update.status not in ("completed", "failed") or self._calls.get(update.tool_call_id):
             return
         self._calls[update.tool_call_id] = True
-        output = _output(update.raw_output) if update.raw_output is not None else _tool_content(update.content)
+        if update.raw_output is not None:
+            output = _output(update.raw_output)
+        else:
+            output = _tool_content(update.content)
+            if self._servers.get(update.tool_call_id):  # our servers answer JSON text
+                output = _json_value(output)
         self.recorder.tool_result(update.tool_call_id, update.status == "completed", output)
 
     # -- requests from the agent ------------------------------------------------------
 
     async def request_permission(self, session_id: str, tool_call: Any, options: list[Any], **_: Any) -> Any:
-        """Unattended: pick the agent's broadest "allow" option; none offered is a refusal."""
+        """Unattended: pick the agent's broadest "allow" option; none offered is a refusal.
+        A call first heard of here (Gemini CLI announces a call that needs approval only
+        in the request) is recorded now, before its result."""
         self.recorder.touch()
+        if getattr(tool_call, "tool_call_id", None) and tool_call.tool_call_id not in self._calls:
+            self.flush()
+            self._start_call(tool_call)
         for wanted in ("allow_always", "allow_once"):
             for option in options:
                 if option.kind == wanted:
@@ -378,6 +404,16 @@ async def _select_model(conn: Any, session: Any, model: str) -> str:
     return ""  # the agent has no model choice: it runs its own default
 
 
+def _quota_usage(meta: Any) -> dict[str, Any]:
+    """The turn's tokens from an answer without ``usage``: Gemini CLI 0.61 reports them in
+    ``_meta.quota.token_count`` (``input_tokens``, ``output_tokens``)."""
+    quota = meta.get("quota") if isinstance(meta, dict) else None
+    counts = quota.get("token_count") if isinstance(quota, dict) else None
+    if not isinstance(counts, dict):
+        return {}
+    return {k: v for k, v in counts.items() if k in ("input_tokens", "output_tokens") and isinstance(v, int)}
+
+
 class _Traffic:
     """Keeps every JSON-RPC message, both ways, one JSON line each."""
 
@@ -396,6 +432,35 @@ class _Traffic:
 def _refused(code: str, path: str, message: str) -> acp.RequestError:
     """A file request we do not serve: JSON-RPC invalid params with our stable code."""
     return acp.RequestError.invalid_params({"error": code, "path": path, "message": message})
+
+
+def _name_from_call_id(call_id: str) -> tuple[str, str] | None:
+    """``(tool, server)`` of one of our tools from a Gemini CLI call id
+    (``mcp_bash_exec_bash_exec__<n>``: its declared name ``mcp_<server>_<tool>`` first),
+    for a call whose title does not say (Gemini titles a call with a ``command`` argument
+    by the command); None when the id names none of ours."""
+    declared, found, _ = call_id.partition("__")
+    if not found or not declared.startswith("mcp_"):
+        return None
+    rest = declared.removeprefix("mcp_")
+    for server in sorted(MCP_NAMESPACES, key=len, reverse=True):  # bash_exec before a "bash"
+        if rest.startswith(server + "_") and len(rest) > len(server) + 1:
+            return f"{server}.{rest[len(server) + 1 :]}", server
+    return None
+
+
+def _json_value(value: Any, *, objects_only: bool = False) -> Any:
+    """``value`` decoded when it is text holding JSON (an object, with ``objects_only``),
+    else as it is."""
+    if not isinstance(value, str):
+        return None if objects_only else value
+    try:
+        decoded = json.loads(value)
+    except ValueError:
+        return None if objects_only else value
+    if objects_only and not isinstance(decoded, dict):
+        return None
+    return decoded
 
 
 def _arguments(raw_input: Any, tool: str) -> Any:

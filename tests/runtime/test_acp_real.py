@@ -38,7 +38,7 @@ from .acp_real_support import (
     wait_for_no_processes,
     write_acp_config,
 )  # fmt: skip
-from .codex_support import SCRIPTED_MODEL, responses_server
+from .codex_support import FIXTURES, SCRIPTED_MODEL, responses_server
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 
@@ -165,20 +165,27 @@ async def test_pausing_codex_acp_while_a_bash_await_runs_ends_its_process_group(
         server.on_request = reads_the_bash_id(server)
         codex_acp_home(tmp_path, monkeypatch, server.base_url)
         write_acp_config(quest.home, [exe])
-        task = asyncio.create_task(scheduler_for(quest).run_until_idle())
+        await pause_while_awaiting(quest)
+    assert len(server.requests) == 4  # the model never heard back from the await
 
-        def awaiting() -> Any:
-            return next((e for e in quest.log.read() if e.type == "tool.call_started" and e.namespace == "bash_exec"), None)
 
-        started = await wait_until_async(awaiting, timeout=240, what="codex-acp's bash_exec await to be running")
-        process = next(e for e in quest.log.read() if e.type == "runner.process_started")
-        assert procs.group_alive(process.pgid) and processes_with_env(f"DS_RUN_ID={started.run_id}")
-        await asyncio.to_thread(steering.control, quest, quest_service.Control(action="pause", reason="test"))
-        finished = await asyncio.wait_for(task, timeout=120)
+async def pause_while_awaiting(quest: Quest) -> None:
+    """Run the quest's turn with the real scheduler; once the agent's ``bash_exec`` await
+    is running in our server, pause the quest (as ``ds control`` does): the turn ends
+    interrupted, and the agent's process group, its MCP servers and the job are gone."""
+    task = asyncio.create_task(scheduler_for(quest).run_until_idle())
+
+    def awaiting() -> Any:
+        return next((e for e in quest.log.read() if e.type == "tool.call_started" and e.namespace == "bash_exec"), None)
+
+    started = await wait_until_async(awaiting, timeout=300, what="the agent's bash_exec await to be running")
+    process = next(e for e in quest.log.read() if e.type == "runner.process_started")
+    assert procs.group_alive(process.pgid) and processes_with_env(f"DS_RUN_ID={started.run_id}")
+    await asyncio.to_thread(steering.control, quest, quest_service.Control(action="pause", reason="test"))
+    finished = await asyncio.wait_for(task, timeout=120)
     assert [(f.outcome, f.reason) for f in finished] == [("interrupted", "paused")]
     assert not procs.group_alive(process.pgid)
     wait_for_no_processes(f"DS_RUN_ID={started.run_id}")  # the agent, its MCP servers, the job
-    assert len(server.requests) == 4  # the model never heard back from the await
     log = quest.log.read()
     job = next(e for e in log if e.type == "bash.session_started")
     assert any(e.type == "bash.session_exited" and e.session_id == job.session_id and e.status == "terminated" for e in log)
@@ -186,3 +193,103 @@ async def test_pausing_codex_acp_while_a_bash_await_runs_ends_its_process_group(
     # the turn): the prompt never ended by itself.
     rpc = traffic(quest, started.run_id)
     assert not any((m.get("result") or {}).get("stopReason") == "end_turn" for m in rpc)
+
+
+# -- Gemini CLI -------------------------------------------------------------------------
+
+
+def gemini_server() -> Any:
+    """The ``fixtures/gemini_server.py`` module."""
+    import importlib.util
+    import sys
+
+    name = "ds_fixture_gemini_server"
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, FIXTURES / "gemini_server.py")
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    return sys.modules[name]
+
+
+def gemini_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, base_url: str) -> None:
+    """Point the Gemini CLI at the scripted endpoint: ``GOOGLE_GEMINI_BASE_URL`` (it then
+    authenticates as a gateway, no key), a home of its own, the quest trusted (an untrusted
+    folder gets no MCP servers), and a fixed model (``auto`` first asks a router model to
+    score the prompt)."""
+    monkeypatch.setenv("GOOGLE_GEMINI_BASE_URL", base_url)
+    monkeypatch.setenv("GEMINI_CLI_HOME", str(tmp_path / "gemini-home"))
+    monkeypatch.setenv("GEMINI_CLI_TRUST_WORKSPACE", "true")
+    monkeypatch.setenv("GEMINI_MODEL", "gemini-2.5-pro")
+
+
+def gemini_script(command: str, *, answer: bool = True) -> list[dict[str, Any]]:
+    """:func:`whole_turn_script` in the Gemini server's terms (tools named ``server.tool``)."""
+    script = [
+        {"items": [{"think": "See what the quest already knows."},
+                   {"call": "memory.search", "arguments": {"query": "warmup divergence"}}],
+         "usage": {"input_tokens": 300, "output_tokens": 20}},
+        {"items": [{"call": "artifact.record", "arguments": {"payload": {"kind": "idea", "title": "Longer warmup for the small model"}}}],
+         "usage": {"input_tokens": 400, "output_tokens": 20}},
+        {"items": [{"call": "bash_exec.bash_exec", "arguments": {"command": command, "mode": "detach"}}],
+         "usage": {"input_tokens": 500, "output_tokens": 20}},
+        {"items": [{"call": "bash_exec.bash_exec", "arguments": {"mode": "await", "id": "", "wait_timeout_seconds": 600}}],
+         "usage": {"input_tokens": 600, "output_tokens": 20}},
+    ]  # fmt: skip
+    if answer:
+        script.append({"items": [{"say": "Done: the warmup card read, the idea recorded, the job ran."}],
+                       "usage": {"input_tokens": 700, "output_tokens": 15}})  # fmt: skip
+    return script
+
+
+def gemini_reads_the_bash_id(server: Any) -> Any:
+    """As :func:`reads_the_bash_id`, from the ``functionResponse`` the CLI sent back."""
+
+    def hook(n: int, body: dict[str, Any]) -> None:
+        if not server.script:
+            return
+        for item in server.script[0].get("items", []):
+            if item.get("call") == "bash_exec.bash_exec" and item["arguments"].get("id") == "":
+                outputs = gemini_server().function_outputs(body)
+                found = BASH_ID.search(json.dumps(list(outputs.values())[-1]))
+                assert found, outputs
+                item["arguments"]["id"] = found.group()
+
+    return hook
+
+
+async def test_gemini_cli_runs_a_whole_turn_through_the_daemon_and_its_acp_stream_validates(
+    home: Home, quest: Quest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    exe = agent_executable("gemini")
+    seed_memory(quest)
+    module = gemini_server()
+    async with module.GeminiServer(gemini_script("echo warmup=500")) as server:
+        server.on_request = gemini_reads_the_bash_id(server)
+        gemini_env(tmp_path, monkeypatch, server.base_url)
+        write_acp_config(home, [exe, "--acp"])
+        notes = await serve_one_turn(home, quest, "Record the warmup idea and run the check.", tmp_path / "serve.log")
+    check_whole_turn(quest, notes, runner_command=[exe, "--acp"])
+    # The model was offered our tools under Gemini's names and got every answer back.
+    assert len(server.requests) == 5 and server.exhausted == 0 and server.unoffered == [], server.other_requests
+    offered = module.offered_tools(server.requests[0])
+    assert {"memory.search", "artifact.record", "bash_exec.bash_exec"} <= set(offered)
+    assert offered["bash_exec.bash_exec"] == "mcp_bash_exec_bash_exec"
+    answers = json.dumps(module.function_outputs(server.requests[-1]))
+    assert "Warmup avoids early divergence" in answers and "idea-0001" in answers
+
+
+async def test_pausing_gemini_cli_while_a_bash_await_runs_ends_its_process_group(
+    quest: Quest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    exe = agent_executable("gemini")
+    seed_memory(quest)
+    seconds = f"300.{random.randrange(10**6):06d}"
+    quest_service.post_message(quest, quest_service.PostMessage(text="Run the long check."), source="cli")
+    async with gemini_server().GeminiServer(gemini_script(f"sleep {seconds}", answer=False)) as server:
+        server.on_request = gemini_reads_the_bash_id(server)
+        gemini_env(tmp_path, monkeypatch, server.base_url)
+        write_acp_config(quest.home, [exe, "--acp"])
+        await pause_while_awaiting(quest)
+    assert len(server.requests) == 4  # the model never heard back from the await

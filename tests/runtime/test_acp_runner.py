@@ -145,6 +145,37 @@ async def test_codex_acp_shaped_calls_are_named_and_decoded_like_every_agents_an
     assert not procs.group_alive(process.pgid)
 
 
+async def test_gemini_shaped_calls_announced_only_by_their_permission_request_are_recorded_before_their_result(
+    quest: Quest,
+) -> None:
+    # Gemini CLI: no tool_call before a permission request, no rawInput or rawOutput (the
+    # arguments and the result are JSON text), titles such as "write (memory MCP Server)".
+    post(quest, "note how ACP agents reach our tools")
+    finished = await scheduler(quest, config("--like", "gemini")).run_until_idle()
+
+    assert [(f.outcome, f.reason) for f in finished] == [("completed", "")]
+    events = turn_events(quest, finished[0].run_id)
+    kinds = [e.type.split(".", 1)[1] for e in events]
+    assert kinds == [
+        "turn_started", "process_started", "reasoning", "agent_message", "tool_call", "tool_result",
+        "tool_call", "tool_result", "agent_message", "turn_finished",
+    ]  # fmt: skip
+    call1, result1, call2, result2 = events[4:8]
+    assert (call1.call_id, call1.tool, call1.server) == ("mcp_memory_write__t1", "memory.write", "memory")
+    assert call1.arguments["title"] == "ACP agents get our MCP servers in session/new"  # from the JSON text
+    assert result1.status == "ok" and result1.output["status"] == "written"  # decoded
+    assert (call2.tool, call2.server, call2.arguments) == ("artifact.interact", "artifact", {"message": "Noted how ACP agents reach our tools."})
+    assert result2.output["interaction_status"] == "sent"
+    rpc = traffic(quest, finished[0].run_id)
+    asked = next(m["msg"] for m in rpc if m["msg"].get("method") == "session/request_permission")
+    updates = [m["msg"] for m in rpc if m["msg"].get("method") == "session/update"]
+    first_t1 = next(u for u in updates if u["params"]["update"].get("toolCallId") == "mcp_memory_write__t1")
+    assert first_t1["params"]["update"]["status"] == "completed"  # nothing announced it but the request
+    assert asked["params"]["toolCall"]["title"] == "write (memory MCP Server)"
+    end = events[-1]
+    assert end.usage["output_tokens"] == 42 and end.usage["input_tokens"] > 0  # from _meta.quota
+
+
 def test_an_mcp_result_is_its_structured_content_else_the_json_its_text_holds() -> None:
     text = {"type": "text", "text": '{"error": "missing_title", "message": "a card needs a title"}'}
     assert acp_runner._output({"content": [text], "isError": True}) == {"error": "missing_title", "message": "a card needs a title"}
@@ -156,6 +187,16 @@ def test_an_mcp_result_is_its_structured_content_else_the_json_its_text_holds() 
     assert acp_runner._arguments(invocation, "memory.write") == {"title": "t"}
     assert acp_runner._arguments(invocation, "artifact.record") == invocation  # not that call's own invocation
     assert acp_runner._arguments({"command": "ls"}, "shell") == {"command": "ls"}
+
+
+def test_a_gemini_call_id_names_our_tool_when_its_title_is_the_command() -> None:
+    assert acp_runner._name_from_call_id("mcp_bash_exec_bash_exec__mcp_bash_exec_bash_exec_17_0") == (
+        "bash_exec.bash_exec", "bash_exec",
+    )  # fmt: skip
+    assert acp_runner._name_from_call_id("mcp_memory_read_memory__x") == ("memory.read_memory", "memory")
+    assert acp_runner._name_from_call_id("mcp_github_create_issue__x") is None  # not one of ours
+    assert acp_runner._name_from_call_id("run_shell_command_17_0") is None
+    assert acp_runner._name_from_call_id("mcp_memory___x") is None
 
 
 async def test_a_refusal_fails_the_turn_and_says_why(quest: Quest) -> None:
@@ -293,6 +334,8 @@ async def test_an_agent_that_cannot_start_fails_the_turn_with_the_reason(quest: 
         ("mcp__github__create_issue", ("github.create_issue", "github")),
         ("Tool: memory/write", ("memory.write", "memory")),  # codex-acp
         ("Tool: github/create_issue", ("github.create_issue", "github")),  # codex-acp: any MCP server
+        ("search (memory MCP Server)", ("memory.search", "memory")),  # Gemini CLI
+        ("create_issue (github MCP Server)", ("github.create_issue", "github")),
         ("Read README.md", ("Read README.md", "")),
         ("config.yaml", ("config.yaml", "")),  # a file name is not one of our namespaces
     ],
