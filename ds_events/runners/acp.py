@@ -16,9 +16,16 @@ the official SDK's client side (:func:`acp.connect_to_agent`):
    ``agent_message_chunk``s are joined into one ``runner.agent_message`` (per message id,
    until something else arrives), ``agent_thought_chunk``s likewise into
    ``runner.reasoning``, ``tool_call`` / ``tool_call_update`` into ``runner.tool_call``
-   and, when the call completes or fails, ``runner.tool_result``.
+   and, when the call completes or fails, ``runner.tool_result``. A call of one of our
+   tools is named as every runner names it (``memory.write``, server ``memory``) whatever
+   the agent's title (:func:`tool_name`); an MCP invocation sent as the call's input is
+   its arguments, an MCP result sent as its output is its structured content (codex-acp
+   sends both whole).
 4. The answer's ``stopReason`` decides: ``end_turn`` is a success; ``refusal``,
    ``max_tokens``, ``max_turn_requests`` and an unasked ``cancelled`` are failures.
+5. ``session/close`` when the agent offers it, then EOF on its stdin. Real agents
+   (codex-acp 0.16) do not exit at EOF: one that closed its session is signalled after
+   a short grace, one that did not gets the longer one to exit by itself.
 
 Unattended, ``session/request_permission`` is answered with the agent's "allow" option.
 :meth:`AcpRunner.interrupt` (a pause, a stop, a stall) sends ``session/cancel`` and waits
@@ -61,8 +68,19 @@ STOP_REASONS: dict[str, tuple[bool, str]] = {
     "max_turn_requests": (False, "the agent hit its limit of model requests in one turn"),
 }
 EXIT_GRACE_SECONDS = 15.0  # for the agent to exit at EOF (it closes its MCP servers first)
+# For an agent that answered session/close: it has released the session (its MCP servers
+# too), so nothing is left for it to finish. codex-acp 0.16 and claude-agent-acp 0.23 do
+# not exit at EOF at all; they are signalled after this.
+CLOSED_EXIT_GRACE_SECONDS = 2.0
+CLOSE_TIMEOUT_SECONDS = 30.0  # for the answer to session/close
 _WRITE_REFUSED = (".ds", ".git")  # the log and the repository: never written by an agent
-_MCP_TITLE = re.compile(r"^(?:mcp__(?P<a>[^_].*?)__(?P<at>.+)|(?P<b>[A-Za-z_][\w-]*)[./](?P<bt>[\w.-]+))$")
+# ``mcp__memory__write`` (Claude Code's names), ``memory.write`` / ``memory/write``, and
+# either after a label such as codex-acp's ``Tool: memory/write``.
+_MCP_TITLE = re.compile(
+    r"^(?P<label>Tool:\s*)?(?:mcp__(?P<a>[^_].*?)__(?P<at>.+)|(?P<b>[A-Za-z_][\w-]*)[./](?P<bt>[\w.-]+))$"
+)
+# Gemini CLI's title of an MCP call: ``search (memory MCP Server)``.
+_GEMINI_TITLE = re.compile(r"^(?P<tool>[\w.-]+) \((?P<server>[\w.-]+) MCP Server\)$")
 
 
 def mcp_servers(spec: TurnSpec, *, http: bool = False) -> list[schema.McpServerStdio | schema.HttpMcpServer]:
@@ -94,13 +112,18 @@ def mcp_servers(spec: TurnSpec, *, http: bool = False) -> list[schema.McpServerS
 
 
 def tool_name(title: str) -> tuple[str, str]:
-    """``(tool, server)`` from a tool call's title: ``mcp__memory__write`` and
-    ``memory.write`` are ``("memory.write", "memory")``; anything else is kept as the agent
-    named it, with no server."""
+    """``(tool, server)`` from a tool call's title: ``mcp__memory__write``, ``memory.write``,
+    codex-acp's ``Tool: memory/write`` and Gemini CLI's ``write (memory MCP Server)`` are
+    ``("memory.write", "memory")``; anything else is kept as the agent named it, with no
+    server."""
+    gemini = _GEMINI_TITLE.match(title.strip())
+    if gemini:
+        return f"{gemini['server']}.{gemini['tool']}", gemini["server"]
     match = _MCP_TITLE.match(title.strip())
     if match:
         server, tool = (match["a"], match["at"]) if match["a"] else (match["b"], match["bt"])
-        if match["a"] or server in MCP_NAMESPACES:
+        # A file name (``config.yaml``) is not a tool: a bare ``x.y`` names one of ours only.
+        if match["a"] or match["label"] or server in MCP_NAMESPACES:
             return f"{server}.{tool}", server
     return title, ""
 
@@ -118,6 +141,7 @@ class AcpRunner:
             )
         self._conn: Any = None
         self._session_id: str | None = None
+        self._can_close = False  # the agent offers session/close
         self._interrupted = False
         self._prompt_done = asyncio.Event()
 
@@ -153,8 +177,11 @@ class AcpRunner:
             finally:
                 client.flush()
                 self._prompt_done.set()
+            try:
+                closed = await self._close_session(conn)
+            finally:
                 await conn.close()
-            code = await self._end(proc)
+            code = await self._end(proc, closed=closed)
             await stderr
         if not ok and not error.strip():
             error = "the agent failed"
@@ -184,6 +211,8 @@ class AcpRunner:
             ),
             client_info=schema.Implementation(name="ds-events", title="ds-events runtime", version=_version()),
         )
+        sessions = init.agent_capabilities.session_capabilities if init.agent_capabilities else None
+        self._can_close = sessions is not None and sessions.close is not None
         recorder.touch()
         caps = init.agent_capabilities
         http = bool(caps and caps.mcp_capabilities and caps.mcp_capabilities.http)
@@ -200,21 +229,36 @@ class AcpRunner:
         client.flush()
         if answer.usage is not None:
             recorder.add_usage(answer.usage.model_dump(exclude_none=True, exclude={"field_meta"}))
+        else:
+            recorder.add_usage(_quota_usage(answer.field_meta))
         ok, why = STOP_REASONS.get(answer.stop_reason, (False, f"stopReason {answer.stop_reason}"))
         if answer.stop_reason == "cancelled" and self._interrupted:
             why = "cancelled on request"
         return ok, why
 
-    async def _end(self, proc: asyncio.subprocess.Process) -> int | None:
-        """Close the agent's stdin (an ACP agent exits at EOF) and wait for it to exit;
+    async def _close_session(self, conn: Any) -> bool:
+        """``session/close`` when the agent offers it and the session is still its own to
+        close (not after an interrupt: the scheduler ends the group then). Whether the
+        agent answered it."""
+        if not self._can_close or self._session_id is None or self._interrupted:
+            return False
+        try:
+            await asyncio.wait_for(conn.close_session(session_id=self._session_id), timeout=CLOSE_TIMEOUT_SECONDS)
+        except (TimeoutError, ConnectionError, acp.RequestError):
+            return False
+        return True
+
+    async def _end(self, proc: asyncio.subprocess.Process, *, closed: bool) -> int | None:
+        """Close the agent's stdin (an ACP agent may exit at EOF) and wait for it to exit;
         one that does not is signalled (TERM, then KILL), and whatever it left in its
         group goes too. The exit code, or None when the agent had to be signalled."""
         if proc.stdin is not None:
             with contextlib.suppress(Exception):
                 proc.stdin.close()
         code: int | None = None
+        grace = CLOSED_EXIT_GRACE_SECONDS if closed else EXIT_GRACE_SECONDS
         try:
-            code = await asyncio.wait_for(proc.wait(), timeout=EXIT_GRACE_SECONDS)
+            code = await asyncio.wait_for(proc.wait(), timeout=grace)
         except TimeoutError:
             procs.signal_group(proc.pid, signal.SIGTERM)
             try:
@@ -239,6 +283,7 @@ class TurnClient:
         self._text_kind = ""  # "message" | "thought": what _text holds
         self._text_id = ""
         self._calls: dict[str, bool] = {}  # tool call id -> finished
+        self._servers: dict[str, str] = {}  # tool call id -> our MCP server it calls, or ""
 
     def on_connect(self, conn: Any) -> None:
         pass
@@ -278,21 +323,38 @@ class TurnClient:
 
     def _start_call(self, update: Any) -> None:
         tool, server = tool_name(update.title or update.kind or "tool")
+        if not server:
+            tool, server = _name_from_call_id(update.tool_call_id) or (tool, server)
+        arguments = _arguments(update.raw_input, tool)
+        if arguments is None and server:
+            # Gemini CLI sends no rawInput: an MCP call's content is its arguments as JSON.
+            arguments = _json_value(_tool_content(update.content), objects_only=True)
         self._calls[update.tool_call_id] = False
-        self.recorder.tool_call(update.tool_call_id, tool, update.raw_input, server=server)
+        self._servers[update.tool_call_id] = server
+        self.recorder.tool_call(update.tool_call_id, tool, arguments, server=server)
 
     def _maybe_finish_call(self, update: Any) -> None:
         if update.status not in ("completed", "failed") or self._calls.get(update.tool_call_id):
             return
         self._calls[update.tool_call_id] = True
-        output = update.raw_output if update.raw_output is not None else _tool_content(update.content)
+        if update.raw_output is not None:
+            output = _output(update.raw_output)
+        else:
+            output = _tool_content(update.content)
+            if self._servers.get(update.tool_call_id):  # our servers answer JSON text
+                output = _json_value(output)
         self.recorder.tool_result(update.tool_call_id, update.status == "completed", output)
 
     # -- requests from the agent ------------------------------------------------------
 
     async def request_permission(self, session_id: str, tool_call: Any, options: list[Any], **_: Any) -> Any:
-        """Unattended: pick the agent's broadest "allow" option; none offered is a refusal."""
+        """Unattended: pick the agent's broadest "allow" option; none offered is a refusal.
+        A call first heard of here (Gemini CLI announces a call that needs approval only
+        in the request) is recorded now, before its result."""
         self.recorder.touch()
+        if getattr(tool_call, "tool_call_id", None) and tool_call.tool_call_id not in self._calls:
+            self.flush()
+            self._start_call(tool_call)
         for wanted in ("allow_always", "allow_once"):
             for option in options:
                 if option.kind == wanted:
@@ -357,6 +419,16 @@ async def _select_model(conn: Any, session: Any, model: str) -> str:
     return ""  # the agent has no model choice: it runs its own default
 
 
+def _quota_usage(meta: Any) -> dict[str, Any]:
+    """The turn's tokens from an answer without ``usage``: Gemini CLI 0.61 reports them in
+    ``_meta.quota.token_count`` (``input_tokens``, ``output_tokens``)."""
+    quota = meta.get("quota") if isinstance(meta, dict) else None
+    counts = quota.get("token_count") if isinstance(quota, dict) else None
+    if not isinstance(counts, dict):
+        return {}
+    return {k: v for k, v in counts.items() if k in ("input_tokens", "output_tokens") and isinstance(v, int)}
+
+
 class _Traffic:
     """Keeps every JSON-RPC message, both ways, one JSON line each."""
 
@@ -375,6 +447,59 @@ class _Traffic:
 def _refused(code: str, path: str, message: str) -> acp.RequestError:
     """A file request we do not serve: JSON-RPC invalid params with our stable code."""
     return acp.RequestError.invalid_params({"error": code, "path": path, "message": message})
+
+
+def _name_from_call_id(call_id: str) -> tuple[str, str] | None:
+    """``(tool, server)`` of one of our tools from a Gemini CLI call id
+    (``mcp_bash_exec_bash_exec__<n>``: its declared name ``mcp_<server>_<tool>`` first),
+    for a call whose title does not say (Gemini titles a call with a ``command`` argument
+    by the command); None when the id names none of ours."""
+    declared, found, _ = call_id.partition("__")
+    if not found or not declared.startswith("mcp_"):
+        return None
+    rest = declared.removeprefix("mcp_")
+    for server in sorted(MCP_NAMESPACES, key=len, reverse=True):  # bash_exec before a "bash"
+        if rest.startswith(server + "_") and len(rest) > len(server) + 1:
+            return f"{server}.{rest[len(server) + 1 :]}", server
+    return None
+
+
+def _json_value(value: Any, *, objects_only: bool = False) -> Any:
+    """``value`` decoded when it is text holding JSON (an object, with ``objects_only``),
+    else as it is."""
+    if not isinstance(value, str):
+        return None if objects_only else value
+    try:
+        decoded = json.loads(value)
+    except ValueError:
+        return None if objects_only else value
+    if objects_only and not isinstance(decoded, dict):
+        return None
+    return decoded
+
+
+def _arguments(raw_input: Any, tool: str) -> Any:
+    """A call's arguments: codex-acp sends an MCP call's whole invocation
+    (``{"server", "tool", "arguments"}``) as its ``rawInput``; the arguments are its part."""
+    if isinstance(raw_input, dict) and set(raw_input) == {"server", "tool", "arguments"}:
+        if tool == f"{raw_input['server']}.{raw_input['tool']}":
+            return raw_input["arguments"]
+    return raw_input
+
+
+def _output(raw_output: Any) -> Any:
+    """A call's output: an MCP ``CallToolResult`` (as codex-acp sends it in ``rawOutput``)
+    is its structured content, else the JSON or text its content blocks hold, as the codex
+    runner records it; anything else as the agent sent it."""
+    if not (isinstance(raw_output, dict) and isinstance(raw_output.get("content"), list) and "isError" in raw_output):
+        return raw_output
+    if raw_output.get("structuredContent") is not None:
+        return raw_output["structuredContent"]
+    text = "".join(str(c.get("text", "")) for c in raw_output["content"] if isinstance(c, dict) and c.get("type") == "text")
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
 
 
 def _block_text(block: Any) -> str:

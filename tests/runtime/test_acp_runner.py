@@ -19,7 +19,7 @@ from ds_events.bash import procs
 from ds_events.config import RunnerConfig
 from ds_events.errors import Invalid
 from ds_events.home import Home, Quest
-from ds_events.runners import make_runner
+from ds_events.runners import acp as acp_runner, make_runner
 from ds_events.runners.acp import AcpRunner, tool_name
 from ds_events.services import quest as quest_service
 from ds_events.services.runtime import steering, turns as turns
@@ -114,6 +114,89 @@ async def test_an_acp_turn_lands_the_agents_messages_and_tool_calls_in_order(que
     assert answer["result"]["outcome"] == {"outcome": "selected", "optionId": "yes"}
     assert not procs.group_alive(started.pgid)
     assert quest.state("turns").running is None
+
+
+async def test_codex_acp_shaped_calls_are_named_and_decoded_like_every_agents_and_the_session_is_closed(
+    quest: Quest, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # codex-acp titles a call "Tool: memory/write", sends the MCP invocation as rawInput and
+    # the whole CallToolResult as rawOutput, offers session/close and never exits at EOF.
+    monkeypatch.setattr(acp_runner, "EXIT_GRACE_SECONDS", 3600.0)  # only the closed session's short grace applies
+    post(quest, "note how ACP agents reach our tools")
+    # Bounded: a runner that waited for an exit at EOF would wait the hour.
+    finished = await asyncio.wait_for(scheduler(quest, config("--like", "codex-acp")).run_until_idle(), timeout=180)
+
+    assert [(f.outcome, f.reason, f.exit_code) for f in finished] == [("completed", "", None)]  # signalled
+    events = turn_events(quest, finished[0].run_id)
+    calls = [e for e in events if e.type == "runner.tool_call"]
+    assert [(c.tool, c.server) for c in calls] == [("memory.write", "memory"), ("artifact.interact", "artifact")]
+    assert calls[0].arguments["title"] == "ACP agents get our MCP servers in session/new"  # the invocation's arguments
+    results = [e for e in events if e.type == "runner.tool_result"]
+    assert results[0].output["status"] == "written" and results[0].output["id"].startswith("knowledge-")  # structured
+    assert results[1].output["interaction_status"] == "sent"
+    closing = [e.text for e in events if e.type == "runner.agent_message"][-1]
+    assert closing == f"Done: card {results[0].output['id']} written (model small)."
+    rpc = traffic(quest, finished[0].run_id)
+    sent = [m["msg"].get("method") for m in rpc if m["dir"] == "out" and "method" in m["msg"]]
+    assert sent[-2:] == ["session/prompt", "session/close"]
+    close_id = next(m["msg"]["id"] for m in rpc if m["msg"].get("method") == "session/close")
+    assert any(m["dir"] == "in" and m["msg"].get("id") == close_id and "result" in m["msg"] for m in rpc)
+    process = next(e for e in events if e.type == "runner.process_started")
+    assert not procs.group_alive(process.pgid)
+
+
+async def test_gemini_shaped_calls_announced_only_by_their_permission_request_are_recorded_before_their_result(
+    quest: Quest,
+) -> None:
+    # Gemini CLI: no tool_call before a permission request, no rawInput or rawOutput (the
+    # arguments and the result are JSON text), titles such as "write (memory MCP Server)".
+    post(quest, "note how ACP agents reach our tools")
+    finished = await scheduler(quest, config("--like", "gemini")).run_until_idle()
+
+    assert [(f.outcome, f.reason) for f in finished] == [("completed", "")]
+    events = turn_events(quest, finished[0].run_id)
+    kinds = [e.type.split(".", 1)[1] for e in events]
+    assert kinds == [
+        "turn_started", "process_started", "reasoning", "agent_message", "tool_call", "tool_result",
+        "tool_call", "tool_result", "agent_message", "turn_finished",
+    ]  # fmt: skip
+    call1, result1, call2, result2 = events[4:8]
+    assert (call1.call_id, call1.tool, call1.server) == ("mcp_memory_write__t1", "memory.write", "memory")
+    assert call1.arguments["title"] == "ACP agents get our MCP servers in session/new"  # from the JSON text
+    assert result1.status == "ok" and result1.output["status"] == "written"  # decoded
+    assert (call2.tool, call2.server, call2.arguments) == ("artifact.interact", "artifact", {"message": "Noted how ACP agents reach our tools."})
+    assert result2.output["interaction_status"] == "sent"
+    rpc = traffic(quest, finished[0].run_id)
+    asked = next(m["msg"] for m in rpc if m["msg"].get("method") == "session/request_permission")
+    updates = [m["msg"] for m in rpc if m["msg"].get("method") == "session/update"]
+    first_t1 = next(u for u in updates if u["params"]["update"].get("toolCallId") == "mcp_memory_write__t1")
+    assert first_t1["params"]["update"]["status"] == "completed"  # nothing announced it but the request
+    assert asked["params"]["toolCall"]["title"] == "write (memory MCP Server)"
+    end = events[-1]
+    assert end.usage["output_tokens"] == 42 and end.usage["input_tokens"] > 0  # from _meta.quota
+
+
+def test_an_mcp_result_is_its_structured_content_else_the_json_its_text_holds() -> None:
+    text = {"type": "text", "text": '{"error": "missing_title", "message": "a card needs a title"}'}
+    assert acp_runner._output({"content": [text], "isError": True}) == {"error": "missing_title", "message": "a card needs a title"}
+    assert acp_runner._output({"content": [text], "structuredContent": {"ok": True}, "isError": False}) == {"ok": True}
+    assert acp_runner._output({"content": [{"type": "text", "text": "plain"}], "isError": False}) == "plain"
+    assert acp_runner._output({"content": "not a list", "isError": False}) == {"content": "not a list", "isError": False}
+    assert acp_runner._output({"exit_code": 0}) == {"exit_code": 0}  # anything else as the agent sent it
+    invocation = {"server": "memory", "tool": "write", "arguments": {"title": "t"}}
+    assert acp_runner._arguments(invocation, "memory.write") == {"title": "t"}
+    assert acp_runner._arguments(invocation, "artifact.record") == invocation  # not that call's own invocation
+    assert acp_runner._arguments({"command": "ls"}, "shell") == {"command": "ls"}
+
+
+def test_a_gemini_call_id_names_our_tool_when_its_title_is_the_command() -> None:
+    assert acp_runner._name_from_call_id("mcp_bash_exec_bash_exec__mcp_bash_exec_bash_exec_17_0") == (
+        "bash_exec.bash_exec", "bash_exec",
+    )  # fmt: skip
+    assert acp_runner._name_from_call_id("mcp_memory_read_memory__x") == ("memory.read_memory", "memory")
+    assert acp_runner._name_from_call_id("mcp_github_create_issue__x") is None  # not one of ours
+    assert acp_runner._name_from_call_id("run_shell_command_17_0") is None
+    assert acp_runner._name_from_call_id("mcp_memory___x") is None
 
 
 async def test_a_refusal_fails_the_turn_and_says_why(quest: Quest) -> None:
@@ -249,6 +332,10 @@ async def test_an_agent_that_cannot_start_fails_the_turn_with_the_reason(quest: 
         ("memory.search", ("memory.search", "memory")),
         ("artifact/interact", ("artifact.interact", "artifact")),
         ("mcp__github__create_issue", ("github.create_issue", "github")),
+        ("Tool: memory/write", ("memory.write", "memory")),  # codex-acp
+        ("Tool: github/create_issue", ("github.create_issue", "github")),  # codex-acp: any MCP server
+        ("search (memory MCP Server)", ("memory.search", "memory")),  # Gemini CLI
+        ("create_issue (github MCP Server)", ("github.create_issue", "github")),
         ("Read README.md", ("Read README.md", "")),
         ("config.yaml", ("config.yaml", "")),  # a file name is not one of our namespaces
     ],
