@@ -142,7 +142,8 @@ def _line(event, seq: int) -> bytes:
     return encode(msgspec.structs.replace(event, seq=seq, ts="2026-12-02T00:00:00Z", quest_id="q", actor="bash_monitor"))
 
 
-def test_on_a_terminal_progress_is_one_line_updated_in_place() -> None:
+def test_on_a_terminal_progress_is_one_line_updated_in_place(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLUMNS", "200")  # a terminal wide enough for the whole line, whatever runs the test
     stream = io.StringIO()
     printer = EventPrinter(stream, tty=True)
     for n in (1, 2):

@@ -23,6 +23,10 @@ import pytest
 from ds_events.crashpoints import POINTS
 from tests.runtime.crash_support import Case, Outcome, run_case, table
 
+# Under xdist every test here runs on one worker: the module fixtures run the whole matrix
+# once, and a second worker would run it all again.
+pytestmark = pytest.mark.xdist_group("crash_matrix")
+
 MID_AWAIT = "host.recorder.tool_call.after_append:3"  # the agent awaits its bash job
 
 

@@ -50,6 +50,11 @@ def browser() -> Iterator[Any]:
     # Package scope: one browser for all of tests/web, closed when its last test ends. The
     # sync API keeps an event loop running on this thread while it is open, and any async
     # test after it (pytest-asyncio) would then fail to start its own.
+    from playwright.sync_api import expect
+
+    # An assertion on the page waits as long as an action does: 5 s (playwright's default)
+    # is too short for a live turn's next card on a loaded 2-core machine.
+    expect.set_options(timeout=30_000)
     with launch() as b:
         yield b
 
@@ -84,8 +89,12 @@ def page(open_page: Callable[..., Any], server: Server) -> Any:
     return open_page(server)
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the group marks
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     here = Path(__file__).parent
     for item in items:
         if Path(str(item.fspath)).is_relative_to(here):
             item.add_marker(pytest.mark.slow)  # a real browser and daemon: seconds each
+            # one worker under xdist: the session's demo home (~30 s) and daemons, and the
+            # package's browser, are made once
+            item.add_marker(pytest.mark.xdist_group("web"))
