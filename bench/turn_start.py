@@ -275,8 +275,11 @@ async def codex_rounds(tmp: Path, rounds: int, codex: str) -> None:
             proc = await start_agent([codex, "exec", "--json", "--skip-git-repo-check", "--model", "ds-scripted-model", "-"],
                                      cwd=str(quests["stdio"].root), env=env)  # fmt: skip
             assert proc.stdin is not None
+            proc.stdin.write(b"go\n")  # an empty prompt is refused: codex exits before any request
             proc.stdin.close()
             while not server.requests:
+                if proc.returncode is not None:
+                    raise SystemExit(f"the bare codex exited ({proc.returncode}) before its first model request")
                 await asyncio.sleep(0.002)
             first = time.monotonic() - t
             await proc.wait()
