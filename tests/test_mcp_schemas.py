@@ -4,7 +4,7 @@ Codex 0.169 reads an MCP tool's ``inputSchema`` into its own JSON-schema struct 
 that normalised schema is longer than 5000 bytes of compact JSON, removes every
 description in it: the model then sees parameter names and types only
 (``fixtures/schemas/codex_rule.py`` says the rule and where it was read;
-``measure_codex.py --probe`` pinned the budget on the real CLI, byte by byte).
+``measure.py codex --probe`` pinned the budget on the real CLI, byte by byte).
 ``artifact.interact`` was 7.5 KB and reached the model with none of its 39 descriptions.
 
 In Codex's code-mode layout (its default model) the same compacted schema reaches the
@@ -15,6 +15,11 @@ The fast tests compute each tool's forwarded schema with that rule, and check th
 itself against what the real Codex forwarded (both recordings: before the fix, when
 interact lost its descriptions, and today's). The slow test runs the real Codex once and
 reads its first model request.
+
+The other clients' recordings (``fixtures/schemas/measure.py CLIENT``: Claude Code,
+codex-acp, Gemini CLI, each one real turn against its scripted endpoint) must be of
+today's tools and show every declared description reaching the model; one slow test per
+client measures it again live and compares.
 """
 
 from __future__ import annotations
@@ -34,9 +39,10 @@ from .mcp_support import discover_tools
 
 SCHEMAS = Path(__file__).resolve().parent.parent / "fixtures" / "schemas"
 LIMIT = 4000
-"""What every tool's normalised input schema must stay under: 80% of Codex's budget (and
-the budget of the Codex releases before 0.146), so that a few more words in a
-description do not cross it."""
+"""What every tool's normalised input schema must stay under: 80% of Codex's budget, and
+the whole budget of the Codex releases before 0.146 -- among them the Codex core of
+codex-acp 0.16.0 (measured: ``measure.py codex-acp --probe``; its normaliser also drops
+``minItems``, so a schema under this limit for Codex is under it for codex-acp)."""
 
 
 def _fixture(name: str) -> ModuleType:
@@ -167,7 +173,7 @@ def test_the_real_codex_forwards_every_tool_with_every_description() -> None:
     from tests.runtime.codex_support import codex_executable
 
     codex = codex_executable()
-    measure = _fixture("measure_codex")
+    measure = _fixture("measure")
     requests = asyncio.run(measure.run_codex_once(codex))
     forwarded = measure.forwarded_parameters(requests[0])
     assert set(forwarded) == set(TOOLS)
@@ -177,3 +183,100 @@ def test_the_real_codex_forwards_every_tool_with_every_description() -> None:
     assert max(row["bytes"] for row in table.values()) <= LIMIT
     # And exactly what the rule computes, tool by tool.
     assert {name: rule.forwarded(schema) for name, schema in TOOLS.items()} == forwarded
+
+
+# -- every client's recording ------------------------------------------------------------
+
+CLIENTS = ["codex", "claude-code", "codex-acp", "gemini"]
+
+
+def _stale(client: str, recording: dict[str, Any]) -> dict[str, str]:
+    """Why ``client``'s recording is not of today's tools: a tool it lacks or has too many
+    of, a declared description count that is not the live schema's."""
+    rows = recording["tools"]
+    why = {name: "not recorded" for name in TOOLS if name not in rows}
+    why |= {name: "no such tool now" for name in rows if name not in TOOLS}
+    for name, row in rows.items():
+        if name in TOOLS and row["descriptions_declared"] != len(rule.descriptions(TOOLS[name])):
+            why[name] = f"declared {row['descriptions_declared']} descriptions, the live schema {len(rule.descriptions(TOOLS[name]))}"
+    return why
+
+
+def _short(recording: dict[str, Any]) -> dict[str, dict[str, int]]:
+    return {name: row for name, row in recording["tools"].items() if row["descriptions_kept"] != row["descriptions_declared"]}
+
+
+@pytest.mark.parametrize("client", CLIENTS)
+def test_each_clients_recording_is_of_todays_tools_and_keeps_every_description(client: str) -> None:
+    path = SCHEMAS / f"{client}.json"
+    assert path.exists(), f"no recording for {client}: run fixtures/schemas/measure.py {client}"
+    recording = json.loads(path.read_text(encoding="utf-8"))
+    assert recording["client"] == client and recording["version"]
+    stale = _stale(client, recording)
+    assert stale == {}, f"the recording is older than the tools: re-run fixtures/schemas/measure.py {client}: {stale}"
+    assert _short(recording) == {}, f"{client} {recording['version']} drops descriptions of these tools"
+    if "rule" in recording:  # a Codex core: every tool within the budget it was measured to have
+        budget = recording["rule"]["budget_bytes"]
+        assert {n: r["bytes"] for n, r in recording["tools"].items() if r["bytes"] > budget} == {}
+
+
+def test_the_limit_is_within_every_recorded_codex_cores_budget() -> None:
+    budgets = {}
+    for client in ("codex", "codex-acp"):
+        recorded = json.loads((SCHEMAS / f"{client}.json").read_text(encoding="utf-8"))["rule"]
+        assert recorded["probe"]["lost_min"] == recorded["budget_bytes"] + 1  # found to the byte
+        budgets[client] = recorded["budget_bytes"]
+    assert budgets == {"codex": rule.BUDGET, "codex-acp": 4000}
+    assert LIMIT <= min(budgets.values())
+
+
+def test_a_stale_or_short_recording_fails_the_guard() -> None:
+    # The guard can fail: a recording missing a tool, one counting a description the
+    # schema no longer declares, one whose client dropped a description.
+    recording = json.loads((SCHEMAS / "claude-code.json").read_text(encoding="utf-8"))
+    name = next(iter(recording["tools"]))
+    missing = {**recording, "tools": {k: v for k, v in recording["tools"].items() if k != name}}
+    assert _stale("claude-code", missing) == {name: "not recorded"}
+    recounted = {**recording, "tools": {**recording["tools"], name: {**recording["tools"][name], "descriptions_declared": 0}}}
+    assert list(_stale("claude-code", recounted)) == [name]
+    row = recording["tools"][name]
+    dropped = {**recording, "tools": {**recording["tools"], name: {**row, "descriptions_kept": row["descriptions_kept"] - 1}}}
+    assert list(_short(dropped)) == [name]
+
+
+def test_description_paths_count_a_description_kept_only_where_it_was_declared() -> None:
+    measure = _fixture("measure")
+    declared = {"t": {"type": "object", "properties": {"a": {"type": "string", "description": "x"},
+                                                       "b": {"type": "string", "description": "x"}}}}  # fmt: skip
+    moved = {"t": {"type": "object", "description": "x", "properties": {"a": {"type": "string", "description": "x"}}}}
+    assert measure.measure(declared, moved)["t"]["descriptions_kept"] == 1
+    assert measure.measure(declared, declared)["t"] == {"bytes": measure.compact_bytes(declared["t"]),
+                                                        "descriptions_declared": 2, "descriptions_kept": 2}  # fmt: skip
+    assert measure.measure(declared, {})["t"]["descriptions_kept"] == 0  # the tool not offered at all
+
+
+def test_the_table_shows_every_tool_for_every_client() -> None:
+    measure = _fixture("measure")
+    recordings = measure.read_recordings(SCHEMAS)
+    assert list(recordings) == CLIENTS
+    lines = measure.table_markdown(recordings).splitlines()
+    assert lines[0].startswith("| tool | codex 0.169.0 | claude-code ") and len(lines) == 2 + len(TOOLS)
+    row = next(line for line in lines if line.startswith("| `memory.write` |"))
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    write = {c: recordings[c]["tools"]["memory.write"] for c in CLIENTS}
+    assert cells[1:] == [f"{w['bytes']} ({w['descriptions_kept']}/{w['descriptions_declared']})" for w in write.values()]
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("client", ["claude-code", "codex-acp", "gemini"])
+def test_the_real_client_forwards_what_its_recording_says(client: str) -> None:
+    from tests.runtime.acp_real_support import agent_executable
+
+    exe = agent_executable({"claude-code": "claude", "codex-acp": "codex-acp", "gemini": "gemini"}[client])
+    measure = _fixture("measure")
+    live, first = measure.measure_client(client, exe, TOOLS)
+    assert set(measure.forwarded_schemas(client, first)) == set(TOOLS)
+    assert _short(live) == {}
+    recorded = json.loads((SCHEMAS / f"{client}.json").read_text(encoding="utf-8"))
+    assert live == {key: recorded[key] for key in live}, f"re-run fixtures/schemas/measure.py {client}"
