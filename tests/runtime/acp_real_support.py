@@ -4,14 +4,11 @@ stream is read as it goes, and the checks every agent's whole turn must pass."""
 
 from __future__ import annotations
 
-import functools
 import re
-import subprocess
 from pathlib import Path
 from typing import Any
 
 import aiohttp
-import pytest
 import yaml
 from acp.schema import SessionNotification
 
@@ -20,37 +17,17 @@ from ds_events.home import Home, Quest
 from tests.helpers import start_serve, wait_until
 from tests.http.sse import frames
 
+from .agents import agent_executable, processes_with
+
 __all__ = [
     "agent_executable", "write_acp_config", "serve_one_turn", "check_whole_turn", "processes_with_env",
     "wait_for_no_processes", "BASH_ID", "TURN_TOOLS",
 ]  # fmt: skip
 
-FIXTURES = Path(__file__).resolve().parent.parent.parent / "fixtures"
-INSTALL = FIXTURES / "install_agent.sh"
 BASH_ID = re.compile(r"bx-[0-9a-f]{8}")
 # The calls of every real agent's turn, in order: it reads memory, records an artifact,
 # starts a shell job detached and awaits it, then answers.
 TURN_TOOLS = ["memory.search", "artifact.record", "bash_exec.bash_exec", "bash_exec.bash_exec"]
-
-
-@functools.cache
-def _install(agent: str) -> tuple[str | None, str]:
-    try:
-        done = subprocess.run([str(INSTALL), agent, "--print"], capture_output=True, text=True, timeout=900)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        return None, f"{INSTALL} did not run: {exc}"
-    if done.returncode != 0:
-        return None, f"{INSTALL} {agent} failed (exit {done.returncode}): {done.stderr.strip()[-2000:]}"
-    return done.stdout.strip().splitlines()[-1], ""
-
-
-def agent_executable(agent: str) -> str:
-    """The pinned agent CLI, installed into the cache when missing. Skips the test, loudly,
-    only when it cannot be installed (no npm, no registry)."""
-    path, why = _install(agent)
-    if path is None:
-        pytest.skip(f"THE AGENT {agent!r} COULD NOT BE INSTALLED, so its real-agent test did not run: {why}")
-    return path
 
 
 def write_acp_config(home: Home, argv: list[str], **runner: Any) -> None:
@@ -167,17 +144,7 @@ def check_whole_turn(quest: Quest, notes: list[dict[str, Any]], *, runner_comman
 
 def processes_with_env(entry: str) -> list[int]:
     """Pids of live processes whose environment holds ``entry`` (``NAME=value``)."""
-    needle = entry.encode() + b"\x00"
-    found = []
-    for proc_dir in Path("/proc").iterdir():
-        if not proc_dir.name.isdigit():
-            continue
-        try:
-            if needle in (proc_dir / "environ").read_bytes() and (proc_dir / "stat").read_text().split()[2] != "Z":
-                found.append(int(proc_dir.name))
-        except OSError:
-            continue
-    return found
+    return processes_with(entry.encode() + b"\x00", where="environ")
 
 
 def wait_for_no_processes(entry: str, timeout: float = 30) -> None:

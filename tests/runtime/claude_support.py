@@ -9,56 +9,29 @@ in full (*classic*); with ``true`` (and, in 2.1.332, by default) it offers only 
 
 from __future__ import annotations
 
-import functools
-import importlib.util
 import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
-import pytest
 import yaml
 
 from ds_events.home import Home
 
+from .agents import FIXTURES, agent_executable, fixture_module
+
 __all__ = ["FIXTURES", "LAYOUTS", "claude_executable", "anthropic_server", "claude_env", "write_claude_config"]
 
-FIXTURES = Path(__file__).resolve().parent.parent.parent / "fixtures"
-INSTALL = FIXTURES / "install_agent.sh"
 LAYOUTS = {"classic": "false", "deferred": "true"}  # layout -> ENABLE_TOOL_SEARCH
 
 
-@functools.cache
-def _install() -> tuple[str | None, str]:
-    try:
-        done = subprocess.run([str(INSTALL), "claude", "--print"], capture_output=True, text=True, timeout=900)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        return None, f"{INSTALL} did not run: {exc}"
-    if done.returncode != 0:
-        return None, f"{INSTALL} claude failed (exit {done.returncode}): {done.stderr.strip()[-2000:]}"
-    return done.stdout.strip().splitlines()[-1], ""
-
-
 def claude_executable() -> str:
-    """The pinned Claude Code CLI, installed into the cache when missing. Skips the test,
-    loudly, only when it cannot be installed (no npm, no registry)."""
-    path, why = _install()
-    if path is None:
-        pytest.skip(f"CLAUDE CODE COULD NOT BE INSTALLED, so the real-Claude-Code test did not run: {why}")
-    return path
+    """The pinned Claude Code CLI (see :func:`agents.agent_executable`)."""
+    return agent_executable("claude")
 
 
 def anthropic_server() -> Any:
     """The ``fixtures/anthropic_server.py`` module."""
-    name = "ds_fixture_anthropic_server"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, FIXTURES / "anthropic_server.py")
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[name]
+    return fixture_module("anthropic_server")
 
 
 def claude_env(base_url: str, config_dir: Path, layout: str) -> dict[str, str]:

@@ -29,6 +29,7 @@ from handlers.http import make_app
 from tests.helpers import wait_until_async
 from tests.http.sse import frames
 
+from .agents import group_members, processes_with
 from .claude_support import anthropic_server, claude_env, claude_executable, write_claude_config
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
@@ -184,20 +185,6 @@ async def test_real_claude_code_works_through_all_three_namespaces_in_a_schedule
         assert card[-1]["status"] == "completed", card
 
 
-def _group_members(pgid: int) -> list[int]:
-    members = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                stat = (entry / "stat").read_text()
-            except OSError:
-                continue
-            fields = stat.rsplit(")", 1)[1].split()
-            if fields[0] != "Z" and int(fields[2]) == pgid:
-                members.append(int(entry.name))
-    return members
-
-
 async def test_pausing_a_real_claude_code_turn_during_a_shell_await_ends_its_process_group(quest: Quest, claude: Any) -> None:
     seconds = f"300.{random.randrange(10**6):06d}"  # a sleep no other process runs
     script = [
@@ -217,14 +204,19 @@ async def test_pausing_a_real_claude_code_turn_during_a_shell_await_ends_its_pro
             return (agent[0], started[0]) if agent and started and _processes_with(seconds) else None
 
         agent, _ = await wait_until_async(awaiting, timeout=180, what="Claude Code to await the shell job")
-        members = _group_members(agent.pgid)
+        members = group_members(agent.pgid)
         # Claude Code leads its group, and our three MCP servers are in it.
         assert agent.pid in members and len(members) >= 4, members
         await asyncio.to_thread(steering.control, quest, quest_service.Control(action="pause", reason="test"))
         finished = await asyncio.wait_for(task, timeout=120)
     assert [(f.outcome, f.reason) for f in finished] == [("interrupted", "paused")]
-    await wait_until_async(lambda: not _group_members(agent.pgid), timeout=30, what="the agent's process group to end")
-    assert len(server.requests) == 1  # the model never heard back
+    await wait_until_async(lambda: not group_members(agent.pgid), timeout=30, what="the agent's process group to end")
+    # The model never heard the await's answer: at most, when Claude Code outlived its MCP
+    # servers by a moment (a loaded machine), that the call failed.
+    assert len(server.requests) in (1, 2), server.requests
+    if len(server.requests) == 2:
+        answered = anthropic_server().tool_results(server.requests[1])
+        assert list(answered) == ["toolu_wait"] and answered["toolu_wait"].get("is_error") is True, answered
     # The pause ended the shell job too; its monitor records how.
     exited = await wait_until_async(
         lambda: [e for e in quest.log.read() if e.type == "bash.session_exited"], timeout=60, what="the job's end"
@@ -238,13 +230,4 @@ async def test_pausing_a_real_claude_code_turn_during_a_shell_await_ends_its_pro
 
 
 def _processes_with(seconds: str) -> list[int]:
-    needle = b"sleep\x00" + seconds.encode()
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                if needle in (entry / "cmdline").read_bytes():
-                    found.append(int(entry.name))
-            except OSError:
-                continue
-    return found
+    return processes_with(b"sleep\x00" + seconds.encode())

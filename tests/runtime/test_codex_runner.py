@@ -27,6 +27,7 @@ from ds_events.services.runtime.commands import Action, TurnSpec
 from ds_events.services.runtime.turns import MCP_NAMESPACES, Host, TurnRecorder
 from tests.helpers import DS, ds_env, wait_until_async
 
+from .agents import processes_with
 from .codex_support import CODEX_FIXTURES, SCRIPTED_MODEL, codex_executable, responses_server, write_runner_config
 
 RUNNER_TYPES = ("runner.agent_message", "runner.reasoning", "runner.tool_call", "runner.tool_result")
@@ -397,18 +398,6 @@ def test_ds_run_with_the_real_codex_records_a_failed_model_stream(quest: Quest, 
     assert (held.failure.failure_class, held.failure.cause) == ("transient", "provider_5xx")
 
 
-def _processes_with(needle: bytes) -> list[int]:
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                if needle in (entry / "cmdline").read_bytes():
-                    found.append(int(entry.name))
-            except OSError:
-                continue
-    return found
-
-
 @pytest.mark.slow
 async def test_pausing_a_real_codex_turn_ends_codex_and_the_command_it_runs(quest: Quest) -> None:
     # Codex runs its shell commands in sessions of their own (not in its process group);
@@ -424,11 +413,11 @@ async def test_pausing_a_real_codex_turn_ends_codex_and_the_command_it_runs(ques
         write_runner_config(quest.home, codex=codex, base_url=server.base_url)
         task = asyncio.create_task(scheduler_for(quest).run_until_idle())
         needle = b"sleep\x00" + seconds.encode()
-        await wait_until_async(lambda: _processes_with(needle), timeout=60, what="codex to start the command")
+        await wait_until_async(lambda: processes_with(needle), timeout=60, what="codex to start the command")
         await asyncio.to_thread(steering.control, quest, quest_service.Control(action="pause", reason="test"))
         finished = await asyncio.wait_for(task, timeout=60)
     assert [(f.outcome, f.reason) for f in finished] == [("interrupted", "paused")]
-    await wait_until_async(lambda: not _processes_with(needle), timeout=15, what="the command to be gone")
+    await wait_until_async(lambda: not processes_with(needle), timeout=15, what="the command to be gone")
     assert len(server.requests) == 1  # the model never heard back
 
 
