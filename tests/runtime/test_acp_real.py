@@ -314,7 +314,8 @@ async def test_pausing_gemini_cli_while_a_bash_await_runs_ends_its_process_group
 
 def point_claude_agent_acp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, base_url: str) -> None:
     """claude-agent-acp runs Claude Code through its Agent SDK (``node`` on the SDK's own
-    ``cli.js``, unless ``CLAUDE_CODE_EXECUTABLE`` names another) with the agent's whole
+    ``cli.js``, Claude Code 2.1.83 in SDK 0.2.83, not the pinned ``claude`` CLI, unless
+    ``CLAUDE_CODE_EXECUTABLE`` names another) with the agent's whole
     environment: the variables that point Claude Code itself at the scripted endpoint
     reach it, in the classic layout (every tool offered in full). Its permission mode is
     ``default``: it asks us for each call, and the runner allows."""
