@@ -20,10 +20,13 @@ the official SDK's client side (:func:`acp.connect_to_agent`):
    tools is named as every runner names it (``memory.write``, server ``memory``) whatever
    the agent's title (:func:`tool_name`); an MCP invocation sent as the call's input is
    its arguments, an MCP result sent as its output is its structured content (codex-acp
-   sends both whole).
+   sends both whole), and our server's JSON text sent as the output is the value it
+   encodes (claude-agent-acp). A call announced before its input is known (claude-agent-acp
+   streams ``rawInput: {}`` first and the whole input in the next update) is recorded
+   once the input arrives.
 4. The answer's ``stopReason`` decides: ``end_turn`` is a success; ``refusal``,
    ``max_tokens``, ``max_turn_requests`` and an unasked ``cancelled`` are failures.
-5. ``session/close`` when the agent offers it, then EOF on its stdin. Real agents
+5. ``session/close`` when the agent offers it, then EOF on its stdin. Some agents
    (codex-acp 0.16) do not exit at EOF: one that closed its session is signalled after
    a short grace, one that did not gets the longer one to exit by itself.
 
@@ -69,8 +72,8 @@ STOP_REASONS: dict[str, tuple[bool, str]] = {
 }
 EXIT_GRACE_SECONDS = 15.0  # for the agent to exit at EOF (it closes its MCP servers first)
 # For an agent that answered session/close: it has released the session (its MCP servers
-# too), so nothing is left for it to finish. codex-acp 0.16 and claude-agent-acp 0.23 do
-# not exit at EOF at all; they are signalled after this.
+# too), so nothing is left for it to finish. codex-acp 0.16 does not exit at EOF at all
+# and is signalled after this; claude-agent-acp 0.23.1 exits within it.
 CLOSED_EXIT_GRACE_SECONDS = 2.0
 CLOSE_TIMEOUT_SECONDS = 30.0  # for the answer to session/close
 _WRITE_REFUSED = (".ds", ".git")  # the log and the repository: never written by an agent
@@ -175,7 +178,7 @@ class AcpRunner:
             except (ConnectionError, acp.RequestError) as exc:
                 ok, error = False, _describe(exc)
             finally:
-                client.flush()
+                client.settle()
                 self._prompt_done.set()
             try:
                 closed = await self._close_session(conn)
@@ -226,7 +229,7 @@ class AcpRunner:
         if self._interrupted:  # a pause arrived while the agent was starting
             return False, "interrupted before the prompt"
         answer = await conn.prompt(session_id=session.session_id, prompt=[acp.text_block(spec.prompt)])
-        client.flush()
+        client.settle()
         if answer.usage is not None:
             recorder.add_usage(answer.usage.model_dump(exclude_none=True, exclude={"field_meta"}))
         else:
@@ -283,6 +286,7 @@ class TurnClient:
         self._text_kind = ""  # "message" | "thought": what _text holds
         self._text_id = ""
         self._calls: dict[str, bool] = {}  # tool call id -> finished
+        self._held: dict[str, Any] = {}  # tool call id -> its announcement, input still to come
         self._servers: dict[str, str] = {}  # tool call id -> our MCP server it calls, or ""
 
     def on_connect(self, conn: Any) -> None:
@@ -304,13 +308,26 @@ class TurnClient:
             self._text.append(_block_text(update.content))
         elif kind == "tool_call":
             self.flush()
+            if update.raw_input == {} and update.status in (None, "pending"):
+                self._held[update.tool_call_id] = update  # claude-agent-acp: the input follows
+                return
             self._start_call(update)
             self._maybe_finish_call(update)
         elif kind == "tool_call_update":
             self.flush()
+            held = update.tool_call_id in self._held
+            if held and update.raw_input is None and update.status not in ("completed", "failed"):
+                return  # still no input (claude-agent-acp's PostToolUse note): keep waiting
             if update.tool_call_id not in self._calls:
                 self._start_call(update)
             self._maybe_finish_call(update)
+
+    def settle(self) -> None:
+        """At the turn's end: record the calls still held for their input, as announced,
+        then the last joined chunks."""
+        for call_id in list(self._held):
+            self._start_call(self._held[call_id])
+        self.flush()
 
     def flush(self) -> None:
         """Record the joined chunks (a whole message or thought) and start afresh."""
@@ -322,6 +339,10 @@ class TurnClient:
             self.recorder.reasoning(text)
 
     def _start_call(self, update: Any) -> None:
+        announced = self._held.pop(update.tool_call_id, None)
+        if announced is not None:  # what the announcement said, updated by what came since
+            fields = ("title", "kind", "raw_input", "content")
+            update = announced.model_copy(update={f: getattr(update, f) for f in fields if getattr(update, f, None)})
         tool, server = tool_name(update.title or update.kind or "tool")
         if not server:
             tool, server = _name_from_call_id(update.tool_call_id) or (tool, server)
@@ -339,6 +360,8 @@ class TurnClient:
         self._calls[update.tool_call_id] = True
         if update.raw_output is not None:
             output = _output(update.raw_output)
+            if self._servers.get(update.tool_call_id):  # claude-agent-acp: our JSON as text
+                output = _json_value(output)
         else:
             output = _tool_content(update.content)
             if self._servers.get(update.tool_call_id):  # our servers answer JSON text
@@ -353,6 +376,7 @@ class TurnClient:
         in the request) is recorded now, before its result."""
         self.recorder.touch()
         if getattr(tool_call, "tool_call_id", None) and tool_call.tool_call_id not in self._calls:
+            # Also a call held for its input: the request carries it (claude-agent-acp).
             self.flush()
             self._start_call(tool_call)
         for wanted in ("allow_always", "allow_once"):
@@ -490,7 +514,10 @@ def _arguments(raw_input: Any, tool: str) -> Any:
 def _output(raw_output: Any) -> Any:
     """A call's output: an MCP ``CallToolResult`` (as codex-acp sends it in ``rawOutput``)
     is its structured content, else the JSON or text its content blocks hold, as the codex
-    runner records it; anything else as the agent sent it."""
+    runner records it; a list of text blocks only (Claude Code's ``tool_result`` content,
+    as claude-agent-acp sends it) is their text; anything else as the agent sent it."""
+    if isinstance(raw_output, list) and raw_output and all(_is_text_block(b) for b in raw_output):
+        return "\n".join(str(b["text"]) for b in raw_output)
     if not (isinstance(raw_output, dict) and isinstance(raw_output.get("content"), list) and "isError" in raw_output):
         return raw_output
     if raw_output.get("structuredContent") is not None:
@@ -500,6 +527,10 @@ def _output(raw_output: Any) -> Any:
         return json.loads(text)
     except ValueError:
         return text
+
+
+def _is_text_block(block: Any) -> bool:
+    return isinstance(block, dict) and block.get("type") == "text" and isinstance(block.get("text"), str)
 
 
 def _block_text(block: Any) -> str:

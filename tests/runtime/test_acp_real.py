@@ -1,7 +1,10 @@
-"""Real ACP agents through the ``acp`` runner and the real scheduler: Zed's ``codex-acp``
-(pinned by fixtures/install_agent.sh) against the scripted Responses-API server
-(fixtures/responses_server.py) on loopback. codex-acp reads its model provider from
-``$CODEX_HOME/config.toml``, as Codex does; our three MCP servers reach it in
+"""Real ACP agents through the ``acp`` runner and the real scheduler, each pinned by
+fixtures/install_agent.sh and run against a scripted model endpoint on loopback: Zed's
+``codex-acp`` against the Responses-API server (fixtures/responses_server.py; it reads
+its model provider from ``$CODEX_HOME/config.toml``, as Codex does), Gemini CLI's ACP
+mode against fixtures/gemini_server.py, and Zed's ``claude-agent-acp`` against the
+Anthropic Messages server (fixtures/anthropic_server.py; it runs Claude Code, which
+takes the endpoint from the environment). Our three MCP servers reach each agent in
 ``session/new``.
 
 Each turn is one short script that plays the model as a model would play it: it reads
@@ -38,6 +41,7 @@ from .acp_real_support import (
     wait_for_no_processes,
     write_acp_config,
 )  # fmt: skip
+from .claude_support import anthropic_server, claude_env
 from .codex_support import FIXTURES, SCRIPTED_MODEL, responses_server
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
@@ -88,12 +92,14 @@ def whole_turn_script(command: str, *, answer: bool = True) -> list[dict[str, An
     return script
 
 
-def reads_the_bash_id(server: Any) -> Any:
+def reads_the_bash_id(server: Any, outputs: Any = None) -> Any:
     """The scripted model's await names the session id that the detach call returned to it
-    (from the ``function_call_output`` Codex sent back), as a model would."""
+    (from the call outputs the agent sent back: ``outputs(body)``, by call id; Codex's
+    ``function_call_output`` by default), as a model would."""
+    outputs = outputs or responses_server().function_outputs
 
     def hook(n: int, body: dict[str, Any]) -> None:
-        output = responses_server().function_outputs(body).get("call_detach")
+        output = outputs(body).get("call_detach")
         if output is None or not server.script:
             return
         for item in server.script[0].get("items", []):
@@ -105,10 +111,27 @@ def reads_the_bash_id(server: Any) -> Any:
     return hook
 
 
-def traffic(quest: Quest, run_id: str) -> list[dict[str, Any]]:
-    """The turn's JSON-RPC messages, both ways, as the runner kept them."""
+def traffic(quest: Quest, run_id: str, way: str = "") -> list[dict[str, Any]]:
+    """The turn's JSON-RPC messages as the runner kept them: both ways, or only ``way``
+    (``in``: from the agent, ``out``: to it)."""
     text = (quest.root / ".ds" / "runs" / run_id / "acp.jsonl").read_text(encoding="utf-8")
-    return [json.loads(line)["msg"] for line in text.splitlines()]
+    lines = [json.loads(line) for line in text.splitlines()]
+    return [line["msg"] for line in lines if way in ("", line["dir"])]
+
+
+def check_session_traffic(quest: Quest, run_id: str) -> None:
+    """The JSON-RPC traffic of a turn with an agent that offers session/close: our servers
+    in session/new, every permission asked for allowed, the session closed after the prompt."""
+    rpc = traffic(quest, run_id)
+    new = next(m for m in rpc if m.get("method") == "session/new")
+    assert sorted(s["name"] for s in new["params"]["mcpServers"]) == ["artifact", "bash_exec", "memory"]
+    # Request ids are per sender: the agent's requests are answered by what we sent.
+    asked = [m for m in traffic(quest, run_id, "in") if m.get("method") == "session/request_permission"]
+    answers = {m["id"]: m["result"] for m in traffic(quest, run_id, "out") if "result" in m and any(a["id"] == m["id"] for a in asked)}
+    assert asked and all(a["outcome"]["outcome"] == "selected" for a in answers.values()) and len(answers) == len(asked)
+    assert [m.get("method") for m in rpc if m.get("method") in ("session/prompt", "session/close")] == [
+        "session/prompt", "session/close",
+    ]  # fmt: skip
 
 
 def seed_memory(quest: Quest) -> None:
@@ -142,16 +165,7 @@ async def test_codex_acp_runs_a_whole_turn_through_the_daemon_and_its_acp_stream
     assert set(outputs) == {"call_search", "call_record", "call_detach", "call_await"}
     assert "Warmup avoids early divergence" in json.dumps(outputs["call_search"])
 
-    # The JSON-RPC traffic: our servers in session/new, MCP calls allowed, the session closed.
-    rpc = traffic(quest, end.run_id)
-    new = next(m for m in rpc if m.get("method") == "session/new")
-    assert sorted(s["name"] for s in new["params"]["mcpServers"]) == ["artifact", "bash_exec", "memory"]
-    asked = [m for m in rpc if m.get("method") == "session/request_permission"]
-    answers = {m["id"]: m["result"] for m in rpc if "result" in m and any(a["id"] == m["id"] for a in asked)}
-    assert asked and all(a["outcome"]["outcome"] == "selected" for a in answers.values()) and len(answers) == len(asked)
-    assert [m.get("method") for m in rpc if m.get("method") in ("session/prompt", "session/close")] == [
-        "session/prompt", "session/close",
-    ]  # fmt: skip
+    check_session_traffic(quest, end.run_id)
 
 
 async def test_pausing_codex_acp_while_a_bash_await_runs_ends_its_process_group(
@@ -291,5 +305,71 @@ async def test_pausing_gemini_cli_while_a_bash_await_runs_ends_its_process_group
         server.on_request = gemini_reads_the_bash_id(server)
         gemini_env(tmp_path, monkeypatch, server.base_url)
         write_acp_config(quest.home, [exe, "--acp"])
+        await pause_while_awaiting(quest)
+    assert len(server.requests) == 4  # the model never heard back from the await
+
+
+# -- claude-agent-acp -------------------------------------------------------------------
+
+
+def point_claude_agent_acp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, base_url: str) -> None:
+    """claude-agent-acp runs Claude Code through its Agent SDK (``node`` on the SDK's own
+    ``cli.js``, Claude Code 2.1.83 in SDK 0.2.83, not the pinned ``claude`` CLI, unless
+    ``CLAUDE_CODE_EXECUTABLE`` names another) with the agent's whole
+    environment: the variables that point Claude Code itself at the scripted endpoint
+    reach it, in the classic layout (every tool offered in full). Its permission mode is
+    ``default``: it asks us for each call, and the runner allows."""
+    for key, value in claude_env(base_url, tmp_path / "claude-config", "classic").items():
+        monkeypatch.setenv(key, value)
+
+
+async def test_claude_agent_acp_runs_a_whole_turn_through_the_daemon_and_its_acp_stream_validates(
+    home: Home, quest: Quest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    exe = agent_executable("claude-agent-acp")
+    seed_memory(quest)
+    module = anthropic_server()
+    async with module.AnthropicServer(whole_turn_script("echo warmup=500")) as server:
+        server.on_request = reads_the_bash_id(server, module.tool_results)
+        point_claude_agent_acp(tmp_path, monkeypatch, server.base_url)
+        write_acp_config(home, [exe])
+        notes = await serve_one_turn(home, quest, "Record the warmup idea and run the check.", tmp_path / "serve.log")
+    end = check_whole_turn(quest, notes, runner_command=[exe])
+    assert end.exit_code == 0  # it exits at EOF once its session is closed
+    assert (end.usage["input_tokens"], end.usage["output_tokens"]) == (2500, 95)  # the script's, summed by the agent
+
+    # The model was offered our tools under Claude Code's names and got every answer back.
+    assert len(server.requests) == 5 and server.exhausted == 0 and server.unoffered == [], server.other_requests
+    assert set(server.layouts) == {"classic"} and server.searches == []
+    assert {"mcp__memory__search", "mcp__artifact__record", "mcp__bash_exec__bash_exec"} <= set(
+        module.offered_tools(server.requests[0])
+    )
+    answers = module.tool_results(server.requests[-1])
+    assert set(answers) == {"call_search", "call_record", "call_detach", "call_await"}
+    assert "Warmup avoids early divergence" in json.dumps(answers["call_search"])
+
+    # Each call was announced before its input was known (rawInput {}), which the runner
+    # waited out: check_whole_turn saw every call's arguments.
+    rpc = traffic(quest, end.run_id)
+    announced = [m["params"]["update"] for m in rpc if m.get("method") == "session/update"
+                 and m["params"]["update"]["sessionUpdate"] == "tool_call"]  # fmt: skip
+    assert [(u["toolCallId"], u["rawInput"]) for u in announced] == [
+        ("call_search", {}), ("call_record", {}), ("call_detach", {}), ("call_await", {}),
+    ]  # fmt: skip
+    check_session_traffic(quest, end.run_id)
+
+
+async def test_pausing_claude_agent_acp_while_a_bash_await_runs_ends_its_process_group(
+    quest: Quest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    exe = agent_executable("claude-agent-acp")
+    seed_memory(quest)
+    seconds = f"300.{random.randrange(10**6):06d}"
+    quest_service.post_message(quest, quest_service.PostMessage(text="Run the long check."), source="cli")
+    module = anthropic_server()
+    async with module.AnthropicServer(whole_turn_script(f"sleep {seconds}", answer=False)) as server:
+        server.on_request = reads_the_bash_id(server, module.tool_results)
+        point_claude_agent_acp(tmp_path, monkeypatch, server.base_url)
+        write_acp_config(quest.home, [exe])
         await pause_while_awaiting(quest)
     assert len(server.requests) == 4  # the model never heard back from the await

@@ -15,6 +15,8 @@ from typing import Any
 
 import pytest
 
+import acp
+from acp import schema
 from ds_events.bash import procs
 from ds_events.config import RunnerConfig
 from ds_events.errors import Invalid
@@ -176,6 +178,77 @@ async def test_gemini_shaped_calls_announced_only_by_their_permission_request_ar
     assert end.usage["output_tokens"] == 42 and end.usage["input_tokens"] > 0  # from _meta.quota
 
 
+async def test_claude_agent_acp_shaped_calls_are_recorded_once_their_input_arrives_with_their_json_decoded(
+    quest: Quest,
+) -> None:
+    # claude-agent-acp announces a call with rawInput {} while the model still streams it,
+    # sends the whole input in the next update, and the result as our server's JSON text.
+    post(quest, "note how ACP agents reach our tools")
+    finished = await asyncio.wait_for(scheduler(quest, config("--like", "claude-agent-acp")).run_until_idle(), timeout=180)
+
+    assert [(f.outcome, f.reason, f.exit_code) for f in finished] == [("completed", "", 0)]  # it exits at EOF
+    events = turn_events(quest, finished[0].run_id)
+    kinds = [e.type.split(".", 1)[1] for e in events]
+    assert kinds == [
+        "turn_started", "process_started", "reasoning", "agent_message", "tool_call", "tool_result",
+        "tool_call", "tool_result", "agent_message", "turn_finished",
+    ]  # fmt: skip
+    call1, result1, call2, result2 = events[4:8]
+    assert (call1.call_id, call1.tool, call1.server) == ("t1", "memory.write", "memory")
+    assert call1.arguments["title"] == "ACP agents get our MCP servers in session/new"  # not the {} announced
+    assert (call2.tool, call2.arguments) == ("artifact.interact", {"message": "Noted how ACP agents reach our tools."})
+    assert result1.output["status"] == "written" and result1.output["id"].startswith("knowledge-")  # decoded
+    assert result2.output["interaction_status"] == "sent"
+    rpc = traffic(quest, finished[0].run_id)
+    announced = next(m["msg"]["params"]["update"] for m in rpc if m["msg"].get("method") == "session/update"
+                     and m["msg"]["params"]["update"].get("toolCallId") == "t1")  # fmt: skip
+    assert (announced["sessionUpdate"], announced["rawInput"]) == ("tool_call", {})
+    sent = [m["msg"].get("method") for m in rpc if m["dir"] == "out" and "method" in m["msg"]]
+    assert sent[-2:] == ["session/prompt", "session/close"]
+
+
+async def test_a_call_announced_without_its_input_waits_for_it_and_is_recorded_at_the_latest_at_the_turns_end(
+    quest: Quest,
+) -> None:
+    post(quest, "go")
+    spec = turns.claim_turn(
+        quest, runner="acp", model="", host=turns.Host.this_process(), build_prompt=build_prompt,
+        action=Action(kind="start"),
+    )  # fmt: skip
+    assert spec is not None
+    client = acp_runner.TurnClient(spec, turns.TurnRecorder(quest, spec.run_id, runner="acp"))
+
+    def calls() -> list[Any]:
+        return [e for e in turn_events(quest, spec.run_id) if e.type == "runner.tool_call"]
+
+    def announce(call_id: str) -> Any:
+        return acp.start_tool_call(call_id, "mcp__memory__search", kind="other", status="pending", raw_input={})
+
+    await client.session_update("s", announce("c1"))
+    note = acp.update_tool_call("c1")
+    note.field_meta = {"claudeCode": {"toolResponse": "..."}}
+    await client.session_update("s", note)  # no input yet: still nothing recorded
+    assert calls() == []
+    await client.session_update("s", acp.update_tool_call("c1", title="mcp__memory__search", raw_input={"query": "q"}))
+    assert [(c.call_id, c.tool, c.server, c.arguments) for c in calls()] == [("c1", "memory.search", "memory", {"query": "q"})]
+    # The permission request carries the input too; a call finished unannounced still is one.
+    await client.session_update("s", announce("c2"))
+    await client.request_permission(
+        "s", schema.ToolCallUpdate(tool_call_id="c2", raw_input={"query": "r"}),
+        [schema.PermissionOption(option_id="ok", name="Allow", kind="allow_once")],
+    )  # fmt: skip
+    await client.session_update("s", announce("c3"))
+    await client.session_update("s", acp.update_tool_call("c1", status="completed", raw_output='{"count": 1}'))
+    text_blocks = [{"type": "text", "text": '{"count": 2}'}]
+    await client.session_update("s", acp.update_tool_call("c2", status="failed", raw_output=text_blocks))
+    await client.session_update("s", announce("c4"))  # never more than announced (the turn ended)
+    client.settle()
+    assert [(c.call_id, c.arguments) for c in calls()] == [("c1", {"query": "q"}), ("c2", {"query": "r"}), ("c3", {}), ("c4", {})]
+    results = [(e.call_id, e.status, e.output) for e in turn_events(quest, spec.run_id) if e.type == "runner.tool_result"]
+    assert results == [("c1", "ok", {"count": 1}), ("c2", "error", {"count": 2})]
+    turns.finish_turn(quest, spec.run_id, outcome="interrupted", reason="test")
+
+
 def test_an_mcp_result_is_its_structured_content_else_the_json_its_text_holds() -> None:
     text = {"type": "text", "text": '{"error": "missing_title", "message": "a card needs a title"}'}
     assert acp_runner._output({"content": [text], "isError": True}) == {"error": "missing_title", "message": "a card needs a title"}
@@ -183,6 +256,8 @@ def test_an_mcp_result_is_its_structured_content_else_the_json_its_text_holds() 
     assert acp_runner._output({"content": [{"type": "text", "text": "plain"}], "isError": False}) == "plain"
     assert acp_runner._output({"content": "not a list", "isError": False}) == {"content": "not a list", "isError": False}
     assert acp_runner._output({"exit_code": 0}) == {"exit_code": 0}  # anything else as the agent sent it
+    assert acp_runner._output([{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]) == "a\nb"  # Claude Code's
+    assert acp_runner._output([{"type": "image", "data": ""}]) == [{"type": "image", "data": ""}]
     invocation = {"server": "memory", "tool": "write", "arguments": {"title": "t"}}
     assert acp_runner._arguments(invocation, "memory.write") == {"title": "t"}
     assert acp_runner._arguments(invocation, "artifact.record") == invocation  # not that call's own invocation
