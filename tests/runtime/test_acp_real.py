@@ -41,8 +41,9 @@ from .acp_real_support import (
     wait_for_no_processes,
     write_acp_config,
 )  # fmt: skip
+from .agents import fixture_module
 from .claude_support import anthropic_server, claude_env
-from .codex_support import FIXTURES, SCRIPTED_MODEL, responses_server
+from .codex_support import SCRIPTED_MODEL, responses_server
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 
@@ -214,17 +215,7 @@ async def pause_while_awaiting(quest: Quest) -> None:
 
 def gemini_server() -> Any:
     """The ``fixtures/gemini_server.py`` module."""
-    import importlib.util
-    import sys
-
-    name = "ds_fixture_gemini_server"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, FIXTURES / "gemini_server.py")
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[name]
+    return fixture_module("gemini_server")
 
 
 def gemini_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, base_url: str) -> None:
