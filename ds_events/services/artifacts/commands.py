@@ -361,7 +361,7 @@ class RecordMainExperiment(Command):
         extra_json_schema={"anyOf": [_METRICS, {"type": "null"}]},
     )] = None
     metric_rows: Annotated[list[dict[str, Any]] | None, Meta(
-        description="Other keys (split, seed ...) are kept; a metric in several rows needs metrics_summary.",
+        description="Rows; other keys (split, seed ...) are kept; a metric in several rows needs metrics_summary.",
         extra_json_schema=_METRIC_ROWS,
     )] = None
     baseline_id: Annotated[str | None, Meta(description=(
@@ -403,7 +403,7 @@ class RecordMainExperiment(Command):
         "When empty: supported (a breakthrough), inconclusive (worse than the baseline) or recorded."
     ))] = ""
     status: Annotated[str, Meta(description="completed | failed | partial.")] = "completed"
-    baseline_variant_id: Annotated[str | None, Meta(description="If given: the confirmed variant.")] = None
+    baseline_variant_id: Annotated[str | None, Meta(description="If given, must be the confirmed variant.")] = None
     metric_contract: Annotated[dict[str, Any] | None, Meta(description=(
         "Kept as given; comparisons use the confirmed baseline's contract."
     ), extra_json_schema=_OBJECT_OR_NULL)] = None

@@ -104,8 +104,8 @@ class BashExec(Command):
         "await of an existing session, kill with wait: bounds the wait. When null: no limit."
     ))] = None
     wait_timeout_seconds: Annotated[float | None, Meta(description=(
-        "await, kill with wait: seconds, at most 1800. When null: await 60 (a new command with timeout_seconds: "
-        "that + the kill grace), kill the grace + 10 s."
+        "await, kill with wait: seconds, at most 1800. When null: 60 for await (for a new command with "
+        "timeout_seconds: that + the kill grace); for kill, the grace + 10 s."
     ))] = None
     tail: Annotated[int | None, Meta(description="read: the last N lines (1-2000); with start, N lines from start.")] = None
     start: Annotated[int | None, Meta(

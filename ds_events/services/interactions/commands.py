@@ -114,7 +114,7 @@ class Interact(Command):
     ))] = True
     options: Annotated[list[dict[str, Any]] | None, Meta(
         description=(
-            "decision_request: 2-12 {id, label, description?, recommended?}, unless reply_schema has a decision_type."
+            "decision_request: 2-12 {id, label, description?, recommended?}; optional if reply_schema has a decision_type."
         ),
         extra_json_schema={"anyOf": [{"type": "array", "items": _OPTION_SCHEMA, "minItems": 2, "maxItems": MAX_OPTIONS}, {"type": "null"}]},
     )] = None
@@ -151,7 +151,7 @@ class Interact(Command):
         "false: a new blocking request leaves open ones open."
     ))] = True
     interaction_id: Annotated[str | None, Meta(description=(
-        "Your id (1-128 of A-Za-z0-9_.:-, new). When null: ia-<id>."
+        "Your id (1-128 of A-Za-z0-9_.:-, not yet used). When null: ia-<id>."
     ))] = None
     expects_reply: Annotated[bool | None, Meta(description=(
         "With reply_mode null: false threads a decision_request, true awaits a reply."
