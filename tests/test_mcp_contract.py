@@ -137,9 +137,10 @@ async def test_an_unknown_tool_is_refused_in_our_shape_naming_the_tools_and_chan
 @pytest.mark.parametrize(("namespace", "tool"), TOOLS, ids=tool_ids(TOOLS))
 def test_every_default_is_stated_in_its_parameter_description(namespace: str, tool: Any) -> None:
     # Codex strips ``default``, so the text says it; a null default is what leaving the
-    # argument out means, and null is not among its types either.
+    # argument out means, and null is not among its types either; an empty-text default
+    # too (a text left out is empty), so it is not said.
     for name, prop in tool.input_schema.get("properties", {}).items():
-        if "default" not in prop:
+        if "default" not in prop or prop["default"] == "":
             continue
         if prop["default"] is None:
             assert "null" not in json.dumps({k: v for k, v in prop.items() if k not in ("description", "default")}), (name, prop)

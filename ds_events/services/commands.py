@@ -64,7 +64,7 @@ class Command(msgspec.Struct, kw_only=True, frozen=True, forbid_unknown_fields=T
     nothing else."""
 
     comment: Annotated[str | dict[str, Any] | None, Meta(
-        description="A short note on why you make this call, kept in the call's record; changes nothing.",
+        description="Why you make this call; recorded, changes nothing.",
         extra_json_schema={"anyOf": [{"type": "string"}, {"type": "object"}, {"type": "null"}]},
     )] = None
 

@@ -263,7 +263,8 @@ def _baselines(ns: Namespace[ArtifactState]) -> None:
         failure nothing is recorded and the error lists `missing_metric_ids`,
         `baseline_metric_ids`, `baseline_metric_details`, `direction_mismatches` or
         `evaluation_protocol_mismatch`. With the gate waived (waive_baseline) the run is
-        recorded without a comparison. The narrative (hypothesis, setup, execution,
+        recorded without a comparison. An evaluation_protocol given as a sentence is kept
+        as {"description": ...}. The narrative (hypothesis, setup, execution,
         results, conclusion), evaluation_summary and evidence_paths are kept and shown
         on the run's page (artifacts/runs/<run_id>.md) beside its JSON. The run lands on
         its branch: the one prepared for run_id, else the active run branch, else

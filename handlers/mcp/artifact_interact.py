@@ -34,13 +34,18 @@ def register(ns: Namespace[StateT]) -> None:
         queued for a later call.
 
         Delivery options: summary_preview (the line a connector shows first), importance,
-        response_phase, attachments (files of the quest or its worktrees, or URLs),
-        surface_actions, connector_hints; interaction_id names the interaction yourself;
+        response_phase, attachments (each {path: a file of the quest or of one of its
+        worktrees, or url; and optionally kind, name, label, content_type, caption,
+        description, extracted_text_path, size_bytes, connector_delivery}),
+        surface_actions (e.g. {"type": "send_notification"}), connector_hints (e.g.
+        {"qq": {"render_mode": "markdown"}}); interaction_id names the interaction yourself;
         expects_reply overrides the reply mode's default (false: a decision_request that
         does not block); allow_free_text=false makes the user pick an option; a new
         blocking request closes the ones still open unless supersede_open_requests=false;
         min_interval_seconds holds back a progress update sent sooner than that after the
-        previous one.
+        previous one. reply_schema may label the decision ({"decision_type":
+        "quest_completion_approval"}: a free-text approval, options not needed) and/or be
+        a small JSON Schema (type, properties, required) that the reply's data must match.
 
         Returns: status (ok | suppressed_duplicate: a progress/milestone identical to the
         previous one of its kind, or reusing a dedupe_key, is not sent again; see

@@ -62,7 +62,10 @@ def build_server(binding: QuestBinding) -> NamespaceServer[BashState]:
 
         `command` is a string, or an argv list (["python", "train.py", "--lr", "0.1"]: each
         item one word). Answers name the session `id` (also as `bash_id`) with its `status`,
-        `exit_code`, `stop_reason` and full record (`session`).
+        `exit_code`, `stop_reason` and full record (`session`). Give a start an
+        `idempotency_key` (e.g. the step's name) to make it safe to retry: a start with a
+        key already used in this quest returns that session (same id, reused=true)
+        instead of running the job twice.
 
         Modes:
           detach  start `command` and return at once with its id (status "running").

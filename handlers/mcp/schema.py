@@ -2,12 +2,15 @@
 output schema, both with the referenced object inlined at the top (clients expect an
 object schema there, not a ``$ref``).
 
-Every default but null is also said in its parameter's description, because the Codex
-CLI strips ``default`` before the model sees a schema. An optional argument whose
-default is null does not list ``null`` among its types: leaving it out says the same
-(an explicit null is still accepted), and each ``anyOf: [..., {"type": "null"}]`` costs
-bytes of a schema the Codex CLI weighs: past 5000 bytes it drops every description
-(fixtures/schemas/codex_rule.py; tests/test_mcp_schemas.py guards it).
+Every default but null and the empty string is also said in its parameter's
+description, because the Codex CLI strips ``default`` before the model sees a schema.
+Those two are what leaving an argument out means (an optional text left out is empty),
+so saying them only costs bytes of a schema the Codex CLI weighs: past its budget (5000
+bytes in Codex 0.169, 4000 in the older core of codex-acp 0.16) it drops every
+description (fixtures/schemas/codex_rule.py; tests/test_mcp_schemas.py guards it). For
+the same reason an optional argument whose default is null does not list ``null`` among
+its types (an explicit null is still accepted): each ``anyOf: [..., {"type": "null"}]``
+costs bytes too.
 """
 
 from __future__ import annotations
@@ -37,10 +40,11 @@ def input_schema(command: type[Command]) -> dict[str, Any]:
         if "default" in prop:
             value = json.dumps(prop["default"], ensure_ascii=False)
             text = prop.get("description", "").rstrip()
-            # Said unless the text already names the default with its value; a null default
-            # is not said (an argument left out is null: "Default: null." only costs bytes
-            # of a schema that Codex weighs, see fixtures/schemas/codex_rule.py).
-            if prop["default"] is not None and not ("default" in text.lower() and value.strip('"') in text):
+            # Said unless the text already names the default with its value; a null or
+            # empty-text default is not said (an argument left out is null, a text left out
+            # is empty: 'Default: "".' only costs bytes of a schema that Codex weighs, see
+            # fixtures/schemas/codex_rule.py).
+            if prop["default"] not in (None, "") and not ("default" in text.lower() and value.strip('"') in text):
                 prop["description"] = f"{text} Default: {value}.".strip()
     return schema
 

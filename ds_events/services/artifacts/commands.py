@@ -354,38 +354,32 @@ class GetOptimizationFrontier(Command):
 
 
 class RecordMainExperiment(Command):
-    run_id: Annotated[str, Meta(description="The run (recorded on its branch run/<run_id>, made from the active branch if not prepared).")]
+    run_id: Annotated[str, Meta(description="The run's id, e.g. \"main-001\".")]
     title: Annotated[str, Meta(description="One line. When empty: the run id.")] = ""
     metrics_summary: Annotated[dict[str, Any] | None, Meta(
-        description="Flat {metric_id: number}. Give it, metric_rows, or both (they must agree).",
+        description="{metric_id: number}; this, metric_rows or both (agreeing).",
         extra_json_schema={"anyOf": [_METRICS, {"type": "null"}]},
     )] = None
     metric_rows: Annotated[list[dict[str, Any]] | None, Meta(
-        description=(
-            "Rows {metric_id, value, direction?, ...} (other keys, e.g. split, seed, are kept); a metric in "
-            "several rows needs its value in metrics_summary."
-        ),
+        description="Rows; other keys (split, seed ...) are kept; a metric in several rows needs metrics_summary.",
         extra_json_schema=_METRIC_ROWS,
     )] = None
     baseline_id: Annotated[str | None, Meta(description=(
-        "The baseline compared against. When null: the attached confirmed baseline, else the last confirmed."
+        "The baseline compared. When null: the attached, else the last confirmed."
     ))] = None
     metric_directions: Annotated[dict[str, Any] | None, Meta(
-        description="{metric_id: \"higher\" | \"lower\"}; must agree with the contract.", extra_json_schema=_DIRECTIONS
+        description="Per metric; must agree with the contract.", extra_json_schema=_DIRECTIONS
     )] = None
     evaluation_protocol: Annotated[dict[str, Any] | str | None, Meta(
-        description=(
-            "How the run was evaluated: an object, or a sentence (kept as {\"description\": ...}). "
-            "Must equal the contract's protocol when both are given."
-        ),
+        description="An object or a sentence; must equal the contract's protocol if both are given.",
     )] = None
     summary: Annotated[str | None, Meta(description="What the run showed.")] = None
-    idea_id: Annotated[str | None, Meta(description="The idea tested. When null: the run branch's idea.")] = None
+    idea_id: Annotated[str | None, Meta(description="The idea tested. When null: the run branch's.")] = None
     branch: Annotated[str | None, Meta(description=(
-        "The run's branch. When null: the one prepared for run_id, else the active run branch, else a new run/<run_id>."
+        "When null: the one prepared for run_id, else the active run branch, else a new run/<run_id>."
     ))] = None
     details: Annotated[dict[str, Any] | None, Meta(
-        description="Any other JSON facts about the run.",
+        description="Other JSON facts.",
         extra_json_schema=_OBJECT_OR_NULL,
     )] = None
     hypothesis: Annotated[str, Meta(description="What the run tested.")] = ""
@@ -394,11 +388,11 @@ class RecordMainExperiment(Command):
     results: Annotated[str, Meta(description="What came out.")] = ""
     conclusion: Annotated[str, Meta(description="What it means. When empty: the progress verdict's reason.")] = ""
     evaluation_summary: Annotated[dict[str, Any] | None, Meta(
-        description="The run's evaluation in short strings.",
+        description="The evaluation in short strings.",
         extra_json_schema=_EVALUATION_SUMMARY,
     )] = None
     evidence_paths: Annotated[list[str] | None, Meta(
-        description="Files that back the result (relative to the run's worktree).",
+        description="Files backing the result, relative to the run's worktree.",
         extra_json_schema=_STRINGS_OR_NULL,
     )] = None
     changed_files: Annotated[list[str] | None, Meta(description="Files the run changed.", extra_json_schema=_STRINGS_OR_NULL)] = None
@@ -406,12 +400,12 @@ class RecordMainExperiment(Command):
     notes: Annotated[list[str] | None, Meta(description="Short notes.", extra_json_schema=_STRINGS_OR_NULL)] = None
     dataset_scope: Annotated[str, Meta(description="full | subset.")] = "full"
     verdict: Annotated[str, Meta(description=(
-        "The agent's verdict. When empty: supported (a breakthrough), inconclusive (worse than the baseline) or recorded."
+        "When empty: supported (a breakthrough), inconclusive (worse than the baseline) or recorded."
     ))] = ""
     status: Annotated[str, Meta(description="completed | failed | partial.")] = "completed"
-    baseline_variant_id: Annotated[str | None, Meta(description="Must be the confirmed variant when given.")] = None
+    baseline_variant_id: Annotated[str | None, Meta(description="If given, must be the confirmed variant.")] = None
     metric_contract: Annotated[dict[str, Any] | None, Meta(description=(
-        "The run's own view of the contract (kept as given); the comparison uses the confirmed baseline's."
+        "Kept as given; comparisons use the confirmed baseline's contract."
     ), extra_json_schema=_OBJECT_OR_NULL)] = None
 
 

@@ -74,10 +74,9 @@ _BEFORE = "The `limit` lines before this line number."
 _FORCE = "Send KILL at once instead of TERM then KILL after the grace period."
 _REASON = "Recorded with the kill. When null: \"user_stop\"."
 _KEY = (
-    "detach/await of a new command: your key for this start (1-200 printable characters), e.g. the step's name. "
-    "A start with a key already used in this quest returns that session (same id, reused=true) instead of starting "
-    "another, so a retried step never runs its job twice; the same key with a different command is refused "
-    "(idempotency_key_conflict). When null (the default): every start is a new session."
+    "detach/await of a new command: your key for this start (1-200 printable characters). A key used before in "
+    "this quest returns that session (reused=true), not a new one; with another command: idempotency_key_conflict. "
+    "When null: every start is new."
 )
 MAX_KEY_CHARS = 200
 
@@ -90,25 +89,23 @@ class BashExec(Command):
     an argument the mode would not use is refused (``unexpected_argument``), never ignored."""
 
     command: Annotated[str | list[str], Meta(description=(
-        "The shell command (bash -c) to start, for detach and await (create). A string, or an argv list: "
-        "[\"python\", \"train.py\", \"--lr\", \"0.1\"] runs those words, each quoted; a one-item list "
-        "is a shell command like a string."
+        "detach, await: the command (bash -c) to start. A string, or an argv list (each item one word, quoted; "
+        "a one-item list runs as a string)."
     ))] = ""
     mode: Annotated[str, Meta(description="detach | await | read | kill | list | history; create = await. When null: detach.")] = "detach"
     id: Annotated[str | None, Meta(description=(
-        "The session, e.g. \"bx-1a2b3c4d\": for await (of a running session), read and kill. "
-        "Left out for await without command and for read: the latest session."
+        "The session, e.g. \"bx-1a2b3c4d\" (await, read, kill). When null for read, or await without command: "
+        "the latest session."
     ))] = None
     workdir: Annotated[str | None, Meta(description=_WORKDIR)] = None
     env: Annotated[dict[str, str] | None, Meta(description=_ENV)] = None
     timeout_seconds: Annotated[float | None, Meta(description=(
-        "detach/await of a new command: > 0, the session is terminated after that long (status terminated, "
-        "reason timeout), and an await waits for that end. await of an existing session, kill with wait: how "
-        "long to wait (as wait_timeout_seconds). When null: no limit."
+        "A new command: > 0, it is terminated after that long (reason timeout; an await waits for that end). "
+        "await of an existing session, kill with wait: bounds the wait. When null: no limit."
     ))] = None
     wait_timeout_seconds: Annotated[float | None, Meta(description=(
-        "await, kill with wait: seconds to wait, at most 1800. When null: 60 for await (the session's "
-        "timeout_seconds + the kill grace for a new command that has one), the kill grace + 10 s for kill."
+        "await, kill with wait: seconds, at most 1800. When null: 60 for await (for a new command with "
+        "timeout_seconds: that + the kill grace); for kill, the grace + 10 s."
     ))] = None
     tail: Annotated[int | None, Meta(description="read: the last N lines (1-2000); with start, N lines from start.")] = None
     start: Annotated[int | None, Meta(

@@ -97,70 +97,67 @@ _ACTION_SCHEMA = {"type": "object", "properties": {"type": {"type": "string"}}}
 class Interact(Command):
     """Tell the user something (or ask), and take every user message that arrived."""
 
-    message: Annotated[str, Meta(description="What you tell or ask the user (text or markdown, at most 20000 characters).")]
+    message: Annotated[str, Meta(description="Text or markdown for the user, at most 20000 characters.")]
     kind: Annotated[str, Meta(description=(
-        "progress | milestone | decision_request (the user must choose) | approval_result | answer."
+        "progress | milestone | decision_request | approval_result | answer."
     ))] = "progress"
     reply_mode: Annotated[str | None, Meta(description=(
         "none | threaded | blocking. When null: blocking for decision_request, none for approval_result, "
         "else threaded."
     ))] = None
     include_recent_inbound_messages: Annotated[bool, Meta(description=(
-        "false: leave queued user messages queued (else each comes back once)."
+        "false: leave user messages queued."
     ))] = True
     recent_message_limit: Annotated[int, Meta(description="0-50 recent interaction records to include (default 8).")] = 8
     deliver_to_bound_conversations: Annotated[bool, Meta(description=(
-        "false: record the message in the quest only, send it nowhere."
+        "false: record it in the quest only."
     ))] = True
     options: Annotated[list[dict[str, Any]] | None, Meta(
         description=(
-            "decision_request: 2-12 {id (what the user answers), label, description?, recommended?} (needed unless "
-            "reply_schema names a decision_type)."
+            "decision_request: 2-12 {id, label, description?, recommended?}; optional if reply_schema has a decision_type."
         ),
         extra_json_schema={"anyOf": [{"type": "array", "items": _OPTION_SCHEMA, "minItems": 2, "maxItems": MAX_OPTIONS}, {"type": "null"}]},
     )] = None
     reply_schema: Annotated[dict[str, Any] | None, Meta(
         description=(
-            '{"decision_type": "quest_completion_approval"} names the decision; type/properties/required: a JSON '
-            "Schema for reply data."
+            "A decision_type label (see the examples) and/or a JSON Schema of the reply's data."
         ),
         extra_json_schema={"anyOf": [_REPLY_SCHEMA_SCHEMA, {"type": "null"}]},
     )] = None
     reply_to_interaction_id: Annotated[str | None, Meta(description="The interaction or user message this answers.")] = None
-    dedupe_key: Annotated[str | None, Meta(description="A progress/milestone reusing a key already sent is suppressed.")] = None
+    dedupe_key: Annotated[str | None, Meta(description="A progress/milestone reusing a sent key is suppressed.")] = None
     suppress_if_unchanged: Annotated[bool | None, Meta(description=(
-        "false: send a progress/milestone even if it repeats the previous one."
+        "false: send a progress/milestone even if it repeats the last."
     ))] = None
     wait_timeout_seconds: Annotated[float, Meta(description=(
-        "Blocking requests, 0-300: wait this long for the reply (returned in `reply`)."
+        "Blocking requests: 0-300 s to wait for the reply (in `reply`)."
     ))] = 0.0
     summary_preview: Annotated[str | None, Meta(description=(
-        "The line a connector shows first (max 500 characters; when null: the message's start)."
+        "A connector's first line, max 500 characters. When null: the message's start."
     ))] = None
     importance: Annotated[str, Meta(description="low | info | normal | warning | high | critical.")] = "info"
     response_phase: Annotated[str, Meta(description="ack | update | final | control | push.")] = "ack"
     attachments: Annotated[list[dict[str, Any]] | None, Meta(description=(
-        "Up to 20 {path (a file of the quest or a worktree) or url, and kind, name, label, content_type, "
-        "caption, description, extracted_text_path, size_bytes, connector_delivery}."
+        "Up to 20 {path or url, ...}; other keys: see the tool description."
     ), extra_json_schema={"anyOf": [{"type": "array", "items": _ATTACHMENT_SCHEMA, "maxItems": MAX_ATTACHMENTS}, {"type": "null"}]})] = None
     surface_actions: Annotated[list[dict[str, Any]] | None, Meta(description=(
-        "Up to 10 connector actions {type (or command), ...}, e.g. send_notification."
+        "Up to 10 connector actions {type or command, ...}."
     ), extra_json_schema={"anyOf": [{"type": "array", "items": _ACTION_SCHEMA, "maxItems": MAX_ACTIONS}, {"type": "null"}]})] = None
     connector_hints: Annotated[dict[str, Any] | None, Meta(description=(
-        "Per-connector hints, e.g. {\"qq\": {\"render_mode\": \"markdown\"}}."
+        "{connector: {hint: value}}, e.g. render_mode."
     ), extra_json_schema={"anyOf": [{"type": "object"}, {"type": "null"}]})] = None
     allow_free_text: Annotated[bool, Meta(description="false: a reply must pick an option (or match reply_schema).")] = True
     supersede_open_requests: Annotated[bool, Meta(description=(
-        "false: keep open blocking requests open (else a new one closes them)."
+        "false: a new blocking request leaves open ones open."
     ))] = True
     interaction_id: Annotated[str | None, Meta(description=(
-        "Your own id (1-128 of A-Za-z0-9_.:-, refused when used). When null: ia-<id>."
+        "Your id (1-128 of A-Za-z0-9_.:-, not yet used). When null: ia-<id>."
     ))] = None
     expects_reply: Annotated[bool | None, Meta(description=(
-        "With reply_mode null: false makes a decision_request threaded, true makes any kind await a reply."
+        "With reply_mode null: false threads a decision_request, true awaits a reply."
     ))] = None
     min_interval_seconds: Annotated[float | None, Meta(description=(
-        "Progress only: held back while the previous progress is younger than this."
+        "Progress only: held back while the last one is younger than this."
     ))] = None
 
 
