@@ -171,12 +171,12 @@ class AcpRunner:
             self._conn = conn
             try:
                 ok, error = await self._converse(conn, spec, client, recorder)
-            except asyncio.CancelledError:
-                stderr.cancel()
-                await kill_and_reap(proc)  # the host is going away: so does the agent
-                raise
             except (ConnectionError, acp.RequestError) as exc:
                 ok, error = False, _describe(exc)
+            except BaseException:  # cancelled (the host is going away) or a bug: the agent goes too
+                stderr.cancel()
+                await kill_and_reap(proc)
+                raise
             finally:
                 client.settle()
                 self._prompt_done.set()

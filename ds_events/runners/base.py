@@ -21,6 +21,7 @@ import contextlib
 import json
 import os
 import signal
+import subprocess
 import sys
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
@@ -41,6 +42,7 @@ __all__ = [
 ]  # fmt: skip
 
 STREAM_LIMIT = 64 * 1024 * 1024  # the longest stdout line read whole (a big tool result)
+REAP_SECONDS = 5.0  # the longest a KILLed agent is waited for, when its loop no longer can
 TOKEN_ENV = "DS_MCP_TOKEN"  # the agent's env var holding its turn's bearer token (http)
 
 
@@ -154,13 +156,29 @@ async def kill_and_reap(proc: asyncio.subprocess.Process, *, timeout: float = 10
     cancelled mid-read leaves no subprocess transport for the garbage collector (whose
     ResourceWarning would surface later, in whatever code runs then)."""
     stop_group(proc)
-    with contextlib.suppress(asyncio.TimeoutError, ProcessLookupError):
-        await asyncio.wait_for(asyncio.shield(proc.wait()), timeout)
-    # The pipes' readers were cancelled with the turn: close the transport ourselves
-    # (asyncio.subprocess.Process exposes no public way to).
+    try:
+        with contextlib.suppress(asyncio.TimeoutError, ProcessLookupError):
+            await asyncio.wait_for(asyncio.shield(proc.wait()), timeout)
+    finally:  # also when a second cancellation (the loop shutting down) cut the wait short
+        _close_transport(proc)
+
+
+def _close_transport(proc: asyncio.subprocess.Process) -> None:
+    """Close the process's pipes and make sure its ``Popen`` knows the exit status.
+
+    The pipes' readers were cancelled with the turn, and asyncio.subprocess.Process
+    exposes no public close. An event loop that closes before its child watcher reports
+    the exit never tells the ``Popen``, whose garbage collection would then warn that the
+    process "is still running" in whatever code runs at that moment: so, once the group is
+    KILLed, reap it here (a killed process ends within moments; bounded all the same)."""
     transport = getattr(proc, "_transport", None)
-    if transport is not None:
-        transport.close()
+    if transport is None:
+        return
+    popen = transport.get_extra_info("subprocess")
+    transport.close()
+    if popen is not None and popen.returncode is None:
+        with contextlib.suppress(subprocess.TimeoutExpired, ChildProcessError):
+            popen.wait(timeout=REAP_SECONDS)
 
 
 class LineRunner:
@@ -218,7 +236,7 @@ class LineRunner:
                     self._read_stdout(proc.stdout, out, recorder), _copy(proc.stderr, err, recorder)
                 )
             code = await proc.wait()
-        except asyncio.CancelledError:
+        except BaseException:  # cancelled (the host is going away) or a bug: the agent goes too
             await kill_and_reap(proc)
             raise
         if self.succeeded(code):

@@ -49,10 +49,19 @@ def agent_env(home: Home, quiet: float = 1.0) -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": str(REPO), "DS_HOME": str(home.root), "DS_ACP_QUIET_SECONDS": str(quiet)}
 
 
+def ds_acp(client: Any, *args: str, env: dict[str, str]) -> Any:
+    """``ds acp ARGS`` as an editor starts it, through the SDK's client side. Its stderr
+    goes where the test's goes (captured, shown on a failure): the SDK's default is a pipe
+    nobody reads, which a process ended by its shutdown's SIGTERM leaves open for the
+    garbage collector to complain of in a later test."""
+    return spawn_agent_process(
+        client, sys.executable, "-m", "ds_events", "acp", *args, env=env, transport_kwargs={"stderr": None}
+    )
+
+
 async def test_new_session_prompt_streams_the_turn_and_load_replays_history(home: Home, quest) -> None:
     recorder = Recorder()
-    async with spawn_agent_process(recorder, sys.executable, "-m", "ds_events", "acp", "--quest", "q1", "--no-turns",
-                                   env=agent_env(home, quiet=8.0)) as (conn, _proc):  # fmt: skip
+    async with ds_acp(recorder, "--quest", "q1", "--no-turns", env=agent_env(home, quiet=8.0)) as (conn, _proc):  # fmt: skip
         init = await conn.initialize(protocol_version=acp.PROTOCOL_VERSION)
         assert init.agent_capabilities.load_session is True
         session = await conn.new_session(cwd=str(home.root))
@@ -88,7 +97,7 @@ async def test_new_session_prompt_streams_the_turn_and_load_replays_history(home
 
     # A second client loads the session: the whole history arrives, in order.
     replay = Recorder()
-    async with spawn_agent_process(replay, sys.executable, "-m", "ds_events", "acp", env=agent_env(home)) as (conn, _p):
+    async with ds_acp(replay, env=agent_env(home)) as (conn, _p):
         await conn.initialize(protocol_version=acp.PROTOCOL_VERSION)
         await conn.load_session(cwd=str(home.root), session_id="q1")
     assert replay.events() == quest.log.read()
@@ -99,7 +108,7 @@ async def test_new_session_prompt_streams_the_turn_and_load_replays_history(home
 async def test_cancel_pauses_the_quest_and_ends_the_turn(home: Home, quest) -> None:
     recorder = Recorder()
     env = {**agent_env(home), "DS_ACP_QUIET_SECONDS": "60"}  # only the pause can end this turn
-    async with spawn_agent_process(recorder, sys.executable, "-m", "ds_events", "acp", env=env) as (conn, _proc):
+    async with ds_acp(recorder, env=env) as (conn, _proc):
         await conn.initialize(protocol_version=acp.PROTOCOL_VERSION)
         await conn.load_session(cwd=str(home.root), session_id="q1")
         turn = asyncio.create_task(conn.prompt(session_id="q1", prompt=[acp.text_block("go")]))
@@ -113,7 +122,7 @@ async def test_cancel_pauses_the_quest_and_ends_the_turn(home: Home, quest) -> N
 
 
 async def test_an_unknown_session_is_refused_with_our_error(home: Home) -> None:
-    async with spawn_agent_process(Recorder(), sys.executable, "-m", "ds_events", "acp", env=agent_env(home)) as (conn, _p):
+    async with ds_acp(Recorder(), env=agent_env(home)) as (conn, _p):
         await conn.initialize(protocol_version=acp.PROTOCOL_VERSION)
         with pytest.raises(acp.RequestError) as caught:
             await conn.load_session(cwd=str(home.root), session_id="nope")
@@ -122,7 +131,7 @@ async def test_an_unknown_session_is_refused_with_our_error(home: Home) -> None:
 
 
 async def test_a_new_session_without_quest_creates_one(home: Home) -> None:
-    async with spawn_agent_process(Recorder(), sys.executable, "-m", "ds_events", "acp", env=agent_env(home)) as (conn, _p):
+    async with ds_acp(Recorder(), env=agent_env(home)) as (conn, _p):
         await conn.initialize(protocol_version=acp.PROTOCOL_VERSION)
         session = await conn.new_session(cwd="/somewhere/my-project")
     assert home.quest_ids() == [session.session_id]
@@ -136,8 +145,8 @@ async def test_a_prompt_runs_a_turn_and_ends_when_the_turn_ends(home: Home, ques
     )
     recorder = Recorder()
     env = {**agent_env(home), "DS_ACP_QUIET_SECONDS": "120"}  # only the turn's end can end this prompt
-    argv = ["-m", "ds_events", "acp", "--quest", "q1", "--runner", "scripted", "--trajectory", str(traj)]
-    async with spawn_agent_process(recorder, sys.executable, *argv, env=env) as (conn, _proc):
+    argv = ["--quest", "q1", "--runner", "scripted", "--trajectory", str(traj)]
+    async with ds_acp(recorder, *argv, env=env) as (conn, _proc):
         await conn.initialize(protocol_version=acp.PROTOCOL_VERSION)
         await conn.new_session(cwd=str(home.root))
         answer = await asyncio.wait_for(conn.prompt(session_id="q1", prompt=[acp.text_block("scout please")]), 90)

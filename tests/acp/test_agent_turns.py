@@ -14,13 +14,12 @@ from typing import Any
 
 import pytest
 import yaml
-from acp.stdio import spawn_agent_process
 
 import acp
 from ds_events.home import Home, Quest
 from tests.helpers import wait_until_async
 
-from .test_agent_process import Recorder, agent_env
+from .test_agent_process import Recorder, agent_env, ds_acp
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -40,8 +39,8 @@ def retries(home: Home, max_attempts: int) -> None:
 async def prompt_once(home: Home, traj: Path, text: str, recorder: Recorder, *, during: Any = None) -> Any:
     """One prompt to ``ds acp --runner scripted`` on quest q1; ``during(conn)`` runs beside it."""
     env = {**agent_env(home), "DS_ACP_QUIET_SECONDS": "120"}  # only the turns can end the prompt
-    argv = ["-m", "ds_events", "acp", "--quest", "q1", "--runner", "scripted", "--trajectory", str(traj)]
-    async with spawn_agent_process(recorder, sys.executable, *argv, env=env) as (conn, _proc):
+    argv = ["--quest", "q1", "--runner", "scripted", "--trajectory", str(traj)]
+    async with ds_acp(recorder, *argv, env=env) as (conn, _proc):
         await conn.initialize(protocol_version=acp.PROTOCOL_VERSION)
         await conn.new_session(cwd=str(home.root))
         turn = asyncio.create_task(conn.prompt(session_id="q1", prompt=[acp.text_block(text)]))

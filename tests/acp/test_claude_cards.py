@@ -32,14 +32,12 @@ def claude_config(home: Home) -> None:
 async def prompt(home: Home, recorder: Recorder, env: dict[str, str] | None = None) -> Any:
     import asyncio
 
-    from acp.stdio import spawn_agent_process
-
     import acp
 
-    from .test_agent_process import agent_env
+    from .test_agent_process import agent_env, ds_acp
 
     full = {**agent_env(home), "DS_ACP_QUIET_SECONDS": "120", **(env or {})}
-    async with spawn_agent_process(recorder, sys.executable, "-m", "ds_events", "acp", "--quest", "q1", env=full) as (
+    async with ds_acp(recorder, "--quest", "q1", env=full) as (
         conn, _proc,
     ):  # fmt: skip
         await conn.initialize(protocol_version=acp.PROTOCOL_VERSION)

@@ -4,10 +4,7 @@ its directory as ``cwd`` and its last event's time as ``updatedAt``, newest firs
 
 from __future__ import annotations
 
-import sys
-
 import pytest
-from acp.stdio import spawn_agent_process
 
 import acp
 from acp import schema
@@ -15,7 +12,7 @@ from ds_events.events import ConversationMessage
 from ds_events.home import Home, Quest
 from handlers.acp import sessions
 
-from .test_agent_process import Recorder, agent_env
+from .test_agent_process import Recorder, agent_env, ds_acp
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -30,7 +27,7 @@ def three(home: Home, quest: Quest) -> list[str]:
 
 
 async def test_the_quests_are_listed_as_sessions_newest_first(home: Home, three: list[str]) -> None:
-    async with spawn_agent_process(Recorder(), sys.executable, "-m", "ds_events", "acp", env=agent_env(home)) as (conn, _p):
+    async with ds_acp(Recorder(), env=agent_env(home)) as (conn, _p):
         init = await conn.initialize(protocol_version=acp.PROTOCOL_VERSION)
         assert init.agent_capabilities.session_capabilities.list is not None
         listed = await conn.list_sessions()
@@ -55,7 +52,7 @@ async def test_the_quests_are_listed_as_sessions_newest_first(home: Home, three:
 
 async def test_a_bad_cursor_or_a_relative_cwd_is_refused_and_changes_nothing(home: Home, three: list[str]) -> None:
     before = {q: (home.quest_root(q) / ".ds" / "events.jsonl").read_bytes() for q in three}
-    async with spawn_agent_process(Recorder(), sys.executable, "-m", "ds_events", "acp", env=agent_env(home)) as (conn, _p):
+    async with ds_acp(Recorder(), env=agent_env(home)) as (conn, _p):
         await conn.initialize(protocol_version=acp.PROTOCOL_VERSION)
         with pytest.raises(acp.RequestError) as bad_cursor:
             await conn.list_sessions(cursor="not-ours")

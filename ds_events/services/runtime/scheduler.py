@@ -36,6 +36,7 @@ from ds_events.services.runtime.turns import Host, TurnRecorder
 __all__ = ["Runner", "QuestScheduler"]
 
 POLL_SECONDS = 0.1  # how often a running turn's pause/stop/stall is checked
+REAP_WAIT_SECONDS = 30.0  # how long a host going away waits for its runner to reap the agent
 # How often an idle quest's log is checked for another process's append (a message from
 # `ds message` or the HTTP API's own handle): the latency a new turn can wait for.
 NEWS_POLL_SECONDS = 0.02
@@ -166,6 +167,9 @@ class QuestScheduler:
             # to record (this host is alive until it exits, then it is not).
             task.cancel()
             await self._interrupt(runner)
+            # The runner reaps its agent as it unwinds: let it finish that (bounded) before
+            # this host's loop can close under it and leave the process unreaped.
+            await asyncio.wait({task}, timeout=REAP_WAIT_SECONDS)
             raise
         except Exception as exc:  # a runner bug or an agent that could not start
             error = f"{type(exc).__name__}: {exc}"
