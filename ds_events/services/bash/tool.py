@@ -51,7 +51,8 @@ __all__ = ["bash_exec", "command_text", "AWAIT_TAIL_LINES"]
 AWAIT_TAIL_LINES = 50  # the output an await answers with
 _WAIT_SLACK_SECONDS = 5.0  # after a new command's timeout and kill grace: time to record the end
 
-# The arguments each mode takes besides ``mode`` (the rest must keep their defaults).
+# The arguments each mode takes besides ``mode`` and ``comment`` (every command's: why the
+# call is made; kept in its record). The rest must keep their defaults.
 _TAKES: dict[str, frozenset[str]] = {
     "detach": frozenset({"command", "workdir", "env", "timeout_seconds", "idempotency_key"}),
     "start-await": frozenset({"command", "workdir", "env", "timeout_seconds", "wait_timeout_seconds", "idempotency_key"}),
@@ -145,7 +146,7 @@ def _check_arguments(cmd: BashExec, form: str) -> None:
     """Refuse arguments the mode would not use: a dropped argument is a silent surprise."""
     takes = _TAKES[form]
     extra = [name for name, default in _DEFAULTS.items()
-             if name not in ("mode", "command") and name not in takes and getattr(cmd, name) != default]
+             if name not in ("mode", "command", "comment") and name not in takes and getattr(cmd, name) != default]
     if form == "kill" and not cmd.wait:
         extra += [n for n in ("timeout_seconds", "wait_timeout_seconds") if getattr(cmd, n) is not None]
     if extra:
