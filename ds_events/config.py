@@ -159,10 +159,11 @@ class RunnerConfig(_Section):
     # own shell commands run in (our MCP servers run outside it either way).
     codex_provider: CodexProviderConfig | None = None
     codex_sandbox: Literal["read-only", "workspace-write", "danger-full-access"] = "workspace-write"
-    # How a turn's agent reaches the memory / artifact / bash_exec tools: ``stdio``, three
-    # ``ds mcp`` processes the agent starts per turn; ``http``, served by the host process
-    # itself over MCP streamable HTTP on loopback, with a bearer token per turn.
-    mcp_transport: Literal["stdio", "http"] = "stdio"
+    # How a turn's agent reaches the memory / artifact / bash_exec tools: ``http`` (the
+    # default), served by the host process itself over MCP streamable HTTP on loopback,
+    # with a bearer token per turn; ``stdio``, three ``ds mcp`` processes the agent starts
+    # per turn (each opens the quest again: a slower start, no listener on loopback).
+    mcp_transport: Literal["stdio", "http"] = "http"
 
 
 _Budget = Annotated[int, Meta(ge=200, le=1_000_000)]

@@ -237,19 +237,22 @@ async def test_runners_are_told_the_hosts_urls_while_the_turn_runs_and_stdio_ser
         assert [e.transport for e in mcp_endpoints(spec)] == ["stdio"] * 3
         gone = await _post(endpoints[0].url, McpEndpoint("memory", url="x", token=token).headers)
         assert gone.status_code == 401 and gone.json()["error"] == "invalid_token"
-        async with serving_turn(spec, RunnerConfig()) as endpoints:  # the default: stdio
+        async with serving_turn(spec, RunnerConfig(mcp_transport="stdio")) as endpoints:
             assert [e.transport for e in endpoints] == ["stdio"] * 3
+        async with serving_turn(spec, RunnerConfig()) as endpoints:  # the default: http
+            assert all(e.transport == "http" for e in endpoints) and endpoints[0].token != token
     finally:
         await McpHost.close_running()
 
 
 def test_a_bad_mcp_transport_in_the_config_is_refused_with_a_structured_error(home: Home) -> None:
+    assert home.config().runner.mcp_transport == "http"  # nothing set: the default
     home.config_path.write_text(yaml.safe_dump({"runner": {"mcp_transport": "carrier-pigeon"}}))
     with pytest.raises(Invalid) as refused:
         home.config()
     assert refused.value.code == "bad_config" and "mcp_transport" in str(refused.value)
-    home.config_path.write_text(yaml.safe_dump({"runner": {"mcp_transport": "http"}}))
-    assert home.config().runner.mcp_transport == "http"
+    home.config_path.write_text(yaml.safe_dump({"runner": {"mcp_transport": "stdio"}}))
+    assert home.config().runner.mcp_transport == "stdio"
 
 
 async def test_every_runners_mcp_config_names_the_hosts_urls_while_it_serves_the_turn(quest: Quest) -> None:

@@ -139,6 +139,7 @@ def spawn_monitor(spec: StartSpec) -> MonitorHandle:
             stdout=subprocess.PIPE,
             stderr=monitor_log,
             cwd=str(spec.quest_root),
+            env=_monitor_env(spec),
             start_new_session=True,
         )
     # Reap the monitor when it ends, so it never lingers as our zombie.
@@ -165,6 +166,19 @@ def spawn_monitor(spec: StartSpec) -> MonitorHandle:
             code="start_failed",
         )
     return MonitorHandle(proc, info)
+
+
+def _monitor_env(spec: StartSpec) -> dict[str, str]:
+    """The starter's environment, plus the quest's and the turn's names from the
+    command's: a monitor is found by ``DS_RUN_ID`` as its command is, whether a turn's
+    own stdio server started it (whose environment has them) or the host serving the
+    turn over HTTP (whose environment does not)."""
+    env = dict(os.environ)
+    env.update({k: spec.env[k] for k in _IDENTITY if k in spec.env})
+    return env
+
+
+_IDENTITY = ("DS_HOME", "DS_QUEST_ID", "DS_RUN_ID")
 
 
 def _read_line(stream: IO[bytes], timeout: float) -> bytes:

@@ -6,11 +6,11 @@ started as the leader of its own process group, and this runner is its client, t
 the official SDK's client side (:func:`acp.connect_to_agent`):
 
 1. ``initialize``: we offer file reads and writes (confined to the quest), no terminal.
-2. ``session/new`` in the quest root, with our three MCP servers in ``mcpServers``
-   (stdio, ``ds mcp --namespace ...``, with DS_HOME / DS_QUEST_ID / DS_RUN_ID in their
-   env: an agent hands a server only the env it is given); with ``runner.mcp_transport:
-   http`` and an agent whose ``mcpCapabilities.http`` says it takes them, this host's
-   URLs for the turn with its bearer token instead. A configured model is
+2. ``session/new`` in the quest root, with our three MCP servers in ``mcpServers``:
+   with ``runner.mcp_transport: http`` (the default) and an agent whose
+   ``mcpCapabilities.http`` says it takes them, this host's URLs for the turn with its
+   bearer token; else stdio, ``ds mcp --namespace ...``, with DS_HOME / DS_QUEST_ID /
+   DS_RUN_ID in their env (an agent hands a server only the env it is given). A configured model is
    selected through the session's ``model`` config option when the agent offers one.
 3. ``session/prompt`` with the built prompt; ``session/update``s become turn events:
    ``agent_message_chunk``s are joined into one ``runner.agent_message`` (per message id,

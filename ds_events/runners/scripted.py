@@ -1,10 +1,11 @@
-"""The scripted runner: plays a trajectory file through our real stdio MCP servers.
+"""The scripted runner: plays a trajectory file through our real MCP servers.
 
 For demos and tests, in place of a model: the agent process
 (:mod:`ds_events.runners.scripted_agent`) is started like any agent CLI — its own
-process group, the prompt on stdin, JSON lines on stdout — and calls the same
-``ds mcp --namespace ...`` servers a real agent would (or, with ``runner.mcp_transport:
-http``, the host's URLs for the turn, given in ``--mcp-config <run_dir>/mcp.json``). Its trajectory is YAML:
+process group, the prompt on stdin, JSON lines on stdout — and calls the servers a real
+agent would: the host's URLs for the turn (``runner.mcp_transport: http``, the default,
+given in ``--mcp-config <run_dir>/mcp.json``) or the ``ds mcp --namespace ...`` servers
+it starts (``stdio``). Its trajectory is YAML:
 
 .. code-block:: yaml
 

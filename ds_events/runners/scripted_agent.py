@@ -1,9 +1,10 @@
 """The scripted agent process: ``python -m ds_events.runners.scripted_agent``.
 
 Reads the prompt on stdin (and ignores it, as a script does), plays turn ``--turn`` of
-the trajectory through real stdio MCP servers (``ds mcp --namespace ...``, started on
-first use), and prints one JSON line per thing it does — the stream the scripted runner
-parses, shaped like a real agent CLI's ``--json`` output. Exits 1 on a ``fail`` step or
+the trajectory through our real MCP servers (the host's URLs in ``--mcp-config``, or
+``ds mcp --namespace ...`` over stdio, started on first use), and prints one JSON line
+per thing it does — the stream the scripted runner parses, shaped like a real agent
+CLI's ``--json`` output. Exits 1 on a ``fail`` step or
 a call whose outcome is not the one expected.
 """
 

@@ -99,6 +99,9 @@ class Case:
     max_attempts: int = 2
     stall_seconds: float = 900.0
     pause_over_http: bool = False  # ds serve: POST a pause once the turn waits for the user
+    # runner.mcp_transport: "http" (the default), the host serves the namespaces, so an
+    # ``mcp.*`` point kills the host; "stdio", it kills the server the agent started
+    transport: str = "http"
 
     @property
     def point(self) -> str:
@@ -106,11 +109,13 @@ class Case:
 
     @property
     def mcp(self) -> bool:
-        return self.point.startswith("mcp.")
+        """The point is reached in an MCP server process of the agent's, not the host."""
+        return self.point.startswith("mcp.") and self.transport == "stdio"
 
     @property
     def id(self) -> str:
-        return f"{self.host}-{self.at}" + (f"-after-{self.first}" if self.first else "")
+        return f"{self.host}-{self.at}" + (f"-after-{self.first}" if self.first else "") + (
+            f"-{self.transport}" if self.transport != "http" else "")  # fmt: skip
 
 
 @dataclass
@@ -142,14 +147,14 @@ def run_case(case: Case, base: Path) -> Outcome:
 
 
 def table(outcomes: list[Outcome]) -> str:
-    rows = ["| point | host | killed | turn left running → recorded interrupted | orphans | duplicates | verify | replay | problems |",
-            "|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
+    rows = ["| point | host | transport | killed | turn left running → recorded interrupted | orphans | duplicates | verify | replay | problems |",
+            "|---|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
     for o in outcomes:
         case = o.case
         name = case.at + (f" (after {case.first})" if case.first else "")
         turn = f"yes → {o.interrupted}x" if o.running_at_crash else f"none → {o.interrupted}x"
         rows.append(
-            f"| `{name}` | {case.host} | {o.killed or '-'} | {turn} | {len(o.orphans)} | {len(o.duplicates)} | "
+            f"| `{name}` | {case.host} | {case.transport} | {o.killed or '-'} | {turn} | {len(o.orphans)} | {len(o.duplicates)} | "
             f"{'ok' if o.verify_ok else 'FAIL'} | {'ok' if o.replay_ok else 'FAIL'} | {'; '.join(o.problems) or '-'} |"
         )
     return "\n".join(rows)
@@ -166,7 +171,8 @@ def _run(case: Case, base: Path, out: Outcome) -> None:
     trajectory.write_text(SCRIPTS[case.script])
     with open(root / "config.yaml", "a") as f:
         f.write(f"runner:\n  name: scripted\n  trajectory: {trajectory}\n  max_attempts: {case.max_attempts}\n"
-                f"  backoff_seconds: 0\n  kill_grace_seconds: 1\n  stall_seconds: {case.stall_seconds}\n")  # fmt: skip
+                f"  backoff_seconds: 0\n  kill_grace_seconds: 1\n  stall_seconds: {case.stall_seconds}\n"
+                f"  mcp_transport: {case.transport}\n")  # fmt: skip
     quest = home.create_quest("Crash matrix", quest_id="q1", brief="kill -9 at a write boundary")
     try:
         for text in ("first queued message", "second queued message"):
@@ -177,7 +183,7 @@ def _run(case: Case, base: Path, out: Outcome) -> None:
     env = _env(root, mark)
     running: str | None = None
     if case.first is not None:  # the first host leaves a turn running; the next dies recovering it
-        _crash(Case(at=case.first, script=case.script), env, base, out, mark, log="first")
+        _crash(Case(at=case.first, script=case.script, transport=case.transport), env, base, out, mark, log="first")
         running = _running(_events(root))
         if not out.problems:
             mark.unlink(missing_ok=True)

@@ -205,8 +205,8 @@ async def test_pausing_a_real_claude_code_turn_during_a_shell_await_ends_its_pro
 
         agent, _ = await wait_until_async(awaiting, timeout=180, what="Claude Code to await the shell job")
         members = group_members(agent.pgid)
-        # Claude Code leads its group, and our three MCP servers are in it.
-        assert agent.pid in members and len(members) >= 4, members
+        # Claude Code leads its group (the namespaces are served by this host over http).
+        assert agent.pid in members, members
         await asyncio.to_thread(steering.control, quest, quest_service.Control(action="pause", reason="test"))
         finished = await asyncio.wait_for(task, timeout=120)
     assert [(f.outcome, f.reason) for f in finished] == [("interrupted", "paused")]

@@ -354,7 +354,8 @@ async def test_real_codex_fails_the_turn_when_one_of_our_servers_cannot_start(
     monkeypatch.setattr(codex_module, "mcp_server_command", broken)
     quest_service.post_message(quest, quest_service.PostMessage(text="go"), source="cli")
     async with responses_server().ResponsesServer(WRITE_THEN_INTERACT) as server:
-        write_runner_config(quest.home, codex=codex, base_url=server.base_url)
+        # stdio: the servers are processes Codex starts, one of which cannot start.
+        write_runner_config(quest.home, codex=codex, base_url=server.base_url, mcp_transport="stdio")
         finished = await scheduler_for(quest).run_until_idle()
     # required = true: no turn without all three namespaces, and the model is never asked.
     assert [f.outcome for f in finished] == ["failed"]

@@ -1,7 +1,7 @@
-"""The crash matrix for turns: kill -9 the host (``ds run``, ``ds serve``) — or the MCP
-server the agent started — at every named write boundary of a turn
-(:data:`ds_events.crashpoints.POINTS`), start a host again, and check what it makes of
-it: the crashed turn is recorded interrupted exactly once, nothing of the case still
+"""The crash matrix for turns: kill -9 the host (``ds run``, ``ds serve``) — or, with
+``runner.mcp_transport: stdio``, the MCP server the agent started — at every named
+write boundary of a turn (:data:`ds_events.crashpoints.POINTS`), start a host again,
+and check what it makes of it: the crashed turn is recorded interrupted exactly once, nothing of the case still
 runs, no bash session, commit or message delivery is duplicated, every queued message
 is delivered once, ``ds verify`` passes and ``ds replay`` of the log alone writes the
 live files byte for byte. :mod:`tests.runtime.crash_support` runs a case and defines
@@ -28,6 +28,7 @@ from tests.runtime.crash_support import Case, Outcome, run_case, table
 pytestmark = pytest.mark.xdist_group("crash_matrix")
 
 MID_AWAIT = "host.recorder.tool_call.after_append:3"  # the agent awaits its bash job
+MCP_POINTS = [p for p in POINTS if p.startswith("mcp.")]  # in the namespaces' code
 
 
 def stalling(at: str) -> Case:
@@ -67,22 +68,17 @@ CASES = [
     stalling("host.stop.before_interrupt"),
     stalling("host.stop.before_signal"),
     stalling("host.stop.after_signal"),
-    # the agent's MCP servers (no retry: a retry re-runs a failed attempt's steps)
-    Case(at="mcp.bash.before_spawn", max_attempts=1),
-    Case(at="mcp.bash.before_started_event", max_attempts=1),
-    Case(at="mcp.bash.after_started_event", max_attempts=1),
-    Case(at="mcp.bash.after_go", max_attempts=1),
-    Case(at="mcp.checkpoint.before_commit", max_attempts=1),
-    Case(at="mcp.checkpoint.after_commit", max_attempts=1),
-    Case(at="mcp.checkpoint.after_append", max_attempts=1),
-    Case(at="mcp.interact.before_append", max_attempts=1),
-    Case(at="mcp.interact.after_append", max_attempts=1),
+    # the namespaces' write boundaries, served by the host (http, the default: the host
+    # dies) and by the MCP servers the agent started (stdio: the server dies, the host
+    # lives); no retry: a retry re-runs a failed attempt's steps
+    *[Case(at=point, max_attempts=1, transport=transport) for point in MCP_POINTS for transport in ("http", "stdio")],
     # ds serve hosting the turn
     Case(at="host.claim.after_append", host="serve"),
     Case(at=MID_AWAIT, host="serve"),
     Case(at="host.finish.before_append", host="serve"),
     Case(at="host.stop.before_signal", host="serve", script="wait", max_attempts=1, pause_over_http=True),
     Case(at="mcp.checkpoint.after_commit", host="serve", max_attempts=1),
+    Case(at="mcp.checkpoint.after_commit", host="serve", max_attempts=1, transport="stdio"),
 ]
 FAST = [Case(at="host.claim.after_append"), Case(at=MID_AWAIT), Case(at="host.finish.before_append")]
 WORKERS = 3  # cases at once: each is mostly processes waiting on each other

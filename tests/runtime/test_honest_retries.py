@@ -1,4 +1,4 @@
-"""Honest retries with the scripted runner: real agent processes, real stdio MCP servers,
+"""Honest retries with the scripted runner: real agent processes, real MCP servers,
 real shell sessions, the real log. A refused call is not retried blindly (the quest is
 ``failed`` and waits for the user); a transient failure is retried without repeating
 what the failed attempt finished (the shell job it started, the calls it made); the

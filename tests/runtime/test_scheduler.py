@@ -1,7 +1,8 @@
 """The scheduler with the scripted runner: real agent processes (their own process
-groups), real stdio MCP servers, the real log. What a user of ``ds run`` / ``ds serve``
-relies on: one turn at a time, messages delivered once, pause/stop/stall/crash end a
-turn once with the right outcome, failed turns retried with a bound."""
+groups), the real MCP servers (served by the host over HTTP, the default transport),
+the real log. What a user of ``ds run`` / ``ds serve`` relies on: one turn at a time,
+messages delivered once, pause/stop/stall/crash end a turn once with the right outcome,
+failed turns retried with a bound."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import signal
 import subprocess
 import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -191,6 +193,39 @@ def test_a_silent_runner_is_ended_as_stalled_and_retried_with_a_bound(quest: Que
     assert second.message_ids == state.turns[finished[0].run_id].message_ids  # the retry carries the message
     for f in finished:
         assert not procs.group_exists(state.turns[f.run_id].pgid)
+
+
+class SlowStart:
+    """The scripted runner with a start slower than the stall watch (a loaded machine, a
+    host starting its MCP listener first): it starts its agent only once it has been
+    asked to stop."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.name = inner.name
+        self.asked = asyncio.Event()
+
+    async def run(self, spec: Any, recorder: Any) -> Any:
+        await self.asked.wait()
+        return await self.inner.run(spec, recorder)
+
+    async def interrupt(self) -> None:
+        self.asked.set()
+        await self.inner.interrupt()
+
+
+def test_a_stall_that_comes_while_the_agent_is_still_starting_ends_the_agent_once_it_runs(quest: Quest, tmp_path: Path) -> None:
+    configure(quest.home, stall_seconds=0.2, max_attempts=1, kill_grace_seconds=1)
+    traj = trajectory(tmp_path, [{"say": "thinking hard"}, {"sleep": 300}])
+    message(quest, "go")
+    scheduler = scheduler_for(quest, runner="scripted", trajectory=traj)
+    build = scheduler.make_runner
+    scheduler.make_runner = lambda name: SlowStart(build(name))
+    # Without the second signal the agent sleeps its 300 s out; 120 s bounds the wait.
+    finished = asyncio.run(asyncio.wait_for(scheduler.run_until_idle(), timeout=120))
+    assert [f.outcome for f in finished] == ["stalled"]
+    record = quest.state("turns").turns[finished[0].run_id]
+    assert record.pgid is not None and not procs.group_exists(record.pgid)
 
 
 def test_a_failed_turn_is_retried_after_a_backoff_and_then_succeeds(quest: Quest, tmp_path: Path) -> None:

@@ -32,6 +32,7 @@ from ds_events.services.bash import reconcile as reconcile_sessions
 from ds_events.services.runtime import turns as turns
 from ds_events.services.runtime.commands import Action, PromptBuilder, RunResult, TurnSpec
 from ds_events.services.runtime.turns import Host, TurnRecorder
+from projections import turns as view
 
 __all__ = ["Runner", "QuestScheduler"]
 
@@ -148,19 +149,25 @@ class QuestScheduler:
             self.on_started(spec)
         task = asyncio.create_task(runner.run(spec, recorder))
         stopped: str | None = None  # "pause" | "stop" | "stalled"
+        signalled = False  # the stop reached the agent's process group
         result: RunResult | None = None
         error = ""
         try:
             while not task.done():
                 await asyncio.wait({task}, timeout=POLL_SECONDS)
-                if task.done() or stopped is not None:
+                if task.done():
                     continue
-                requested = self.quest.state("turns").stop_requested
-                silent = time.monotonic() - recorder.last_activity
-                if requested is not None or silent > self.config.stall_seconds:
-                    stopped = requested or "stalled"
-                    crashpoint("host.stop.before_interrupt")
-                    await self._interrupt(runner)
+                if stopped is None:
+                    requested = self.quest.state("turns").stop_requested
+                    silent = time.monotonic() - recorder.last_activity
+                    if requested is not None or silent > self.config.stall_seconds:
+                        stopped = requested or "stalled"
+                        crashpoint("host.stop.before_interrupt")
+                        signalled = await self._interrupt(runner)
+                elif not signalled and _has_agent(self.quest):
+                    # The stop came while the runner was still starting its agent (the
+                    # host's MCP listener, a slow exec): the agent runs now, so end it.
+                    signalled = await self._interrupt(runner)
             result = task.result()
         except asyncio.CancelledError:
             # The host is shutting down: end the agent, leave the turn for recovery
@@ -192,10 +199,13 @@ class QuestScheduler:
         if finished is not None:
             self.finished.append(finished)
 
-    async def _interrupt(self, runner: Runner) -> None:
+    async def _interrupt(self, runner: Runner) -> bool:
+        """Ask the runner to stop, then signal the agent's process group; False when no
+        agent process runs yet (the caller signals again once one does)."""
         with contextlib.suppress(Exception):
             await asyncio.wait_for(runner.interrupt(), timeout=max(self.config.kill_grace_seconds, 0.1))
-        await asyncio.to_thread(turns.stop_runner, self.quest, grace_seconds=self.config.kill_grace_seconds)
+        stopped = await asyncio.to_thread(turns.stop_runner, self.quest, grace_seconds=self.config.kill_grace_seconds)
+        return stopped is not None
 
     # -- waiting ----------------------------------------------------------------------
 
@@ -222,6 +232,12 @@ class QuestScheduler:
             pass
         finally:
             await follower.aclose()  # now, not at collection
+
+
+def _has_agent(quest: Quest) -> bool:
+    """The running turn's agent process is recorded (``runner.process_started``)."""
+    record = view.running_turn(quest.state("turns"))
+    return record is not None and record.pgid is not None
 
 
 def _heal(quest: Quest) -> None:
