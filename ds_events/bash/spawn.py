@@ -168,6 +168,9 @@ def spawn_monitor(spec: StartSpec) -> MonitorHandle:
     return MonitorHandle(proc, info)
 
 
+_IDENTITY = ("DS_HOME", "DS_QUEST_ID", "DS_RUN_ID")  # a command's names the monitor shares
+
+
 def _monitor_env(spec: StartSpec) -> dict[str, str]:
     """The starter's environment, plus the quest's and the turn's names from the
     command's: a monitor is found by ``DS_RUN_ID`` as its command is, whether a turn's
@@ -176,9 +179,6 @@ def _monitor_env(spec: StartSpec) -> dict[str, str]:
     env = dict(os.environ)
     env.update({k: spec.env[k] for k in _IDENTITY if k in spec.env})
     return env
-
-
-_IDENTITY = ("DS_HOME", "DS_QUEST_ID", "DS_RUN_ID")
 
 
 def _read_line(stream: IO[bytes], timeout: float) -> bytes:

@@ -10,8 +10,9 @@ the official SDK's client side (:func:`acp.connect_to_agent`):
    with ``runner.mcp_transport: http`` (the default) and an agent whose
    ``mcpCapabilities.http`` says it takes them, this host's URLs for the turn with its
    bearer token; else stdio, ``ds mcp --namespace ...``, with DS_HOME / DS_QUEST_ID /
-   DS_RUN_ID in their env (an agent hands a server only the env it is given). A configured model is
-   selected through the session's ``model`` config option when the agent offers one.
+   DS_RUN_ID in their env (an agent hands a server only the env it is given). A
+   configured model is selected through the session's ``model`` config option when the
+   agent offers one.
 3. ``session/prompt`` with the built prompt; ``session/update``s become turn events:
    ``agent_message_chunk``s are joined into one ``runner.agent_message`` (per message id,
    until something else arrives), ``agent_thought_chunk``s likewise into

@@ -4,8 +4,8 @@ Reads the prompt on stdin (and ignores it, as a script does), plays turn ``--tur
 the trajectory through our real MCP servers (the host's URLs in ``--mcp-config``, or
 ``ds mcp --namespace ...`` over stdio, started on first use), and prints one JSON line
 per thing it does — the stream the scripted runner parses, shaped like a real agent
-CLI's ``--json`` output. Exits 1 on a ``fail`` step or
-a call whose outcome is not the one expected.
+CLI's ``--json`` output. Exits 1 on a ``fail`` step or a call whose outcome is not the
+one expected.
 """
 
 from __future__ import annotations

@@ -1,10 +1,10 @@
 """The crash matrix for turns: kill -9 the host (``ds run``, ``ds serve``) — or, with
 ``runner.mcp_transport: stdio``, the MCP server the agent started — at every named
 write boundary of a turn (:data:`ds_events.crashpoints.POINTS`), start a host again,
-and check what it makes of it: the crashed turn is recorded interrupted exactly once, nothing of the case still
-runs, no bash session, commit or message delivery is duplicated, every queued message
-is delivered once, ``ds verify`` passes and ``ds replay`` of the log alone writes the
-live files byte for byte. :mod:`tests.runtime.crash_support` runs a case and defines
+and check what it makes of it: the crashed turn is recorded interrupted exactly once,
+nothing of the case still runs, no bash session, commit or message delivery is
+duplicated, every queued message is delivered once, ``ds verify`` passes and ``ds
+replay`` of the log alone writes the live files byte for byte. :mod:`tests.runtime.crash_support` runs a case and defines
 "duplicated" precisely.
 
 The cases run a few at a time (each is a handful of real processes); each point is its
