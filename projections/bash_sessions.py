@@ -69,6 +69,7 @@ class Session(msgspec.Struct, kw_only=True, frozen=True):
     kill_reason: str = ""
     kill_force: bool = False
     kill_grace_seconds: float = 0.0
+    kind: str = "exec"  # exec | terminal, as the start recorded it
 
 
 class State(msgspec.Struct, kw_only=True):
@@ -97,6 +98,7 @@ def apply(state: State, event: Event) -> State:
                 started_at=event.ts,
                 started_seq=event.seq,
                 log_path=event.log_path,
+                kind=event.kind,
             )
             if event.idempotency_key is not None:
                 state.keys.setdefault(event.idempotency_key, event.session_id)

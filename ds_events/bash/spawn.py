@@ -53,6 +53,7 @@ class StartSpec:
     env_keys: list[str]
     exit_retry_seconds: float = 60.0  # how long the monitor retries recording the exit
     idempotency_key: str | None = None  # recorded with the start (the service checks it)
+    kind: str = "exec"  # recorded with the start: exec | terminal (a label; both run alike)
 
     @property
     def dir(self) -> Path:

@@ -51,6 +51,9 @@ class BashSessionStarted(Event, tag="bash.session_started", kw_only=True):
     # The caller's key for this start: a start with the same key in the same quest returns
     # this session instead of starting another (a retried step must not run a job twice).
     idempotency_key: str | None = None
+    # "exec" (a command) or "terminal" (DeepScientist's name for an interactive shell):
+    # a label list and history filter by. Lines written before it existed read as "exec".
+    kind: str = "exec"
 
 
 class BashProgress(Event, tag="bash.progress", kw_only=True):

@@ -62,13 +62,16 @@ def build_server(binding: QuestBinding) -> NamespaceServer[BashState]:
 
         `command` is a string, or an argv list (["python", "train.py", "--lr", "0.1"]: each
         item one word). Answers name the session `id` (also as `bash_id`) with its `status`,
-        `exit_code`, `stop_reason` and full record (`session`). Give a start an
+        `exit_code`, `stop_reason`, full record (`session`), `cwd`, `kind`, `log_path`,
+        `still_running` and `watchdog_overdue` (running, silent for `watchdog_after_seconds`,
+        1800). After a wait, `wait_timed_out` says it ran out first. Give a start an
         `idempotency_key` (e.g. the step's name) to make it safe to retry: a start with a
         key already used in this quest returns that session (same id, reused=true)
         instead of running the job twice.
 
         Modes:
           detach  start `command` and return at once with its id (status "running").
+                  `kind`="exec" (default) or "terminal" is recorded with it.
           await   start `command` (mode="create" is the same), or with `id` wait on an
                   existing session (no id, no command: the latest one), for up to
                   `wait_timeout_seconds` (default 60, max 1800; a new command with
@@ -77,8 +80,12 @@ def build_server(binding: QuestBinding) -> NamespaceServer[BashState]:
                   50 lines in `log` and done=true when it ended; if still running,
                   done=false and `next` says what to call (it keeps running).
           read    the output of session `id` (no id: the latest session), as text in `log`
-                  with `log_line_count` and `log_truncated`: all of it when small, else head
-                  and tail with the middle counted in `omitted` [first, last]. Windows:
+                  with `log_line_count` and `log_truncated`: all of it up to 2000 lines,
+                  else the first 500 and last 1500 (`log_preview_head_lines`/`_tail_lines`)
+                  with the middle counted in `omitted` [first, last]. Every answer with
+                  output says its window: `line_start`/`line_end` (= `seq_window_start`/
+                  `_end`), `has_more_before`/`has_more_after`, `log_is_partial`, and if
+                  partial `log_truncation_notice` and `log_read_hint`. Windows:
                   `tail`=N (last N lines), `start`=S with `tail`=N (N lines from line S).
                   By seq, answered as `tail` entries [{seq, line}]: `after_seq`=S (the
                   `limit` lines after S, default 200), `before_seq`=S (the `limit` lines
@@ -88,8 +95,8 @@ def build_server(binding: QuestBinding) -> NamespaceServer[BashState]:
                   period (5 s by default); `force`=true sends KILL at once; `wait`=true
                   waits for the exit (bounded by `wait_timeout_seconds` or
                   `timeout_seconds`). `reason` is recorded (default "user_stop").
-          list    running sessions as `items` (each with `bash_id`), `count`, and `counts`
-                  of every status.
+          list    running sessions as `items` (each with `bash_id`), `count`, `counts` of
+                  every status, `summary` {session_count, running_count}; `kind` filters.
           history every session, newest first (`limit`, default 50), same fields.
         An argument the mode does not use is refused (unexpected_argument).
 
@@ -102,6 +109,7 @@ def build_server(binding: QuestBinding) -> NamespaceServer[BashState]:
           bash_exec(mode="await", id="bx-1a2b3c4d", wait_timeout_seconds=600)
           bash_exec(mode="read", id="bx-1a2b3c4d", tail=100)
           bash_exec(mode="read", id="bx-1a2b3c4d", after_seq=120, tail_limit=50)
+          bash_exec(mode="history", kind="exec", limit=10)
           bash_exec(mode="kill", id="bx-1a2b3c4d", wait=True, reason="diverged")
         """
         return await bash_tool.bash_exec(await tc.quest_async(), cmd)

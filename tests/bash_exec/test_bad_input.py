@@ -67,6 +67,10 @@ def _cases(quest):
         ({"mode": "read", "id": "bx-00000000", "order": "sideways"}, "invalid_order"),
         ({"mode": "read", "id": "bx-00000000", "start": 0}, "invalid_window"),
         ({"mode": "read", "id": "bx-00000000", "start": 3, "after_seq": 1}, "conflicting_window"),
+        ({"command": "true", "kind": "daemon"}, "invalid_kind"),
+        ({"command": "true", "mode": "create", "kind": " "}, "invalid_kind"),
+        ({"mode": "history", "kind": "Shell"}, "invalid_kind"),
+        ({"mode": "read", "id": "bx-00000000", "kind": "exec"}, "unexpected_argument"),
     ]
 
 
@@ -113,4 +117,5 @@ def test_every_error_code_of_bash_exec_has_a_case(quest):
     # invalid_reason and idempotency_key_conflict need a session first: their own tests
     # (above; test_idempotency_key.py) cover them.
     covered = {code for _, code in _cases(quest)} | {code for _, code in WINDOWS} | {"invalid_reason", "idempotency_key_conflict"}
-    assert covered - {"invalid_argument"} == set(CODES) - WITHOUT_A_CASE
+    shared = {"invalid_argument", "invalid_kind"}  # the shared vocabulary's (ds_events.services.commands)
+    assert covered - shared == set(CODES) - WITHOUT_A_CASE

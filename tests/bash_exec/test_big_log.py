@@ -52,7 +52,9 @@ async def test_reading_the_tail_of_a_100_mb_log_keeps_memory_bounded(quest):
     tail = results["tail"]
     assert tail["log_line_count"] == total and (tail["first_seq"], tail["last_seq"]) == (total - 199, total)
     assert tail["log"].splitlines()[-1] == f"line {total} {PAD}"
-    assert results["preview"]["omitted"] == [51, total - 150]
+    preview = results["preview"]  # DeepScientist's preview: the first 500 and the last 1500 lines
+    assert preview["omitted"] == [501, total - 1500] and preview["log_preview_omitted_lines"] == total - 2000
+    assert (preview["log_preview_head_lines"], preview["log_preview_tail_lines"]) == (500, 1500)
     assert results["middle"]["first_seq"] == total // 2 + 1
     assert results["middle"]["tail"][0] == {"seq": total // 2 + 1, "line": f"line {total // 2 + 1} {PAD}"}
     assert results["before"]["last_seq"] == total // 3 - 1 and results["before"]["first_seq"] == total // 3 - 200

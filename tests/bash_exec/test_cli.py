@@ -20,7 +20,7 @@ def run(capsys, *argv: str) -> tuple[int, str, str]:
 
 
 def test_ds_bash_lists_reads_and_kills_a_quests_sessions(quest, capsys):
-    done = start(quest, "seq 1 1000")
+    done = start(quest, "seq 1 3000")
     running = start(quest, "echo up; sleep 300")
     wait_until(lambda: session_of(quest, done.id).status == "completed", what="seq to finish")
 
@@ -30,12 +30,12 @@ def test_ds_bash_lists_reads_and_kills_a_quests_sessions(quest, capsys):
     assert [s["id"] for s in json.loads(out)["sessions"]] == [running.id, done.id]
 
     code, out, err = run(capsys, "bash", "read", "q1", done.id, "--tail", "3")
-    assert out.splitlines() == ["998", "999", "1000"] and "1000 lines" in err
+    assert out.splitlines() == ["2998", "2999", "3000"] and "3000 lines" in err
     code, out, _ = run(capsys, "bash", "read", "q1", done.id, "--after", "10", "--limit", "2", "--numbers")
     assert [line.split() for line in out.splitlines()] == [["11", "11"], ["12", "12"]]
     code, out, _ = run(capsys, "bash", "read", "q1", done.id, "--json")
     body = json.loads(out)
-    assert body["total_lines"] == 1000 and body["omitted"] == [51, 850] and body["lines"][-1] == [1000, "1000"]
+    assert body["total_lines"] == 3000 and body["omitted"] == [501, 1500] and body["lines"][-1] == [3000, "3000"]
 
     code, out, _ = run(capsys, "bash", "kill", "q1", running.id, "--wait", "--reason", "from the cli")
     assert code == 0 and f"{running.id}: terminated (from the cli)" in out

@@ -151,11 +151,23 @@ async def test_read_pages_a_long_log_by_seq_and_previews_head_and_tail(quest):
         between = await call(c, mode="read", id=sid, after_seq=10, before_seq=13)
         last_before = await call(c, mode="read", id=sid, before_seq=20, tail_limit=3)
         all_between = await call(c, mode="read", id=sid, after_seq=10, before_seq=20, tail_limit=50, order="desc")
-    assert preview["log_line_count"] == 5000 and preview["omitted"] == [51, 4850] and preview["log_truncated"] is True
+    assert preview["log_line_count"] == 5000 and preview["omitted"] == [501, 3500] and preview["log_truncated"] is True
     out = preview["log"].splitlines()
-    assert out[:2] == ["1", "2"] and out[50] == "... 4800 lines omitted (seq 51..4850) ..." and out[-1] == "5000"
+    assert out[:2] == ["1", "2"] and out[500] == "... 3000 lines omitted (seq 501..3500) ..." and out[-1] == "5000"
+    assert len(out) == 2001  # DeepScientist's preview: the first 500 lines, the marker, the last 1500
+    assert (preview["log_preview_head_lines"], preview["log_preview_tail_lines"], preview["log_preview_omitted_lines"]) \
+        == (500, 1500, 3000)
+    assert (preview["line_start"], preview["line_end"], preview["log_is_partial"]) == (1, 5000, True)
+    assert (preview["has_more_before"], preview["has_more_after"]) == (False, False)  # the ends are there; the middle is not
+    assert "lines 1-500 and 3501-5000 of 5000" in preview["log_truncation_notice"]
+    assert "start=S, tail=N" in preview["log_read_hint"]
     assert tail["log"].splitlines() == ["4998", "4999", "5000"] and tail["first_seq"] == 4998
+    assert (tail["line_start"], tail["line_end"], tail["has_more_before"], tail["has_more_after"]) == (4998, 5000, True, False)
+    assert "log_preview_head_lines" not in tail and tail["log_is_partial"] is True
     assert [(e["seq"], e["line"]) for e in page["tail"]] == [(n, str(n)) for n in range(101, 106)]
+    assert (page["seq_window_start"], page["seq_window_end"]) == (101, 105)
+    assert (page["seq_has_more_before"], page["seq_has_more_after"]) == (True, True)
+    assert page["log_truncation_notice"].startswith("Lines 101-105 of 5000 only (100 before, 4895 after)")
     assert (back["first_seq"], back["last_seq"]) == (7, 10)
     assert [e["line"] for e in between["tail"]] == ["11", "12"]
     assert [e["seq"] for e in last_before["tail"]] == [17, 18, 19]

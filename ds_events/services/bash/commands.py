@@ -21,6 +21,7 @@ from typing import Annotated
 from msgspec import UNSET, Meta, UnsetType
 
 from ds_events.bash.spawn import StartSpec
+from ds_events.errors import Invalid
 from ds_events.services.commands import Command, Result
 from projections.bash_sessions import Session
 
@@ -40,6 +41,9 @@ __all__ = [
     "BashExecResult",
     "LogEntry",
     "SessionItem",
+    "SessionsSummary",
+    "KINDS",
+    "check_kind",
     "ORDERS",
     "MAX_COMMAND_CHARS",
     "MAX_WAIT_SECONDS",
@@ -47,6 +51,10 @@ __all__ = [
     "DEFAULT_WINDOW_LINES",
     "MAX_REASON_CHARS",
     "MAX_KEY_CHARS",
+    "PREVIEW_WHOLE_LINES",
+    "PREVIEW_HEAD_LINES",
+    "PREVIEW_TAIL_LINES",
+    "WATCHDOG_AFTER_SECONDS",
 ]
 
 # "create" is DeepScientist's name for "await" (start a command and wait for it).
@@ -57,6 +65,17 @@ MAX_WAIT_SECONDS = 1800.0  # the longest one await (or a kill's wait) may wait
 DEFAULT_WAIT_SECONDS = 60.0
 DEFAULT_WINDOW_LINES = 200  # the lines a window by seq (or from a start line) answers without a limit
 MAX_REASON_CHARS = 200  # a kill's reason: one line
+# A read without a window (DeepScientist's defaults): the whole log up to 2000 lines,
+# else its first 500 and last 1500 lines with the middle counted.
+PREVIEW_WHOLE_LINES = 2000
+PREVIEW_HEAD_LINES = 500
+PREVIEW_TAIL_LINES = 1500
+# How long a running session may go without output or progress before its answers say
+# watchdog_overdue (DeepScientist's constant: a nudge to look at it, nothing is done).
+WATCHDOG_AFTER_SECONDS = 1800
+# What a session is: a command ("exec", every start's default) or "terminal", the name
+# DeepScientist gives an interactive shell. A label recorded at start: both run alike.
+KINDS = ("exec", "terminal")
 
 # Descriptions shared by the one-tool form and the per-operation commands.
 _ID = "The session, e.g. \"bx-1a2b3c4d\"."
@@ -126,6 +145,21 @@ class BashExec(Command):
     wait: Annotated[bool, Meta(description="kill: wait for the session to end.")] = False
     reason: Annotated[str | None, Meta(description="kill: recorded with the kill. When null: \"user_stop\".")] = None
     idempotency_key: Annotated[str | None, Meta(description=_KEY)] = None
+    kind: Annotated[str | None, Meta(description=(
+        "exec | terminal, any case. detach/await of a new command: recorded with it (when null: exec). "
+        "list, history: only sessions of that kind (when null: all)."
+    ))] = None
+
+
+def check_kind(kind: str | None) -> str | None:
+    """``kind`` in its stored form (lower case), or None when not given; anything but
+    one of :data:`KINDS` is ``invalid_kind``."""
+    if kind is None:
+        return None
+    folded = kind.strip().lower() if isinstance(kind, str) else kind
+    if folded not in KINDS:
+        raise Invalid(f"unknown kind {kind!r}: use one of {', '.join(KINDS)}", code="invalid_kind", field="kind")
+    return folded
 
 
 class LogEntry(Result):
@@ -143,6 +177,15 @@ class SessionItem(Session, frozen=True, kw_only=True):
     stop_reason: str | None = None
 
 
+class SessionsSummary(Result):
+    """The whole quest's sessions, whatever a list or history selected: how many there
+    are and how many run (DeepScientist counts ``terminating`` as running; here a session
+    being stopped is still ``running`` until it ends)."""
+
+    session_count: int
+    running_count: int
+
+
 class BashExecResult(Result):
     """What the one-tool form answers. Fields a mode does not fill are left out (UNSET),
     while a relevant field that has no value is said as null (``first_seq`` of an empty
@@ -152,6 +195,18 @@ class BashExecResult(Result):
     callers read). A read answers the text of its lines in ``log``, or, for a window by
     seq (``after_seq``, ``before_seq``, ``tail_limit``, ``order``), the lines as ``tail``
     entries ``{seq, line}``.
+
+    Every answer about one session says where it runs (``cwd``, absolute), its ``kind``,
+    its ``log_path`` (relative to the quest root), ``still_running`` and the watchdog
+    (``watchdog_after_seconds``, ``watchdog_overdue``: running and silent that long). An
+    answer after a wait (await, kill with wait; detach: false) says ``wait_timed_out``.
+    An answer with output says which lines it holds: ``line_start``/``line_end`` (1-based,
+    null without lines; a line's number is its seq, so ``seq_window_start``/``_end`` are
+    the same numbers), ``has_more_before``/``has_more_after`` (lines exist before the first
+    or after the last returned; ``seq_has_more_*`` alike), ``log_is_partial`` (any line of
+    the log is not in the answer), and when partial ``log_truncation_notice`` and
+    ``log_read_hint`` (how to read the rest); a preview (the middle left out) adds
+    ``log_preview_head_lines``, ``log_preview_tail_lines`` and ``log_preview_omitted_lines``.
     """
 
     mode: str
@@ -176,6 +231,28 @@ class BashExecResult(Result):
     message: str | UnsetType = UNSET
     next: str | UnsetType = UNSET
     reused: bool | UnsetType = UNSET  # a start whose idempotency_key named an existing session
+    summary: SessionsSummary | UnsetType = UNSET
+    cwd: str | UnsetType = UNSET
+    kind: str | UnsetType = UNSET
+    log_path: str | UnsetType = UNSET
+    still_running: bool | UnsetType = UNSET
+    wait_timed_out: bool | UnsetType = UNSET
+    watchdog_after_seconds: int | UnsetType = UNSET
+    watchdog_overdue: bool | UnsetType = UNSET
+    line_start: int | UnsetType | None = UNSET
+    line_end: int | UnsetType | None = UNSET
+    has_more_before: bool | UnsetType = UNSET
+    has_more_after: bool | UnsetType = UNSET
+    seq_window_start: int | UnsetType | None = UNSET
+    seq_window_end: int | UnsetType | None = UNSET
+    seq_has_more_before: bool | UnsetType = UNSET
+    seq_has_more_after: bool | UnsetType = UNSET
+    log_is_partial: bool | UnsetType = UNSET
+    log_truncation_notice: str | UnsetType = UNSET
+    log_read_hint: str | UnsetType = UNSET
+    log_preview_head_lines: int | UnsetType = UNSET
+    log_preview_tail_lines: int | UnsetType = UNSET
+    log_preview_omitted_lines: int | UnsetType = UNSET
 
 
 # -- one command per operation ----------------------------------------------------------
@@ -189,6 +266,7 @@ class StartSession(Command):
     env: Annotated[dict[str, str] | None, Meta(description=_ENV)] = None
     timeout_seconds: Annotated[float | None, Meta(description=_TIMEOUT)] = None
     idempotency_key: Annotated[str | None, Meta(description=_KEY)] = None
+    kind: Annotated[str, Meta(description="exec | terminal (any case): a label recorded with the session.")] = "exec"
 
 
 class GetSession(Command):
@@ -234,6 +312,7 @@ class ListSessions(Command):
 
     include_ended: Annotated[bool, Meta(description="Every session, newest first, instead of the running ones.")] = False
     limit: Annotated[int | None, Meta(description="With include_ended: at most this many (1-2000). When null: 50.")] = None
+    kind: Annotated[str | None, Meta(description="exec | terminal (any case): only sessions of that kind. When null: all.")] = None
 
 
 # -- answers ----------------------------------------------------------------------------
@@ -254,3 +333,4 @@ class OutputPage(Result):
 class SessionList(Result):
     sessions: list[Session]
     counts: dict[str, int]
+    summary: SessionsSummary

@@ -16,7 +16,19 @@ from ds_events.errors import Invalid
 from ds_events.home import Quest
 from projections.bash_sessions import Session, status_counts
 
-from .commands import DEFAULT_WINDOW_LINES, GetSession, ListSessions, OutputPage, ReadOutput, SessionList
+from .commands import (
+    DEFAULT_WINDOW_LINES,
+    PREVIEW_HEAD_LINES,
+    PREVIEW_TAIL_LINES,
+    PREVIEW_WHOLE_LINES,
+    GetSession,
+    ListSessions,
+    OutputPage,
+    ReadOutput,
+    SessionList,
+    SessionsSummary,
+    check_kind,
+)
 from .sessions import reconcile, session_of
 
 __all__ = ["get_session", "read_output", "check_window", "list_sessions"]
@@ -32,8 +44,8 @@ def get_session(quest: Quest, cmd: GetSession) -> Session:
 def read_output(quest: Quest, cmd: ReadOutput) -> OutputPage:
     """A session's output lines and its record.
 
-    No window: the whole log when small, else its head and tail (the middle is counted,
-    not returned). ``tail=N``: the last N lines. ``after_seq`` / ``before_seq`` (with
+    No window: the whole log up to 2000 lines, else its first 500 and last 1500 lines
+    (the middle is counted, not returned). ``tail=N``: the last N lines. ``after_seq`` / ``before_seq`` (with
     ``limit``, default 200): a page of lines by number; with ``tail_limit=N`` instead of
     ``limit``, the last N lines of that window (of the whole log without bounds).
     """
@@ -56,7 +68,8 @@ def read_output(quest: Quest, cmd: ReadOutput) -> OutputPage:
     elif limit is not None:
         found = linelog.head(path, limit)
     else:
-        found = linelog.preview(path)
+        found = linelog.preview(path, full_max_lines=PREVIEW_WHOLE_LINES, head_lines=PREVIEW_HEAD_LINES,
+                                tail_lines=PREVIEW_TAIL_LINES)
     return OutputPage(
         session=session,
         lines=found.lines,
@@ -85,17 +98,23 @@ def check_window(cmd: ReadOutput) -> None:
 
 
 def list_sessions(quest: Quest, cmd: ListSessions) -> SessionList:
-    """Sessions (running only, or all newest first) and the count of each status."""
+    """Sessions (running only, or all newest first; of one ``kind`` if given), the count
+    of each status and the :class:`SessionsSummary` of the whole quest."""
     limit = check_count("limit", cmd.limit)
+    kind = check_kind(cmd.kind)
     reconcile(quest)
     state = quest.state("bash_sessions")
     sessions = list(state.sessions.values())
+    counts = status_counts(state)
+    summary = SessionsSummary(session_count=len(sessions), running_count=counts["running"])
+    if kind is not None:
+        sessions = [s for s in sessions if s.kind == kind]
     if cmd.include_ended:
         sessions.reverse()
         sessions = sessions[: limit or _HISTORY_LINES]
     else:
         sessions = [s for s in sessions if s.status == "running"]
-    return SessionList(sessions=sessions, counts=status_counts(state))
+    return SessionList(sessions=sessions, counts=counts, summary=summary)
 
 
 # -- private helpers -----------------------------------------------------------------

@@ -17,7 +17,9 @@ with its modes is :mod:`.tool`. Each takes its command and answers a Struct of
 
 from __future__ import annotations
 
+import os
 import signal
+import time
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -25,9 +27,12 @@ from ds_events.bash import procs
 from ds_events.config import Config
 from ds_events.errors import Invalid, NotFound
 from ds_events.events import Event
+from ds_events.events.base import ts_seconds
 from ds_events.events.bash import BashProgress, BashSessionExited, BashSessionLost, ExitStatus, session_end_id
 from ds_events.home import Quest
 from projections.bash_sessions import Session
+
+from .commands import WATCHDOG_AFTER_SECONDS
 
 __all__ = [
     "ExitFacts",
@@ -37,6 +42,7 @@ __all__ = [
     "session_dir",
     "kill_grace_seconds",
     "progress_interval_seconds",
+    "watchdog_overdue",
     # for the domain's operations
     "session_of",
     "monitor_alive",
@@ -151,6 +157,24 @@ def progress_interval_seconds(quest: Quest, config: Config | None = None) -> flo
     """Least seconds between two ``bash.progress`` events of a session (the latest wins):
     ``bash_exec.progress_interval_seconds`` in config.yaml."""
     return (config or quest.home.config()).bash_exec.progress_interval_seconds
+
+
+def watchdog_overdue(quest: Quest, session: Session, *, now: float | None = None) -> bool:
+    """Whether ``session`` runs and has shown no sign of life (no output line, progress
+    report included, since it started) for :data:`WATCHDOG_AFTER_SECONDS`.
+
+    The last output is the line log's modification time: the monitor appends every line
+    there, so it needs no event per line. A hint for the caller; nothing is done to it.
+    """
+    if session.status != "running":
+        return False
+    last = ts_seconds(session.started_at) if session.started_at else 0.0
+    if session.log_path:
+        try:
+            last = max(last, os.stat(quest.root / session.log_path).st_mtime)
+        except OSError:
+            pass  # no log yet: the start is the last sign
+    return (time.time() if now is None else now) - last >= WATCHDOG_AFTER_SECONDS
 
 
 # -- for the domain's operations -------------------------------------------------------

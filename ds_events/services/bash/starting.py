@@ -27,7 +27,7 @@ from ds_events.events.bash import BashSessionStarted
 from ds_events.home import Quest
 from projections.bash_sessions import Session
 
-from .commands import MAX_COMMAND_CHARS, MAX_KEY_CHARS, StartSession
+from .commands import MAX_COMMAND_CHARS, MAX_KEY_CHARS, StartSession, check_kind
 from .sessions import actor_of, kill_grace_seconds, progress_interval_seconds, session_of
 
 __all__ = ["prepare_start", "start", "start_async", "start_or_reuse_async", "reusable_session"]
@@ -43,6 +43,7 @@ def prepare_start(quest: Quest, cmd: StartSession) -> StartSpec:
         raise Invalid(f"command must be at most {MAX_COMMAND_CHARS} characters without NUL bytes",
                       code="invalid_command")  # fmt: skip
     _check_key(cmd.idempotency_key)
+    kind = check_kind(cmd.kind) or "exec"
     timeout = check_seconds("timeout_seconds", cmd.timeout_seconds, allow_zero=False)
     real, recorded = resolve_workdir(quest, cmd.workdir)
     extra = check_env(cmd.env)
@@ -71,6 +72,7 @@ def prepare_start(quest: Quest, cmd: StartSession) -> StartSpec:
         env_keys=sorted(extra),
         exit_retry_seconds=config.bash_exec.exit_retry_seconds,
         idempotency_key=cmd.idempotency_key,
+        kind=kind,
     )
 
 
@@ -195,6 +197,7 @@ def _started_event(spec: StartSpec, handle: MonitorHandle) -> BashSessionStarted
         pty=bool(info.get("pty", True)),
         log_path=spec.log_rel,
         idempotency_key=spec.idempotency_key,
+        kind=spec.kind,
     )
 
 

@@ -12,11 +12,19 @@ is ``await``; ``read`` and ``await`` without an id (and, for await, without a co
 mean the latest session; ``start=S, tail=N`` is the window of N lines from line S;
 ``tail_limit``/``order`` answer the lines of a seq window as ``tail`` entries;
 ``timeout_seconds`` bounds the wait of an await of an existing session or of a kill.
+
+The answer carries the fields DeepScientist's callers read beside ours: where the session
+runs and what it is (``cwd``, ``kind``, ``log_path``, ``still_running``, the watchdog),
+whether a wait ran out (``wait_timed_out``), and which lines of the log an answer holds
+(``line_start``/``line_end``, ``has_more_*``, ``seq_window_*``, ``log_is_partial``, a
+notice and a hint when it is partial), all derived from the session and its
+:class:`OutputPage`.
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
 import shlex
 
 import msgspec
@@ -30,6 +38,7 @@ from .commands import (
     DEFAULT_WINDOW_LINES,
     MODES,
     ORDERS,
+    WATCHDOG_AFTER_SECONDS,
     AwaitSession,
     BashExec,
     BashExecResult,
@@ -40,27 +49,34 @@ from .commands import (
     ReadOutput,
     SessionItem,
     StartSession,
+    check_kind,
 )
 from .ending import await_session, check_wait_timeout, kill_async
 from .queries import check_window, list_sessions, read_output
-from .sessions import kill_grace_seconds
+from .sessions import kill_grace_seconds, watchdog_overdue
 from .starting import start_or_reuse_async
 
-__all__ = ["bash_exec", "command_text", "AWAIT_TAIL_LINES"]
+__all__ = ["bash_exec", "command_text", "AWAIT_TAIL_LINES", "LOG_READ_HINT"]
 
 AWAIT_TAIL_LINES = 50  # the output an await answers with
 _WAIT_SLACK_SECONDS = 5.0  # after a new command's timeout and kill grace: time to record the end
+LOG_READ_HINT = (
+    "bash_exec(mode='read', id=..., start=S, tail=N) reads N lines from line S; tail=N the last N; "
+    "after_seq=S or before_seq=S with limit=N pages by line number."
+)
 
 # The arguments each mode takes besides ``mode`` and ``comment`` (every command's: why the
 # call is made; kept in its record). The rest must keep their defaults.
 _TAKES: dict[str, frozenset[str]] = {
-    "detach": frozenset({"command", "workdir", "env", "timeout_seconds", "idempotency_key"}),
-    "start-await": frozenset({"command", "workdir", "env", "timeout_seconds", "wait_timeout_seconds", "idempotency_key"}),
+    "detach": frozenset({"command", "workdir", "env", "timeout_seconds", "idempotency_key", "kind"}),
+    "start-await": frozenset({
+        "command", "workdir", "env", "timeout_seconds", "wait_timeout_seconds", "idempotency_key", "kind",
+    }),
     "await": frozenset({"id", "timeout_seconds", "wait_timeout_seconds"}),
     "read": frozenset({"id", "tail", "start", "after_seq", "before_seq", "tail_limit", "order", "limit"}),
     "kill": frozenset({"id", "force", "wait", "reason", "timeout_seconds", "wait_timeout_seconds"}),
-    "list": frozenset({"limit"}),
-    "history": frozenset({"limit"}),
+    "list": frozenset({"limit", "kind"}),
+    "history": frozenset({"limit", "kind"}),
 }
 _DEFAULTS = {f.name: f.default for f in msgspec.structs.fields(BashExec)}
 
@@ -90,23 +106,25 @@ async def bash_exec(quest: Quest, cmd: BashExec) -> BashExecResult:
             code="unexpected_command",
         )
     _check_arguments(cmd, "start-await" if starting and mode == "await" else mode)
+    kind = check_kind(cmd.kind)
     if mode == "await":
         check_wait_timeout(_await_bound(cmd, starting))  # refuse before starting anything
     if starting:
         start_cmd = StartSession(command=command, workdir=cmd.workdir, env=cmd.env, timeout_seconds=cmd.timeout_seconds,
-                                 idempotency_key=cmd.idempotency_key)  # fmt: skip
+                                 idempotency_key=cmd.idempotency_key, kind=kind or "exec")  # fmt: skip
         session, reused = await start_or_reuse_async(quest, start_cmd)
         if mode == "detach":
             said = f"{session.id} was started with this idempotency_key before: not started again" if reused \
                 else f"started {session.id}"
-            result = _with_session("detach", session, message=said,
+            result = _with_session(quest, "detach", session, message=said,
                                    next_step=f"bash_exec(mode='await', id='{session.id}') or mode='read'")
+            result.wait_timed_out = False  # nothing was waited for
             if cmd.idempotency_key is not None:
                 result.reused = reused
             return result
         session_id = session.id
     if mode in ("list", "history"):
-        return await asyncio.to_thread(_listed, quest, mode, cmd.limit)
+        return await asyncio.to_thread(_listed, quest, mode, cmd.limit, kind)
     if mode == "await":
         session_id = session_id or _latest_id(quest)
         wait = _await_bound(cmd, starting)
@@ -114,7 +132,7 @@ async def bash_exec(quest: Quest, cmd: BashExec) -> BashExecResult:
             wait = cmd.timeout_seconds + kill_grace_seconds(quest) + _WAIT_SLACK_SECONDS  # the timeout's TERM, KILL, record
         session = await await_session(quest, AwaitSession(id=session_id, wait_timeout_seconds=wait))
         page = await asyncio.to_thread(read_output, quest, ReadOutput(id=session.id, tail=AWAIT_TAIL_LINES))
-        awaited = _awaited(session, page)
+        awaited = _awaited(quest, session, page)
         if starting and cmd.idempotency_key is not None:
             awaited.reused = reused
         return awaited
@@ -125,7 +143,10 @@ async def bash_exec(quest: Quest, cmd: BashExec) -> BashExecResult:
     session = await kill_async(quest, kill)
     text = "still stopping (the monitor escalates to KILL after the grace period)" \
         if session.status == "running" else f"ended: {session.status}"
-    return _with_session("kill", session, message=text)
+    killed = _with_session(quest, "kill", session, message=text)
+    if cmd.wait:
+        killed.wait_timed_out = session.status == "running"
+    return killed
 
 
 def command_text(command: str | list[str]) -> str:
@@ -201,21 +222,19 @@ def _read(quest: Quest, cmd: BashExec, session_id: str | None) -> BashExecResult
     check_window(window)  # before the session is looked up: a bad window is refused as such
     window = msgspec.structs.replace(window, id=session_id or _latest_id(quest))
     page = read_output(quest, window)
-    result = _with_session("read", page.session)
+    result = _with_session(quest, "read", page.session)
     if not by_seq:
         return _with_output(result, page)
     lines = page.lines[::-1] if order == "desc" else page.lines
     result.tail, result.order = [LogEntry(seq=seq, line=text) for seq, text in lines], order or "asc"
-    result.log_line_count, result.log_truncated = page.total_lines, _partial(page)
-    result.first_seq, result.last_seq = page.first_seq, page.last_seq
-    return result
+    return _with_window(result, page)
 
 
-def _listed(quest: Quest, mode: str, limit: int | None) -> BashExecResult:
-    listed = list_sessions(quest, ListSessions(include_ended=mode == "history", limit=limit))
+def _listed(quest: Quest, mode: str, limit: int | None, kind: str | None) -> BashExecResult:
+    listed = list_sessions(quest, ListSessions(include_ended=mode == "history", limit=limit, kind=kind))
     sessions = listed.sessions if limit is None else listed.sessions[:limit]
     items = [SessionItem(bash_id=s.id, stop_reason=_stop_reason(s), **msgspec.structs.asdict(s)) for s in sessions]
-    return BashExecResult(mode=mode, count=len(items), items=items, counts=listed.counts)
+    return BashExecResult(mode=mode, count=len(items), items=items, counts=listed.counts, summary=listed.summary)
 
 
 def _stop_reason(session: Session) -> str | None:
@@ -224,11 +243,22 @@ def _stop_reason(session: Session) -> str | None:
 
 
 def _with_session(
-    mode: str, session: Session, *, message: str | UnsetType = UNSET, next_step: str | UnsetType = UNSET,
+    quest: Quest, mode: str, session: Session, *, message: str | UnsetType = UNSET, next_step: str | UnsetType = UNSET,
     done: bool | UnsetType = UNSET,
 ) -> BashExecResult:
-    return BashExecResult(mode=mode, id=session.id, bash_id=session.id, status=session.status, exit_code=session.exit_code,
-                          stop_reason=_stop_reason(session), session=session, message=message, next=next_step, done=done)
+    return BashExecResult(
+        mode=mode, id=session.id, bash_id=session.id, status=session.status, exit_code=session.exit_code,
+        stop_reason=_stop_reason(session), session=session, message=message, next=next_step, done=done,
+        cwd=_cwd(quest, session), kind=session.kind, log_path=session.log_path,
+        still_running=session.status == "running", watchdog_after_seconds=WATCHDOG_AFTER_SECONDS,
+        watchdog_overdue=watchdog_overdue(quest, session),
+    )  # fmt: skip
+
+
+def _cwd(quest: Quest, session: Session) -> str:
+    """Where the command runs, absolute: the recorded workdir is relative to the quest
+    root (or absolute, in a worktree); the root as the start resolved it."""
+    return os.path.normpath(os.path.join(os.path.realpath(quest.root), session.workdir))
 
 
 def _partial(page: OutputPage) -> bool:
@@ -239,15 +269,56 @@ def _partial(page: OutputPage) -> bool:
 
 
 def _with_output(result: BashExecResult, page: OutputPage) -> BashExecResult:
-    result.log, result.log_line_count, result.log_truncated = page.output, page.total_lines, _partial(page)
-    result.first_seq, result.last_seq = page.first_seq, page.last_seq
+    result.log = page.output
     result.omitted = list(page.omitted) if page.omitted else None
+    return _with_window(result, page)
+
+
+def _with_window(result: BashExecResult, page: OutputPage) -> BashExecResult:
+    """Which lines of the log ``page`` holds, in our fields and DeepScientist's. A line's
+    number is its seq, so the line window and the seq window are the same numbers."""
+    total, first, last, partial = page.total_lines, page.first_seq, page.last_seq, _partial(page)
+    result.log_line_count, result.log_truncated, result.log_is_partial = total, partial, partial
+    result.first_seq, result.last_seq = first, last
+    result.line_start = result.seq_window_start = first
+    result.line_end = result.seq_window_end = last
+    before = first is not None and first > 1  # an empty window says neither: it has no place in the log
+    after = last is not None and last < total
+    result.has_more_before = result.seq_has_more_before = before
+    result.has_more_after = result.seq_has_more_after = after
+    if page.omitted is not None:
+        omitted_first, omitted_last = page.omitted
+        result.log_preview_head_lines = omitted_first - 1
+        result.log_preview_tail_lines = total - omitted_last
+        result.log_preview_omitted_lines = omitted_last - omitted_first + 1
+    if partial:
+        result.log_truncation_notice = _truncation_notice(page)
+        result.log_read_hint = LOG_READ_HINT
     return result
 
 
-def _awaited(session: Session, page: OutputPage) -> BashExecResult:
+def _truncation_notice(page: OutputPage) -> str:
+    """What a partial answer leaves out, said so that nobody takes it for the whole log."""
+    total, first, last = page.total_lines, page.first_seq, page.last_seq
+    if first is None or last is None:
+        return f"This window holds none of the log's {total} lines."
+    if page.omitted is not None:
+        omitted_first, omitted_last = page.omitted
+        return (
+            f"A preview, not the whole log: lines 1-{omitted_first - 1} and {omitted_last + 1}-{total} of {total}; "
+            f"the {omitted_last - omitted_first + 1} lines {omitted_first}-{omitted_last} are left out. "
+            "Do not take it for all of the output."
+        )
+    return (
+        f"Lines {first}-{last} of {total} only ({first - 1} before, {total - last} after): "
+        "not the whole log. Read the lines around it before concluding from it."
+    )
+
+
+def _awaited(quest: Quest, session: Session, page: OutputPage) -> BashExecResult:
     done = session.status != "running"
-    result = _with_output(_with_session("await", session, done=done), page)
+    result = _with_output(_with_session(quest, "await", session, done=done), page)
+    result.wait_timed_out = not done  # the wait ended before the session did
     if done:
         result.message = f"{session.id} ended: {session.status}" + (
             f" (exit code {session.exit_code})" if session.exit_code is not None else f" ({session.reason})"
