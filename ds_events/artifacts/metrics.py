@@ -102,12 +102,20 @@ def normalise_contract(
     *,
     baseline_id: str,
     variant_id: str | None,
+    overrides: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     """The canonical metric contract: every metric with its description, derivation or
-    origin path, source ref, direction and baseline value."""
+    origin path, source ref, direction and baseline value.
+
+    ``overrides`` (the caller's explicit ``metric_directions``) replace the entries'
+    directions, as DeepScientist applies them; ``directions`` (implied elsewhere, such as
+    by a primary metric's own direction) must agree with the entries, or the contract is
+    refused with a message that says they disagree."""
     if not isinstance(contract, dict):
         raise Invalid("metric_contract must be an object with 'metrics'", code="invalid_metric_contract")
     entries = _contract_entries(contract.get("metrics"))
+    overrides = overrides or {}
+    directions = {**directions, **overrides}
     problems: list[dict[str, Any]] = []
     for metric_id, entry in entries.items():
         if not isinstance(entry, dict):
@@ -120,8 +128,9 @@ def normalise_contract(
             problems.append({"metric_id": metric_id, "missing": missing})
         if "direction" in entry and _direction(entry["direction"]) is None:
             problems.append({"metric_id": metric_id, "problem": f"direction {entry['direction']!r}: use higher or lower"})
-        elif metric_id in directions and "direction" in entry and _direction(entry["direction"]) != directions[metric_id]:
-            problems.append({"metric_id": metric_id, "problem": "metric_directions and the contract entry disagree"})
+        elif (metric_id in directions and metric_id not in overrides and "direction" in entry
+              and _direction(entry["direction"]) != directions[metric_id]):  # fmt: skip
+            problems.append({"metric_id": metric_id, "problem": "the primary metric's direction and the contract entry disagree"})
     for metric_id in metrics_summary:
         if metric_id not in entries:
             problems.append({"metric_id": metric_id, "missing": ["contract entry"]})
@@ -132,12 +141,7 @@ def normalise_contract(
         if metric_id not in entries:
             problems.append({"metric_id": metric_id, "problem": "metric_directions names a metric the contract lacks"})
     if problems:
-        raise Invalid(
-            "the metric contract is incomplete: every metric needs a description, a derivation or "
-            "origin_path, a source_ref and a value in metrics_summary",
-            code="invalid_metric_contract",
-            problems=problems,
-        )
+        raise Invalid(_contract_message(problems), code="invalid_metric_contract", problems=problems)
     if not isinstance(primary_metric, str) or primary_metric not in metrics_summary:
         raise Invalid(
             f"primary_metric {primary_metric!r} is not in metrics_summary",
@@ -151,6 +155,9 @@ def normalise_contract(
     for metric_id, entry in sorted(entries.items()):
         clean = {k: v for k, v in entry.items() if k not in ("metric_id", "id")}
         clean["direction"] = directions.get(metric_id) or _direction(entry.get("direction", "higher")) or "higher"
+        stated = _direction(entry.get("direction", clean["direction"]))
+        if metric_id in overrides and stated != clean["direction"]:
+            clean["contract_direction"] = stated  # what the entry said before metric_directions overrode it
         clean["value"] = metrics_summary[metric_id]
         metrics[metric_id] = clean
     extra = {k: v for k, v in contract.items() if k not in ("metrics", "evaluation_protocol")}
@@ -163,6 +170,29 @@ def normalise_contract(
         "metrics": metrics,
         "evaluation_protocol": normalise_protocol(protocol),
     }
+
+
+def _contract_message(problems: list[dict[str, Any]]) -> str:
+    """What is wrong with a contract, by the kinds of problem found (``problems`` lists each)."""
+    parts = []
+    if any("missing" in p for p in problems):
+        parts.append(
+            "it is incomplete: every metric needs a description, a derivation or origin_path, a source_ref "
+            "and a value in metrics_summary"
+        )
+    disagree = sorted({p["metric_id"] for p in problems if "disagree" in str(p.get("problem", ""))})
+    if disagree:
+        parts.append(
+            f"directions disagree for {', '.join(disagree)}: the primary metric's direction differs from the "
+            "contract entry's (give metric_directions to set the direction explicitly)"
+        )
+    unknown = sorted({p["metric_id"] for p in problems if "lacks" in str(p.get("problem", ""))})
+    if unknown:
+        parts.append(f"metric_directions names metrics the contract lacks: {', '.join(unknown)}")
+    other = [p for p in problems if "missing" not in p and p["metric_id"] not in disagree and p["metric_id"] not in unknown]
+    if other:
+        parts.append("; ".join(f"{p['metric_id']}: {p.get('problem')}" for p in other))
+    return "the metric contract is refused: " + "; ".join(parts)
 
 
 def compare_to_contract(

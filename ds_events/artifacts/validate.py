@@ -75,7 +75,7 @@ _REQUIRED: dict[str, tuple[str, ...]] = {
     "answer": ("message",),
     "milestone": ("title",),
     "run": ("run_kind",),
-    "report": ("title",),
+    "report": (),  # a report without a title gets one (_derived_title), as DeepScientist takes them
     "approval": ("verdict",),
     "graph": ("title",),
 }
@@ -168,6 +168,8 @@ def check_record(payload: dict[str, Any], root: Path) -> tuple[str, str | None, 
             f"unknown approval verdict {payload['verdict']!r}", code="invalid_field", field="verdict", allowed=list(APPROVAL_VERDICTS)
         )
     clean = {k: v for k, v in payload.items() if k not in ("kind", "artifact_id")}
+    if kind == "report" and not is_present(clean.get("title")):
+        clean["title"] = _derived_title(clean)
     if "paths" in clean:
         if not isinstance(clean["paths"], list):
             raise Invalid("paths must be a list of paths inside the quest", code="invalid_field", field="paths")
@@ -177,6 +179,25 @@ def check_record(payload: dict[str, Any], root: Path) -> tuple[str, str | None, 
             check_id(clean[field], field)
     return kind, optional_id(payload.get("artifact_id"), "artifact_id"), clean
 
+
+
+def _derived_title(report: dict[str, Any]) -> str:
+    """A title for a report sent without one: the first line of its summary (or
+    message), else its report_type in words, else "Report". It is stored in the
+    event, so the report's file and every view show the same title after replay."""
+    for field in ("summary", "message"):
+        text = report.get(field)
+        if isinstance(text, str):
+            line = next((ln.strip() for ln in text.splitlines() if ln.strip()), "")
+            if line:
+                return line if len(line) <= _DERIVED_TITLE_CHARS else line[: _DERIVED_TITLE_CHARS - 1].rstrip() + "…"
+    report_type = report.get("report_type")
+    if isinstance(report_type, str) and report_type.strip():
+        return report_type.strip().replace("_", " ").capitalize()[:_DERIVED_TITLE_CHARS]
+    return "Report"
+
+
+_DERIVED_TITLE_CHARS = 120
 
 
 def check_text_list(value: Any, field: str, *, max_items: int = 200, max_chars: int = 2000) -> list[str]:

@@ -102,7 +102,8 @@ def _records(ns: Namespace[ArtifactState]) -> None:
 
         Use it for every idea, decision, progress note, answer, milestone, run, report,
         approval or graph you want the quest to remember. What each kind needs is in the
-        payload's schema: idea, milestone, report, baseline, graph need `title`; decision
+        payload's schema: idea, milestone, baseline, graph need `title` (a report without
+        one is titled from its summary's first line, else its report_type); decision
         needs `verdict`, `action` and `reason`; progress and answer need `message`; run
         needs `run_kind`; approval needs `verdict`. A decision with `next_anchor` (scout,
         baseline, idea, experiment, analysis-campaign, write, finalize, decision) also

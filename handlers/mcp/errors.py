@@ -1,6 +1,6 @@
 """What a failed tool call looks like to the model: one text block holding the JSON
-object ``{"error": code, "message": ...}`` (plus the details that help fix the call),
-with ``isError`` set. The codes are the services' own, so the same fact has the same
+object ``{"error": code, "message": ..., "ok": false}`` (plus the details that help fix
+the call), with ``isError`` set. The codes are the services' own, so the same fact has the same
 code on MCP, HTTP and the CLI."""
 
 from __future__ import annotations
@@ -35,7 +35,14 @@ CODES = catalogue(
 
 
 def error_payload(exc: BaseException, *, tool: str = "") -> dict[str, Any]:
-    """The JSON object a caller sees for ``exc``: a stable code and a message."""
+    """The JSON object a caller sees for ``exc``: a stable code and a message, with
+    ``ok: false`` (DeepScientist's callers test a refused call's ``ok``) after them."""
+    payload = _payload(exc, tool)
+    payload.setdefault("ok", False)
+    return payload
+
+
+def _payload(exc: BaseException, tool: str) -> dict[str, Any]:
     if isinstance(exc, ServiceError):
         return exc.to_dict()
     if isinstance(exc, DiskFull):

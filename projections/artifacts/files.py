@@ -40,6 +40,8 @@ _SUMMARY_TAGS = frozenset(
        "artifact.baseline_attached", "artifact.baseline_confirmed", "artifact.main_experiment_recorded",
        "artifact.analysis_campaign_created", "artifact.analysis_slice_recorded", "artifact.summary_refreshed",
        "git.graph_rendered", "artifact.baseline_waived"}
+    # the active branch it names
+    | {"research.branch_activated"}
     # the health line: what moves a quest's health (fold.HEALTH_*_EVENTS)
     | {"runner.turn_started", "runner.turn_finished", "runner.turn_retry_scheduled", "runner.turn_held",
        "conversation.message", "interaction.sent", "interaction.replied", "interaction.superseded", "mailbox.delivered"}

@@ -127,7 +127,8 @@ def _incomplete_contract() -> dict:
         ({"metrics_summary": {}}, "invalid_metrics_summary"),
         ({"primary_metric": "f1"}, "unknown_primary_metric"),
         ({"metric_directions": {"top1": "up"}}, "invalid_metric_direction"),
-        ({"metric_directions": {"nll": "higher"}}, "invalid_metric_contract"),  # the entry says lower
+        ({"metric_directions": {"f1": "higher"}}, "invalid_metric_contract"),  # the contract has no f1
+        ({"primary_metric": {"metric_id": "nll", "direction": "higher"}}, "invalid_metric_contract"),  # the entry says lower
         ({"baseline_path": "../outside"}, "path_outside_quest"),
         ({"baseline_path": "/etc"}, "path_outside_quest"),
         ({"baseline_path": ".ds/baselines"}, "path_not_allowed"),
@@ -142,6 +143,26 @@ async def test_bad_confirm_baseline_input_is_refused_and_writes_nothing(home: Ho
         assert all("metric_id" in p for p in err["problems"])
     assert domain_events(quest) == seq
     assert not (quest.root / "baselines").exists()
+
+
+async def test_explicit_metric_directions_override_the_contract_entry_and_the_answer_says_so(home: Home, quest: Quest) -> None:
+    async with client_for(home) as c:
+        r = await ok(c, "confirm_baseline", **confirm_args(metric_directions={"nll": "higher"}))  # the entry says lower
+    assert r["metric_directions"]["nll"] == "higher"
+    assert r["direction_overrides"] == {"nll": {"contract": "lower", "used": "higher"}}
+    assert "nll" in r["message"] and "overrode" in r["message"]
+    contract = json.loads((quest.root / r["contract_path"]).read_text())
+    assert contract["metrics"]["nll"]["direction"] == "higher" and contract["metrics"]["nll"]["contract_direction"] == "lower"
+    assert "contract_direction" not in contract["metrics"]["top1"]
+
+
+async def test_a_primary_metric_direction_that_disagrees_with_its_entry_says_they_disagree(home: Home, quest: Quest) -> None:
+    async with client_for(home) as c:
+        err = await fails(c, "confirm_baseline", "invalid_metric_contract",
+                          **confirm_args(primary_metric={"metric_id": "nll", "direction": "higher"}))  # fmt: skip
+    assert "disagree" in err["message"] and "incomplete" not in err["message"]
+    assert err["problems"] == [{"metric_id": "nll", "problem": "the primary metric's direction and the contract entry disagree"}]
+    assert quest.log.read(types=["artifact.baseline_confirmed"]) == []
 
 
 async def test_a_baseline_path_that_is_a_file_is_refused_so_materialising_can_never_break(home: Home, quest: Quest) -> None:

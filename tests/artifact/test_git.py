@@ -236,6 +236,8 @@ async def test_render_git_graph_returns_json_and_svg_and_materialises_both(home:
     commits = {c_["sha"]: c_ for c_ in graph["commits"]}
     assert commits[cp["sha"]]["lane"] == "run/r1" and commits[cp["sha"]]["parents"] == [cp["parent"]]
     assert r["svg"].startswith("<svg") and "run/r1" in r["svg"]
+    # DeepScientist's callers read graph.json_path / graph.svg_path: the files, absolute.
+    assert graph.pop("json_path") == str(quest.root / r["json_path"]) and graph.pop("svg_path") == str(quest.root / r["svg_path"])
     assert json.loads((quest.root / r["json_path"]).read_text()) == graph
     assert (quest.root / r["svg_path"]).read_text() == r["svg"]
 

@@ -60,9 +60,13 @@ async def test_write_takes_tags_as_a_comma_separated_string_or_a_list_and_keeps_
         c = await call(client, "write", {"kind": "ideas", "title": "Try label smoothing with mixup", "body": "x y z",
                                          "tags": '["mixup", "smoothing"]'})  # fmt: skip
     assert a["ok"] is True and a["status"] == "written" and a["tags"] == ["mixup", "augmentation", "schedule"]
-    assert a["metadata"] == {"source": "arxiv:1710.09412", "confidence": 0.7} and a["source_quest_id"] == "q1"
-    assert b["ok"] is True and b["tags"] == ["optim", "stability"] and b["metadata"] == {"stage": "experiment"}
-    assert c["tags"] == ["mixup", "smoothing"] and c["metadata"] == {}
+    # the answer's metadata carries the tags too (DeepScientist's callers read metadata.tags);
+    # the event keeps the caller's metadata as given
+    assert a["metadata"] == {"source": "arxiv:1710.09412", "confidence": 0.7, "tags": ["mixup", "augmentation", "schedule"]}
+    assert a["source_quest_id"] == "q1"
+    assert b["ok"] is True and b["tags"] == ["optim", "stability"]
+    assert b["metadata"] == {"stage": "experiment", "tags": ["optim", "stability"]}
+    assert c["tags"] == ["mixup", "smoothing"] and c["metadata"] == {"tags": ["mixup", "smoothing"]}
     events = {e.card_id: e for e in written(quest)}
     assert events[a["id"]].tags == ["mixup", "augmentation", "schedule"]
     assert events[a["id"]].metadata == {"source": "arxiv:1710.09412", "confidence": 0.7}

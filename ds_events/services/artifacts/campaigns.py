@@ -95,9 +95,11 @@ def create_analysis_campaign(
             stored = append_recording(quest, undo, recheck)
     finally:
         git_ops.release(repo, campaign_id)
+    parent_worktree = quest.state("research").worktrees.get(parent_branch)
     return CampaignResult(
         campaign_id=campaign_id, parent_run_id=event.parent_run, parent_branch=parent_branch, parent_sha=parent_sha,
         slices=[_campaign_slice(quest, s) for s in planned], path=campaign_path(campaign_id), seq=stored.seq,
+        parent_worktree_root=str(quest.root / parent_worktree) if parent_worktree else None,
     )  # fmt: skip
 
 
@@ -157,6 +159,8 @@ def record_analysis_slice(quest: Quest, cmd: RecordAnalysisSlice) -> SliceResult
         remaining_slice_ids=[s.slice_id for s in pending], campaign_complete=not pending, seq=stored.seq,
         completed=not pending, metrics_summary=metrics, evaluation_summary=evaluation, path=campaign_path(campaign_id),
         next_slice=msgspec.to_builtins(_campaign_slice(quest, pending[0])) if pending else None,
+        result_json_path=str(quest.root / campaign_path(campaign_id)),
+        returned_to_branch=None if pending else campaign.parent_branch,
     )  # fmt: skip
 
 
@@ -173,9 +177,10 @@ class _Wanted(msgspec.Struct, kw_only=True, frozen=True):
 
 def _campaign_slice(quest: Quest, spec: SliceSpec) -> CampaignSlice:
     """A slice as the tools answer it: as planned, with its worktree's absolute path."""
+    root = str(quest.root / spec.worktree) if spec.worktree else None
     return CampaignSlice(
         slice_id=spec.slice_id, title=spec.title, goal=spec.goal, branch=spec.branch, worktree=spec.worktree,
-        worktree_path=str(quest.root / spec.worktree) if spec.worktree else None,
+        worktree_path=root, worktree_root=root,
     )  # fmt: skip
 
 

@@ -126,8 +126,9 @@ def render_git_graph(quest: Quest, cmd: RenderGitGraph) -> GitGraphResult:
     state = quest.state("artifacts")
     graph = git_graph(quest.repo(), state, max_commits=max_commits)
     stored = quest.emit(GitGraphRendered(graph=graph))
+    where = {"json_path": str(quest.root / GRAPH_FILES[0]), "svg_path": str(quest.root / GRAPH_FILES[1])}
     return GitGraphResult(
-        graph=graph, svg=render_graph_svg(graph), json_path=GRAPH_FILES[0], svg_path=GRAPH_FILES[1], seq=stored.seq
+        graph={**graph, **where}, svg=render_graph_svg(graph), json_path=GRAPH_FILES[0], svg_path=GRAPH_FILES[1], seq=stored.seq
     )
 
 
@@ -299,6 +300,7 @@ def _checkpoint_once(quest: Quest, message: str, allow_empty: bool, branch: str 
     git_ops.write_index(staged)
     return CheckpointResult(
         sha=stored.sha,
+        head=stored.sha,
         branch=target,
         parent=parent,
         worktree=worktree,

@@ -57,7 +57,9 @@ _RECORD_PAYLOAD = {
             "enum": ["idea", "decision", "progress", "answer", "milestone", "run", "report", "approval", "graph", "baseline"],
         },
         "artifact_id": {"type": "string", "description": "Optional id (else <kind>-NNNN)."},
-        "title": {"type": "string", "description": "idea, milestone, report, baseline, graph: required."},
+        "title": {"type": "string", "description": (
+            "idea, milestone, baseline, graph: required. report: when empty, its summary's first line (else its report_type)."
+        )},
         "summary": {"type": "string"},
         "verdict": {"type": "string", "description": "decision: required; approval: approved | rejected | changes_requested."},
         "action": {

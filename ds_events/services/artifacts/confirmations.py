@@ -40,10 +40,12 @@ from .baselines import advance, check_variant
 from .commands import ConfirmBaseline, OverwriteBaseline
 from .registry import registry_entry
 from .results import ConfirmBaselineResult
+from .vocabulary import metric_stage
 
 __all__ = ["confirm_baseline", "overwrite_baseline"]
 
 
+@metric_stage("baseline")
 def confirm_baseline(quest: Quest, cmd: ConfirmBaseline) -> ConfirmBaselineResult:
     """Confirm a baseline's numbers and its canonical metric contract, which is
     materialised to ``<baseline_path>/json/metric_contract.json``. What the call leaves
@@ -94,6 +96,7 @@ def confirm_baseline(quest: Quest, cmd: ConfirmBaseline) -> ConfirmBaselineResul
     return _result(quest, event, stored.seq)
 
 
+@metric_stage("baseline")
 def overwrite_baseline(quest: Quest, cmd: OverwriteBaseline) -> ConfirmBaselineResult:
     """Refresh the confirmed baseline in place (new numbers, an added metric, another
     variant). A change that breaks comparability with runs already recorded (a metric
@@ -184,7 +187,8 @@ def _resolve(
 ) -> _Resolution:  # fmt: skip
     """The confirmation's contract, numbers, primary metric, directions and summary:
     what the caller gave, else what the baseline was published with. Conflicting values
-    are refused, never silently preferred."""
+    are refused, never silently preferred; explicit ``metric_directions`` are the one
+    exception: they set the contract's directions (DeepScientist applies them so)."""
     directions = normalise_directions(directions)
     primary_id, primary_value, primary_direction = primary_metric_ref(primary)
     if primary_id is None:
@@ -217,8 +221,10 @@ def _resolve(
                 f"primary_metric.value {primary_value} differs from metrics_summary[{primary_id!r}] = {numbers[primary_id]}",
                 code="metric_value_mismatch",
             )  # fmt: skip
+    implied: dict[str, str] = {}
     if primary_id is not None and primary_direction is not None:
-        directions = merge_directions(directions, {primary_id: primary_direction})
+        merge_directions(directions, {primary_id: primary_direction})  # the caller's two directions may not disagree
+        implied = {primary_id: primary_direction}
     if not numbers:
         raise Invalid(
             "metrics_summary must be a non-empty flat object of metric id -> number",
@@ -226,7 +232,9 @@ def _resolve(
         )  # fmt: skip
     if primary_id is None:
         raise Invalid("primary_metric is required: name one metric of metrics_summary", code="missing_fields", missing=["primary_metric"])
-    normalised = normalise_contract(contract, numbers, primary_id, directions, baseline_id=baseline_id, variant_id=variant_id)
+    normalised = normalise_contract(
+        contract, numbers, primary_id, implied, baseline_id=baseline_id, variant_id=variant_id, overrides=directions
+    )
     normalised.pop("primary_metric_id", None)
     contract_path = "json/metric_contract.json" if rel == "." else f"{rel}/json/metric_contract.json"
     check_materialised(quest.root, [contract_path], field="baseline_path")
@@ -310,7 +318,15 @@ def _result(quest: Quest, event: BaselineConfirmed, seq: int) -> ConfirmBaseline
         "metric_contract_json_path": contract_json, "primary_metric": event.primary_metric,
         "confirmed_seq": seq, "overwrite": event.overwrite,
     }  # fmt: skip
+    overrides = {
+        metric_id: {"contract": entry["contract_direction"], "used": entry["direction"]}
+        for metric_id, entry in event.contract.get("metrics", {}).items()
+        if isinstance(entry, dict) and "contract_direction" in entry
+    }
+    said = "; ".join(f"{m}: {o['used']} (the contract entry said {o['contract']})" for m, o in overrides.items())
     return ConfirmBaselineResult(
+        direction_overrides=overrides,
+        message=f"metric_directions overrode the contract's direction for {said}" if overrides else "",
         baseline_id=event.baseline_id, variant_id=event.variant_id, contract_path=event.contract_path,
         metric_ids=event.contract["metric_ids"], primary_metric=event.primary_metric,
         metric_directions=event.metric_directions, seq=seq, baseline_gate="confirmed", confirmed_baseline_ref=ref,

@@ -44,10 +44,12 @@ from projections.artifacts import Baseline, State, record_path, run_page_path
 from .baselines import known_baseline
 from .commands import RecordMainExperiment
 from .results import MainExperimentResult
+from .vocabulary import metric_stage
 
 __all__ = ["record_main_experiment"]
 
 
+@metric_stage("main_experiment")
 def record_main_experiment(quest: Quest, cmd: RecordMainExperiment) -> MainExperimentResult:
     """Record a main experiment on its run branch, with its narrative and a progress
     verdict. Against a confirmed baseline its metrics must cover every metric of the
@@ -185,7 +187,8 @@ def _judge(state: State, request: _Request) -> _Judgement:
         )  # fmt: skip
     problems, comparisons = compare_to_contract(confirmed.contract, metrics, directions, request.protocol)
     if problems:
-        raise _contract_refusal(problems, baseline.baseline_id)
+        extra = sorted(m for m in metrics if m not in confirmed.contract["metrics"])
+        raise _contract_refusal({**problems, "extra_metric_ids": extra}, baseline.baseline_id)
     primary = confirmed.primary_metric
     return _Judgement(
         baseline=baseline, comparisons=comparisons, primary_metric=primary, direction=comparisons[primary]["direction"],

@@ -63,4 +63,4 @@ def refresh_summary(quest: Quest, cmd: RefreshSummary) -> SummaryResult:
     check_materialised(quest.root, ["SUMMARY.md"])
     stored = quest.emit(SummaryRefreshed(reason=reason_text))
     path = quest.root / "SUMMARY.md"
-    return SummaryResult(path="SUMMARY.md", markdown=path.read_text(encoding="utf-8"), seq=stored.seq)
+    return SummaryResult(path="SUMMARY.md", markdown=path.read_text(encoding="utf-8"), seq=stored.seq, summary_path=str(path))

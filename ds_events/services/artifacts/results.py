@@ -50,6 +50,7 @@ class SummaryResult(Result):
     markdown: str
     seq: int
     ok: bool = True
+    summary_path: str = ""  # DeepScientist's name: SUMMARY.md's absolute path
 
 
 class PaperResult(Result, omit_defaults=True):
@@ -98,6 +99,10 @@ class CheckpointResult(Result):
     skipped_total: int
     seq: int
     ok: bool = True
+    # DeepScientist's names: the branch's new head (the sha) and that a commit was made
+    # (a checkpoint with nothing to commit is refused here, so always true).
+    head: str = ""
+    committed: bool = True
 
 
 class BranchResult(Result):
@@ -113,7 +118,7 @@ class BranchResult(Result):
 
 
 class GitGraphResult(Result):
-    graph: dict[str, Any]
+    graph: dict[str, Any]  # also json_path and svg_path (absolute: where DeepScientist's callers read them)
     svg: str
     json_path: str
     svg_path: str
@@ -156,6 +161,10 @@ class ConfirmBaselineResult(Result):
     metric_contract_json_rel_path: str = ""
     overwrite: dict[str, Any] | None = None
     compatibility_verdict: str | None = None
+    # Metrics whose direction the caller's metric_directions set against the contract
+    # entry's: {metric_id: {"contract": entry's, "used": the caller's}}, and a message.
+    direction_overrides: dict[str, dict[str, str]] = {}
+    message: str = ""
     ok: bool = True
 
 
@@ -191,6 +200,7 @@ class CampaignSlice(SliceSpec, kw_only=True, frozen=True):
     # A slice as planned (the campaign event's own shape, so not a Result of its own),
     # and where its worktree is.
     worktree_path: str | None
+    worktree_root: str | None = None  # DeepScientist's name for worktree_path
 
 
 class CampaignResult(Result):
@@ -202,6 +212,7 @@ class CampaignResult(Result):
     path: str
     seq: int
     ok: bool = True
+    parent_worktree_root: str | None = None  # the parent branch's worktree (absolute); null when it has none
 
 
 class SliceResult(Result):
@@ -219,6 +230,10 @@ class SliceResult(Result):
     evaluation_summary: dict[str, Any] | None = None
     path: str = ""
     ok: bool = True
+    # DeepScientist's names: the file holding the slice's result (the campaign's JSON,
+    # absolute) and, once the campaign is complete, the parent branch work goes back to.
+    result_json_path: str = ""
+    returned_to_branch: str | None = None
 
 
 class ScoreboardResult(Result):

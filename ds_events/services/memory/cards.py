@@ -158,7 +158,7 @@ def write(mem: MemoryContext, cmd: WriteCard, *, record_type: str = "", extra: d
     shown = info(store, card)
     return WriteResult(
         ok=True, status="written", id=shown.id, kind=shown.kind, title=shown.title, scope=shown.scope,
-        quest_id=shown.quest_id, tags=shown.tags, metadata=dict(card.metadata), path=shown.path,
+        quest_id=shown.quest_id, tags=shown.tags, metadata={**card.metadata, "tags": list(shown.tags)}, path=shown.path,
         updated_at=shown.updated_at, source_quest_id=shown.source_quest_id, seq=stored[0].seq,
         supersedes=old.id if old else None, record_id=shown.record_id, record_type=shown.record_type,
     )  # fmt: skip

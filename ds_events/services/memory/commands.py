@@ -198,7 +198,9 @@ class WriteResult(Result, omit_defaults=True):
     scope: str = ""
     quest_id: str = ""
     tags: list[str] = []
-    metadata: dict[str, Any] | None = None  # the card's metadata, when written
+    # The card's metadata, when written, with its tags under ``tags`` (DeepScientist's
+    # callers read them there: its metadata is the card's whole front matter).
+    metadata: dict[str, Any] | None = None
     path: str = ""
     updated_at: str = ""
     source_quest_id: str = ""

@@ -51,7 +51,10 @@ def activate_branch(
     if kind != "paper" and baseline_gate(artifacts) == "pending" and anchor_change:
         raise Conflict("activate_branch needs a confirmed or waived baseline first", code="baseline_gate_closed")
     idea = idea_on(research, branch)
-    runs = [r for r in artifacts.runs.values() if r.branch == branch]
+    # An idea's main runs are recorded on their own run/ branches: activating the idea's
+    # branch finds them by its idea id too (so "auto" moves on to the decision).
+    idea_key = idea.submitted.idea_id if idea else None
+    runs = [r for r in artifacts.runs.values() if r.branch == branch or (idea_key is not None and r.idea_id == idea_key)]
     latest_run = max(runs, key=lambda r: r.seq) if runs else None
     idea_id = idea.submitted.idea_id if idea else (latest_run.idea_id if latest_run else None)
     next_anchor = _activation_anchor(cmd.anchor, kind, bool(idea_id), latest_run is not None) if anchor_change else ""

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from msgspec import Meta
+from msgspec import UNSET, Meta, UnsetType
 
 from ds_events.services.commands import Command, Result
 
@@ -163,15 +163,20 @@ class CompleteQuest(_Call):
 
 
 class SubmitIdeaResult(Result, kw_only=True):
+    """A candidate (an idea without a branch) has no ``branch``, ``branch_no``,
+    ``worktree`` or ``worktree_root`` keys at all, and a ``candidate_root`` (its folder
+    under ideas/): DeepScientist's callers tell a candidate so."""
+
     ok: bool
     mode: str
     submission_mode: str
     idea_id: str
     title: str
-    branch: str | None
-    branch_no: str | None
-    worktree: str | None
-    worktree_root: str | None
+    branch: str | UnsetType | None = UNSET
+    branch_no: str | UnsetType | None = UNSET
+    worktree: str | UnsetType | None = UNSET
+    worktree_root: str | UnsetType | None = UNSET
+    candidate_root: str | UnsetType = UNSET
     lineage_intent: str | None
     parent_branch: str | None
     foundation_ref: dict[str, Any]
@@ -182,6 +187,12 @@ class SubmitIdeaResult(Result, kw_only=True):
     promotable: bool
     source_candidate_id: str | None
     seq: int
+    # The brief, echoed (DeepScientist's callers read it back from the answer).
+    method_brief: str = ""
+    selection_scores: dict[str, Any] | None = None
+    mechanism_family: str = ""
+    change_layer: str = ""
+    source_lens: str = ""
 
 
 class ActivateBranchResult(Result, kw_only=True):

@@ -206,15 +206,22 @@ def _revise(
 
 def _idea_result(quest: Quest, event: IdeaSubmitted, mode: str, next_anchor: str, *, promotable: bool) -> SubmitIdeaResult:
     page, draft = idea_paths(event.idea_id)
-    return SubmitIdeaResult(
+    result = SubmitIdeaResult(
         ok=True, mode=mode, submission_mode=event.submission_mode, idea_id=event.idea_id, title=event.title,
-        branch=event.branch, branch_no=event.branch_no, worktree=event.worktree,
-        worktree_root=str(quest.root / event.worktree) if event.worktree else None,
         lineage_intent=event.lineage_intent, parent_branch=event.parent_branch, foundation_ref=event.foundation_ref,
         foundation_reason=event.foundation_reason or None, idea_md_path=str(quest.root / page),
         idea_draft_path=str(quest.root / draft), next_anchor=next_anchor, promotable=promotable,
         source_candidate_id=event.details.get("source_candidate_id"), seq=event.seq,
+        method_brief=event.method_brief, selection_scores=event.details.get("selection_scores"),
+        mechanism_family=event.details.get("mechanism_family", ""), change_layer=event.details.get("change_layer", ""),
+        source_lens=event.details.get("source_lens", ""),
     )  # fmt: skip
+    if event.branch is None:  # a candidate: no branch keys (see SubmitIdeaResult)
+        result.candidate_root = str((quest.root / page).parent)
+    else:
+        result.branch, result.branch_no, result.worktree = event.branch, event.branch_no, event.worktree
+        result.worktree_root = str(quest.root / event.worktree) if event.worktree else None
+    return result
 
 
 def _submitted(stored: Sequence[Event]) -> IdeaSubmitted:
