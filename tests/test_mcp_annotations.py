@@ -63,6 +63,8 @@ DECLARED: dict[str, str | tuple[bool, bool]] = {
     "artifact.get_research_map_status": QUERY,
     "artifact.git": (False, False),
     "artifact.complete_quest": (False, True),
+    "artifact.submit_paper_outline": (True, False),  # revise rewrites the selected outline
+    "artifact.list_paper_outlines": QUERY,
     "bash_exec.bash_exec": (True, False),  # any shell command; kill stops a session
 }
 
@@ -86,6 +88,7 @@ QUERY_CALLS: dict[str, list[dict[str, Any]]] = {
     "artifact.get_analysis_campaign": [{"campaign_id": "active"}],
     "artifact.get_global_status": [{}],
     "artifact.get_research_map_status": [{"detail": "full"}],
+    "artifact.list_paper_outlines": [{}],
 }
 
 

@@ -1,0 +1,20 @@
+"""The paper domain: the paper chain from outline to bundle — outlines and the paper
+branch (``outlines``), the writing plan (``plan``), the bundle (``bundle``), the paper
+contract, its health and the validators (``contract``); ``normalise`` parses
+DeepScientist's free-form outline once, ``workspace`` finds and reads the paper's files.
+
+``commands`` is the domain's contract: the commands and results its MCP tools take and
+return. The verbs live in the modules beside it and are re-exported here."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ds_events.services import lazy_exports
+
+if TYPE_CHECKING:
+    from .outlines import list_paper_outlines as list_paper_outlines, submit_paper_outline as submit_paper_outline
+
+__all__, __getattr__ = lazy_exports(__name__, {
+    "outlines": ("submit_paper_outline", "list_paper_outlines"),
+})  # fmt: skip

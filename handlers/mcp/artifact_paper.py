@@ -1,0 +1,67 @@
+"""The paper tools of the `artifact` namespace, with DeepScientist's names and
+arguments: outlines (``submit_paper_outline``, ``list_paper_outlines``).
+
+Thin adapters over :mod:`ds_events.services.paper`; ``handlers.mcp.artifact`` calls
+:func:`register`.
+"""
+
+from __future__ import annotations
+
+from ds_events.services import paper as service
+from ds_events.services.paper.commands import (
+    ListPaperOutlines,
+    PaperOutlineResult,
+    PaperOutlinesResult,
+    SubmitPaperOutline,
+)
+
+from .context import StateT, ToolContext
+from .namespace import Namespace
+from .tools import READ_ONLY, writes
+
+__all__ = ["register"]
+
+
+def register(ns: Namespace[StateT]) -> None:
+    """Add the paper tools to ``ns``."""
+    _outlines(ns)
+
+
+def _outlines(ns: Namespace[StateT]) -> None:
+    @ns.tool(writes(destructive=True, idempotent=False))  # revise (and a candidate resubmitted) rewrites an outline
+    def submit_paper_outline(tc: ToolContext[StateT], cmd: SubmitPaperOutline) -> PaperOutlineResult:
+        """Record a paper outline, select the one the paper follows, or revise it.
+        mode="candidate" records an outline to compare (outline-NNN when outline_id is
+        null; resubmitting a candidate replaces what you give). mode="select" makes an
+        outline the paper's plan: the first selection opens the paper branch
+        paper/<run or idea> from your research workspace, with its worktree (your
+        workspace for writing: put the manuscript under its paper/), and moves the quest
+        to write. mode="revise" rewrites the selected outline. Put the paper's idea in
+        detailed_outline.paper_view: story_spine, core_claims, evidence_grounding (the
+        evidence boundaries), method_abstraction, evaluation_plan and 4-8 analysis_plan
+        entries tied to claims.
+        A refused call changes nothing.
+
+        Returns: outline_id, mode, status, selected_outline_ref, paper_branch,
+        worktree_root, paths (outline_path, selected_outline_path, ...), next_anchor, seq.
+
+        Examples:
+          submit_paper_outline(mode="candidate", title="Adapters help small data",
+                               detailed_outline={"research_questions": ["RQ1"], "paper_view": {
+                                 "story_spine": {"problem": "...", "gap": "...", "method": "..."},
+                                 "core_claims": [{"claim_id": "C1", "claim": "..."}]}})
+          submit_paper_outline(mode="select", outline_id="outline-001", selected_reason="clearest story")
+        """
+        return service.submit_paper_outline(tc.quest, cmd)
+
+    @ns.tool(READ_ONLY)
+    def list_paper_outlines(tc: ToolContext[StateT], cmd: ListPaperOutlines) -> PaperOutlinesResult:
+        """List the paper outlines (candidates, the selected one, revisions) and the
+        selected outline in full. Use it before a writing-facing analysis campaign or
+        when you need a valid outline_id. Read-only.
+
+        Returns: selected_outline_ref, selected_outline, paper_branch, count, outlines
+        (outline_id, title, status, review_result, path, is_selected).
+        Example: list_paper_outlines()
+        """
+        return service.list_paper_outlines(tc.quest, cmd)

@@ -1,0 +1,146 @@
+"""The paper chain in DeepScientist's forms, through a real stdio `artifact` server:
+outlines (candidate, select — which opens the ``paper/…`` branch — revise, list), the
+writing plan, the bundle, the paper contract and its health, and the validators. Each
+step checks the fields DeepScientist's callers read and the events in the log; refused
+calls write nothing; replay rebuilds the paper files byte for byte."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import mcp
+import pygit2
+
+from ds_events.home import Home, Quest
+from ds_events.replay import replay_quest
+from tests.compat.research_support import LogWatch, artifact_client, ok, refused
+
+PAPER_VIEW: dict[str, Any] = {
+    "paper_type": "full_empirical",
+    "outline_maturity": "mature",
+    "story_spine": {"problem": "Small-data fine-tuning overfits.", "gap": "Adapters were never tested below 1k examples.",
+                    "method": "A residual adapter after block 3.", "main_result": "Top-1 rises by 1.2 points.",
+                    "scope_limit": "One architecture, one dataset."},
+    "narrative_strategy": {"central_thesis": "Residual adapters make small-data fine-tuning reliable.",
+                           "central_insight": "Capacity placed late regularises better than capacity placed early."},
+    "core_claims": [{"claim_id": "C1", "claim": "The adapter beats full fine-tuning below 1k examples.",
+                     "evidence_needed": ["r1"], "what_would_falsify_it": "No gain over three seeds."}],
+    "evidence_grounding": {"observed_facts": ["r1 reaches 0.92 top-1"], "allowed_interpretations": ["late capacity helps"],
+                           "must_not_claim": ["state of the art"]},
+    "method_abstraction": {"intuition": "Add capacity where features are task-specific.",
+                           "mechanism_steps": ["insert adapter", "freeze backbone"]},
+    "evaluation_plan": {"setting": "CIFAR-10 subsets", "datasets_or_benchmarks": ["CIFAR-10"]},
+    "analysis_plan": [
+        {"analysis_id": f"A{n}", "title": title, "analysis_role": "ablation", "reviewer_question": "why?",
+         "target_display": f"Table {n}", "main_or_appendix": "main", "claim_links": ["C1"]}
+        for n, title in enumerate(["adapter depth", "data size", "seeds", "placement"], start=1)
+    ],
+}  # fmt: skip
+DETAILED = {
+    "title": "Residual adapters for small data",
+    "research_questions": ["Do adapters help below 1k examples?"],
+    "experimental_designs": ["ablate the adapter"],
+    "contributions": ["a residual adapter"],
+    "sections": [{"section_id": "results", "title": "Results", "required_items": ["r1"]}],
+    "evidence_view": {"appendix_reproducibility": ["seeds 0-2"]},
+    "paper_view": PAPER_VIEW,
+}
+
+
+async def _research_line(c: mcp.Client) -> dict[str, Any]:
+    """A waived baseline, an idea branch and a main experiment on it: where a paper starts."""
+    await ok(c, "waive_baseline", {"reason": "exploratory quest"})
+    idea = await ok(c, "submit_idea", {"title": "Residual adapter", "problem": "small data overfits"})
+    await ok(c, "record_main_experiment", {"run_id": "r1", "metrics_summary": {"acc": 0.92}, "summary": "adapter run"})
+    return idea
+
+
+def _paper_files(quest: Quest) -> dict[Path, bytes]:
+    return {p: p.read_bytes() for p in sorted((quest.root / "paper").rglob("*")) if p.is_file()}
+
+
+def _check_replay(quest: Quest) -> None:
+    """Replay leaves the paper files as they are; deleted, it writes them back byte for byte."""
+    quest.close()
+    before = _paper_files(quest)
+    assert before
+    assert replay_quest(quest.root, quest_id="q1").files_written == []
+    for p in before:
+        p.unlink()
+    replay_quest(quest.root, quest_id="q1")
+    assert _paper_files(quest) == before
+
+
+async def test_outlines_are_submitted_selected_on_a_paper_branch_revised_and_listed(home: Home, quest: Quest) -> None:
+    async with artifact_client(home) as c:
+        idea = await _research_line(c)
+        log = LogWatch(quest)
+        empty = await ok(c, "list_paper_outlines")
+        assert empty["selected_outline_ref"] is None and empty["count"] == 0 and empty["outlines"] == []
+        assert log.types() == []
+
+        candidate = await ok(c, "submit_paper_outline", {
+            "mode": "candidate", "title": "Residual adapters", "note": "first cut", "detailed_outline": DETAILED,
+            "comment": "outline before the campaign"})  # fmt: skip
+        assert candidate["outline_id"] == "outline-001" and candidate["mode"] == "candidate"
+        assert candidate["tool_name"] == "submit_paper_outline" and candidate["status"] == "candidate"
+        assert candidate["paths"]["outline_path"] == "paper/outlines/candidates/outline-001.json"
+        assert candidate["selected_outline_ref"] is None and candidate["paper_branch"] is None
+        [event] = log.since()
+        assert event["type"] == "paper.outline_submitted" and event["mode"] == "candidate"
+        outline = event["outline"]
+        assert outline["story_spine"]["gap"] == PAPER_VIEW["story_spine"]["gap"]
+        assert outline["core_claims"][0]["claim_id"] == "C1" and len(outline["planned_analyses"]) == 4
+        assert outline["evidence_boundaries"]["must_not_claim"] == ["state of the art"]
+        assert outline["extra"] == {"evidence_view": {"appendix_reproducibility": ["seeds 0-2"]}}
+        second = await ok(c, "submit_paper_outline", {"title": "A plainer story", "detailed_outline": {"contributions": ["x"]}})
+        assert second["outline_id"] == "outline-002"
+        log.since()
+
+        # Refusals write nothing: an unknown outline, a bad mode, a malformed outline.
+        assert (await refused(c, "submit_paper_outline", {"mode": "select", "outline_id": "outline-009"}))["error"] == "unknown_outline"
+        assert (await refused(c, "submit_paper_outline", {"mode": "choose"}))["error"] == "invalid_argument"
+        bad = await refused(c, "submit_paper_outline", {"detailed_outline": {"paper_view": {"core_claims": "one claim"}}})
+        assert bad["error"] == "invalid_field"
+        assert (await refused(c, "submit_paper_outline", {"mode": "revise"}))["error"] == "missing_fields"
+        assert log.types() == []
+
+        selected = await ok(c, "submit_paper_outline", {"mode": "select", "outline_id": "outline-001",
+                                                        "selected_reason": "clearest story"})  # fmt: skip
+        assert selected["mode"] == "select" and selected["status"] == "selected"
+        assert selected["selected_outline_ref"] == "outline-001"
+        assert selected["paper_branch"] == "paper/r1" and selected["next_anchor"] == "write"
+        assert selected["paths"]["selected_outline_path"] == "paper/selected_outline.json"
+        assert selected["worktree_root"] and Path(selected["worktree_root"], ".git").is_file()
+        assert [e["type"] for e in log.since()] == ["git.branch_prepared", "paper.outline_submitted", "quest.anchor_changed"]
+        branch = pygit2.Repository(str(quest.root)).branches.local["paper/r1"]
+        assert str(branch.peel(pygit2.Commit).id) == str(pygit2.Repository(str(quest.root)).branches.local[idea["branch"]].peel(pygit2.Commit).id)
+        refs = await ok(c, "resolve_runtime_refs")
+        assert refs["current_workspace_branch"] == "paper/r1"
+        # a selected outline is revised, not resubmitted as a candidate
+        assert (await refused(c, "submit_paper_outline", {"outline_id": "outline-001", "title": "x"}))["error"] == "outline_selected"
+        assert log.types() == []
+
+        revised = await ok(c, "submit_paper_outline", {"mode": "revise", "title": "Residual adapters, revised",
+                                                       "selected_reason": "tighter title"})  # fmt: skip
+        assert revised["outline_id"] == "outline-001" and revised["status"] == "revised"
+        assert revised["paper_branch"] == "paper/r1"  # the paper keeps its branch
+        assert revised["paths"]["revised_outline_path"] == "paper/outlines/revisions/outline-001.json"
+        [event] = log.since()
+        assert event["type"] == "paper.outline_submitted" and event["outline"]["title"] == "Residual adapters, revised"
+        assert event["outline"]["story_spine"] == outline["story_spine"]  # what was not given stays
+
+        listed = await ok(c, "list_paper_outlines")
+        assert listed["selected_outline_ref"] == "outline-001" and listed["count"] == 2
+        by_id = {o["outline_id"]: o for o in listed["outlines"]}
+        assert by_id["outline-001"]["is_selected"] and by_id["outline-001"]["status"] == "revised"
+        assert by_id["outline-002"]["status"] == "candidate" and not by_id["outline-002"]["is_selected"]
+        assert listed["selected_outline"]["paper_view"]["core_claims"][0]["claim_id"] == "C1"
+        assert listed["selected_outline"]["detailed_outline"]["evidence_view"] == DETAILED["evidence_view"]
+        assert log.types() == []
+
+    selected_file = quest.root / "paper" / "selected_outline.json"
+    assert '"outline_id": "outline-001"' in selected_file.read_text()
+    assert "tighter title" in (quest.root / "paper" / "outline_selection.md").read_text()
+    _check_replay(quest)
