@@ -65,6 +65,7 @@ DECLARED: dict[str, str | tuple[bool, bool]] = {
     "artifact.complete_quest": (False, True),
     "artifact.submit_paper_outline": (True, False),  # revise rewrites the selected outline
     "artifact.list_paper_outlines": QUERY,
+    "artifact.compile_outline_to_writing_plan": (True, True),  # a new compile replaces the plan
     "bash_exec.bash_exec": (True, False),  # any shell command; kill stops a session
 }
 

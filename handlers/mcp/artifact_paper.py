@@ -1,5 +1,6 @@
 """The paper tools of the `artifact` namespace, with DeepScientist's names and
-arguments: outlines (``submit_paper_outline``, ``list_paper_outlines``).
+arguments: outlines (``submit_paper_outline``, ``list_paper_outlines``), the writing
+plan (``compile_outline_to_writing_plan``).
 
 Thin adapters over :mod:`ds_events.services.paper`; ``handlers.mcp.artifact`` calls
 :func:`register`.
@@ -9,10 +10,12 @@ from __future__ import annotations
 
 from ds_events.services import paper as service
 from ds_events.services.paper.commands import (
+    CompileOutlineToWritingPlan,
     ListPaperOutlines,
     PaperOutlineResult,
     PaperOutlinesResult,
     SubmitPaperOutline,
+    WritingPlanResult,
 )
 
 from .context import StateT, ToolContext
@@ -25,6 +28,7 @@ __all__ = ["register"]
 def register(ns: Namespace[StateT]) -> None:
     """Add the paper tools to ``ns``."""
     _outlines(ns)
+    _writing(ns)
 
 
 def _outlines(ns: Namespace[StateT]) -> None:
@@ -65,3 +69,21 @@ def _outlines(ns: Namespace[StateT]) -> None:
         Example: list_paper_outlines()
         """
         return service.list_paper_outlines(tc.quest, cmd)
+
+
+def _writing(ns: Namespace[StateT]) -> None:
+    @ns.tool(writes(destructive=True, idempotent=True))  # a new compile replaces the plan; the same outline gives the same plan
+    def compile_outline_to_writing_plan(tc: ToolContext[StateT], cmd: CompileOutlineToWritingPlan) -> WritingPlanResult:
+        """Turn the selected outline into writing jobs: introduction, method, setup, one
+        job per outline section and planned analysis, limitations, abstract — each with
+        what it must do, the claims it carries and the evidence to look up. Use it after
+        validate_academic_outline and before drafting; compile again after a revision.
+        The plan is kept as paper/writing_plan.json and paper/writing_plan.md. Refused
+        (no_selected_outline) while no outline is selected.
+        A refused call changes nothing.
+
+        Returns: outline_id, writing_plan_path, writing_plan_md_path, writing_plan
+        (validation_ok, validation_blockers, story_spine, core_claims, writing_jobs), seq.
+        Example: compile_outline_to_writing_plan(detail="full")
+        """
+        return service.compile_outline_to_writing_plan(tc.quest, cmd)

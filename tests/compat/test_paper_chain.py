@@ -144,3 +144,42 @@ async def test_outlines_are_submitted_selected_on_a_paper_branch_revised_and_lis
     assert '"outline_id": "outline-001"' in selected_file.read_text()
     assert "tighter title" in (quest.root / "paper" / "outline_selection.md").read_text()
     _check_replay(quest)
+
+
+async def _selected_paper(c: mcp.Client) -> dict[str, Any]:
+    """A research line with the outline above selected: the paper branch is open."""
+    await _research_line(c)
+    await ok(c, "submit_paper_outline", {"mode": "candidate", "title": "Residual adapters", "detailed_outline": DETAILED})
+    return await ok(c, "submit_paper_outline", {"mode": "select", "outline_id": "outline-001", "selected_reason": "clearest"})
+
+
+async def test_the_writing_plan_is_compiled_from_the_selected_outline(home: Home, quest: Quest) -> None:
+    async with artifact_client(home) as c:
+        await _research_line(c)
+        await ok(c, "submit_paper_outline", {"title": "Residual adapters", "detailed_outline": DETAILED})
+        log = LogWatch(quest)
+        refusal = await refused(c, "compile_outline_to_writing_plan", {})
+        assert refusal["error"] == "no_selected_outline" and refusal["outline_candidates"] == ["outline-001"]
+        assert (await refused(c, "compile_outline_to_writing_plan", {"detail": "everything"}))["error"] == "invalid_argument"
+        assert log.types() == []
+        await ok(c, "submit_paper_outline", {"mode": "select", "outline_id": "outline-001"})
+        log.since()
+
+        plan = await ok(c, "compile_outline_to_writing_plan", {"detail": "full", "comment": "before drafting"})
+        assert plan["outline_id"] == "outline-001" and plan["detail"] == "full"
+        assert plan["writing_plan_path"] == "paper/writing_plan.json" and plan["writing_plan_md_path"] == "paper/writing_plan.md"
+        body = plan["writing_plan"]
+        assert body["validation_ok"] is True, body["validation_blockers"]
+        jobs = [j["job_id"] for j in body["writing_jobs"]]
+        assert jobs == ["intro", "method", "evaluation", "results", "A1", "A2", "A3", "A4", "limitations", "abstract"]
+        by_id = {j["job_id"]: j for j in body["writing_jobs"]}
+        assert by_id["results"]["evidence_lookup"] == ["r1"] and by_id["A1"]["claim_links"] == ["C1"]
+        assert "state of the art" in by_id["limitations"]["must_do"]
+        assert body["core_claims"][0]["claim_id"] == "C1" and body["story_spine"]["gap"]
+        [event] = log.since()
+        assert event["type"] == "paper.writing_plan_compiled" and len(event["jobs"]) == 10
+        summary = await ok(c, "compile_outline_to_writing_plan", {})
+        assert len(summary["writing_plan"]["writing_jobs"]) == 8  # summary shows the first eight jobs
+
+    assert "### intro: Introduction" in (quest.root / "paper" / "writing_plan.md").read_text()
+    _check_replay(quest)

@@ -14,7 +14,9 @@ from ds_events.services import lazy_exports
 
 if TYPE_CHECKING:
     from .outlines import list_paper_outlines as list_paper_outlines, submit_paper_outline as submit_paper_outline
+    from .plan import compile_outline_to_writing_plan as compile_outline_to_writing_plan
 
 __all__, __getattr__ = lazy_exports(__name__, {
     "outlines": ("submit_paper_outline", "list_paper_outlines"),
+    "plan": ("compile_outline_to_writing_plan",),
 })  # fmt: skip

@@ -14,5 +14,6 @@ __all__ = ["CODES"]
 CODES = catalogue(
     # outlines
     ErrorCode("unknown_outline", 404, "No paper outline of that id: list_paper_outlines() names them."),
+    ErrorCode("no_selected_outline", 409, "The call needs a selected outline: submit_paper_outline(mode='select', outline_id=...)."),
     ErrorCode("outline_selected", 409, "That outline is the selected one: change it with mode='revise', not as a candidate."),
 )  # fmt: skip
