@@ -66,6 +66,7 @@ DECLARED: dict[str, str | tuple[bool, bool]] = {
     "artifact.submit_paper_outline": (True, False),  # revise rewrites the selected outline
     "artifact.list_paper_outlines": QUERY,
     "artifact.compile_outline_to_writing_plan": (True, True),  # a new compile replaces the plan
+    "artifact.submit_paper_bundle": (False, False),
     "bash_exec.bash_exec": (True, False),  # any shell command; kill stops a session
 }
 
@@ -180,6 +181,10 @@ CHANGE_CALLS: list[tuple[str, dict[str, Any]]] = [
     ("artifact.render_git_graph", {}),
     ("artifact.attach_baseline", {"baseline_id": "resnet20"}),
     ("artifact.overwrite_baseline", {"metrics_summary": {"top1": 0.91}, "change_summary": "a re-run"}),
+    # the scene selected an outline, which opened paper/r1: a draft there makes a bundle
+    ("bash_exec.bash_exec", {"command": "mkdir -p paper && printf '# Introduction\\n' > paper/draft.md", "mode": "await",
+                             "workdir": ".ds/worktrees/paper__r1"}),
+    ("artifact.submit_paper_bundle", {"title": "LS"}),
     ("artifact.record_analysis_slice", {"campaign_id": "{campaign_id}", "slice_id": "s1", "metrics_summary": {"top1": 0.9}}),
     ("artifact.record_analysis_slice", {"campaign_id": "{campaign_id}", "slice_id": "s2", "metrics_summary": {"top1": 0.9}}),
     ("artifact.activate_branch", {"run_id": "r1"}),

@@ -1,6 +1,6 @@
 """The paper tools of the `artifact` namespace, with DeepScientist's names and
 arguments: outlines (``submit_paper_outline``, ``list_paper_outlines``), the writing
-plan (``compile_outline_to_writing_plan``).
+plan (``compile_outline_to_writing_plan``), the bundle (``submit_paper_bundle``).
 
 Thin adapters over :mod:`ds_events.services.paper`; ``handlers.mcp.artifact`` calls
 :func:`register`.
@@ -12,8 +12,10 @@ from ds_events.services import paper as service
 from ds_events.services.paper.commands import (
     CompileOutlineToWritingPlan,
     ListPaperOutlines,
+    PaperBundleResult,
     PaperOutlineResult,
     PaperOutlinesResult,
+    SubmitPaperBundle,
     SubmitPaperOutline,
     WritingPlanResult,
 )
@@ -87,3 +89,28 @@ def _writing(ns: Namespace[StateT]) -> None:
         Example: compile_outline_to_writing_plan(detail="full")
         """
         return service.compile_outline_to_writing_plan(tc.quest, cmd)
+
+    @ns.tool(writes(destructive=False, idempotent=False))
+    def submit_paper_bundle(tc: ToolContext[StateT], cmd: SubmitPaperBundle) -> PaperBundleResult:
+        """Submit the paper as a bundle: the manuscript in Markdown (draft_path, default
+        paper/draft.md) and/or LaTeX (latex_root_path: a .tex file or a directory) under
+        paper/ of the paper workspace, with its bibliography, figures, tables, PDF and
+        the claims it makes. Relative paths are looked up in the paper workspace, then
+        the quest root; nothing outside the quest is read. Each file is recorded with its
+        SHA-256. Defaults to a draft checkpoint; package_type="submission_package" only
+        for a submission-ready manuscript (valid outline, clean wording). Refused while a
+        required outline item is unresolved (paper_contract_incomplete).
+        A refused call changes nothing.
+
+        Returns: bundle_id, package_type, selected_outline_ref, paper_branch,
+        manuscript_paths, files (role, path, sha256, bytes), claim_count,
+        manuscript_facts (section_count, sections_found, figure_count, table_count,
+        language_violations), paths (manifest_path, paper_line_state_path, ...), next_anchor, seq.
+
+        Examples:
+          submit_paper_bundle(title="Residual adapters", draft_path="paper/draft.md",
+                              references_path="paper/references.bib", figure_paths=["paper/figures/gain.png"],
+                              claims=[{"claim_id": "C1", "statement": "+1.2 top-1", "evidence": ["r1"]}])
+          submit_paper_bundle(latex_root_path="paper/latex", pdf_path="paper/paper.pdf", package_type="submission_package")
+        """
+        return service.submit_paper_bundle(tc.quest, cmd)

@@ -183,3 +183,98 @@ async def test_the_writing_plan_is_compiled_from_the_selected_outline(home: Home
 
     assert "### intro: Introduction" in (quest.root / "paper" / "writing_plan.md").read_text()
     _check_replay(quest)
+
+
+DRAFT = """# Residual adapters for small data
+
+## Introduction
+
+Small-data fine-tuning overfits; a residual adapter fixes it.
+
+## Method
+
+We insert an adapter after block 3.
+
+## Experiments
+
+| setting | top-1 |
+|---|---|
+| adapter | 0.92 |
+
+![gain](figures/gain.png)
+
+## Conclusion
+
+Late capacity regularises.
+"""
+
+
+def _write_manuscript(worktree: Path) -> None:
+    paper = worktree / "paper"
+    (paper / "figures").mkdir(parents=True)
+    (paper / "draft.md").write_text(DRAFT)
+    (paper / "references.bib").write_text("@article{he2016, title={Deep Residual Learning}}\n")
+    (paper / "figures" / "gain.png").write_bytes(b"\x89PNG fake")
+    (paper / "latex").mkdir()
+    (paper / "latex" / "main.tex").write_text("\\section{Introduction}\nText.\n\\begin{table}x\\end{table}\n")
+
+
+async def test_a_bundle_records_the_manuscript_its_files_and_claims_on_the_paper_branch(home: Home, quest: Quest) -> None:
+    async with artifact_client(home) as c:
+        selected = await _selected_paper(c)
+        worktree = Path(selected["worktree_root"])
+        log = LogWatch(quest)
+        assert (await refused(c, "submit_paper_bundle", {}))["error"] == "missing_manuscript"
+        _write_manuscript(worktree)
+        (worktree / "notes.md").write_text("not under paper/\n")
+        (worktree / "paper" / "leak.md").symlink_to("/etc/hostname")
+        for args, code in (
+            ({"draft_path": "../../../../etc/passwd"}, "path_outside_quest"),
+            ({"draft_path": "/etc/hostname"}, "path_outside_quest"),
+            ({"draft_path": "paper/leak.md"}, "path_outside_root"),  # a link out of the quest
+            ({"draft_path": "paper/missing.md"}, "paper_file_missing"),
+            ({"draft_path": "notes.md"}, "manuscript_outside_paper"),
+            ({"figure_paths": [".git/config"]}, "path_not_allowed"),
+            ({"package_type": "camera_ready"}, "invalid_package_type"),
+            ({"claims": [{"claim_id": "C1"}]}, "missing_fields"),
+        ):
+            assert (await refused(c, "submit_paper_bundle", args))["error"] == code, args
+        assert log.types() == []
+
+        bundle = await ok(c, "submit_paper_bundle", {
+            "title": "Residual adapters", "summary": "first full draft", "latex_root_path": "paper/latex",
+            "figure_paths": ["paper/figures/gain.png"],
+            "claims": [{"claim_id": "C1", "statement": "The adapter reaches 0.92 top-1.", "evidence": ["r1"], "section": "Experiments"}],
+        })  # fmt: skip
+        assert bundle["tool_name"] == "submit_paper_bundle" and bundle["bundle_id"] == "bundle-001"
+        assert bundle["package_type"] == "draft_checkpoint" and bundle["selected_outline_ref"] == "outline-001"
+        assert bundle["paper_branch"] == "paper/r1" and bundle["next_anchor"] == "write"
+        wt = selected["worktree_root"][len(str(quest.root)) + 1:]
+        assert bundle["manuscript_paths"] == [f"{wt}/paper/draft.md", f"{wt}/paper/latex/main.tex"]
+        roles = {f["role"]: f for f in bundle["files"]}
+        assert set(roles) == {"draft", "latex", "references", "figure"}  # the bibliography found by default
+        assert len(roles["draft"]["sha256"]) == 64 and roles["draft"]["bytes"] == len(DRAFT.encode())
+        facts = bundle["manuscript_facts"]
+        assert facts["sections_found"] == ["introduction", "method", "experiments", "conclusion"]
+        assert facts["figure_count"] == 1 and facts["table_count"] == 2 and facts["language_violations"] == []
+        assert bundle["paths"]["manifest_path"] == "paper/paper_bundle_manifest.json" and bundle["claim_count"] == 1
+        events = log.since()
+        assert [e["type"] for e in events] == ["paper.bundle_submitted"]  # the quest is in write already
+        assert events[0]["manuscript_paths"] == bundle["manuscript_paths"] and events[0]["claim_stamp"] is None
+
+        # a submission package needs clean wording: a manuscript naming the quest is refused
+        (worktree / "paper" / "draft.md").write_text(DRAFT + "\nThis quest ran on a worktree.\n")
+        refusal = await refused(c, "submit_paper_bundle", {"package_type": "submission"})
+        assert refusal["error"] == "not_submission_ready"
+        # and a required outline item nobody resolved blocks any bundle
+        needs = {**DETAILED, "sections": [{"section_id": "analysis", "title": "Analysis", "required_items": ["depth-ablation"]}]}
+        await ok(c, "submit_paper_outline", {"mode": "revise", "detailed_outline": needs})
+        log.since()
+        refusal = await refused(c, "submit_paper_bundle", {})
+        assert refusal["error"] == "paper_contract_incomplete"
+        assert refusal["unresolved_required_items"] == [{"section_id": "analysis", "item_id": "depth-ablation"}]
+        assert log.types() == []
+
+    manifest = (quest.root / "paper" / "paper_bundle_manifest.json").read_text()
+    assert '"bundle_id": "bundle-001"' in manifest and '"figure_paths": [' in manifest
+    _check_replay(quest)

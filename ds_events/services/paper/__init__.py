@@ -13,10 +13,12 @@ from typing import TYPE_CHECKING
 from ds_events.services import lazy_exports
 
 if TYPE_CHECKING:
+    from .bundle import submit_paper_bundle as submit_paper_bundle
     from .outlines import list_paper_outlines as list_paper_outlines, submit_paper_outline as submit_paper_outline
     from .plan import compile_outline_to_writing_plan as compile_outline_to_writing_plan
 
 __all__, __getattr__ = lazy_exports(__name__, {
+    "bundle": ("submit_paper_bundle",),
     "outlines": ("submit_paper_outline", "list_paper_outlines"),
     "plan": ("compile_outline_to_writing_plan",),
 })  # fmt: skip
