@@ -67,6 +67,11 @@ DECLARED: dict[str, str | tuple[bool, bool]] = {
     "artifact.list_paper_outlines": QUERY,
     "artifact.compile_outline_to_writing_plan": (True, True),  # a new compile replaces the plan
     "artifact.submit_paper_bundle": (False, False),
+    "artifact.get_paper_contract": QUERY,
+    "artifact.get_paper_contract_health": QUERY,
+    "artifact.validate_academic_outline": QUERY,
+    "artifact.validate_manuscript_language": QUERY,
+    "artifact.validate_manuscript_coverage": QUERY,
     "bash_exec.bash_exec": (True, False),  # any shell command; kill stops a session
 }
 
@@ -91,6 +96,11 @@ QUERY_CALLS: dict[str, list[dict[str, Any]]] = {
     "artifact.get_global_status": [{}],
     "artifact.get_research_map_status": [{"detail": "full"}],
     "artifact.list_paper_outlines": [{}],
+    "artifact.get_paper_contract": [{"detail": "full"}, {"detail": "summary"}],
+    "artifact.get_paper_contract_health": [{"detail": "summary"}, {"detail": "full"}],
+    "artifact.validate_academic_outline": [{}],
+    "artifact.validate_manuscript_language": [{"scope": "all"}],
+    "artifact.validate_manuscript_coverage": [{"detail": "full"}],
 }
 
 

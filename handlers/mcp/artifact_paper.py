@@ -1,6 +1,9 @@
 """The paper tools of the `artifact` namespace, with DeepScientist's names and
 arguments: outlines (``submit_paper_outline``, ``list_paper_outlines``), the writing
-plan (``compile_outline_to_writing_plan``), the bundle (``submit_paper_bundle``).
+plan (``compile_outline_to_writing_plan``), the bundle (``submit_paper_bundle``), the
+contract and its health (``get_paper_contract``, ``get_paper_contract_health``) and the
+validators (``validate_academic_outline``, ``validate_manuscript_language``,
+``validate_manuscript_coverage``).
 
 Thin adapters over :mod:`ds_events.services.paper`; ``handlers.mcp.artifact`` calls
 :func:`register`.
@@ -10,13 +13,23 @@ from __future__ import annotations
 
 from ds_events.services import paper as service
 from ds_events.services.paper.commands import (
+    AcademicOutlineResult,
     CompileOutlineToWritingPlan,
+    GetPaperContract,
+    GetPaperContractHealth,
     ListPaperOutlines,
+    ManuscriptCoverageResult,
+    ManuscriptLanguageResult,
     PaperBundleResult,
+    PaperContractHealthResult,
+    PaperContractResult,
     PaperOutlineResult,
     PaperOutlinesResult,
     SubmitPaperBundle,
     SubmitPaperOutline,
+    ValidateAcademicOutline,
+    ValidateManuscriptCoverage,
+    ValidateManuscriptLanguage,
     WritingPlanResult,
 )
 
@@ -31,6 +44,7 @@ def register(ns: Namespace[StateT]) -> None:
     """Add the paper tools to ``ns``."""
     _outlines(ns)
     _writing(ns)
+    _contract(ns)
 
 
 def _outlines(ns: Namespace[StateT]) -> None:
@@ -114,3 +128,74 @@ def _writing(ns: Namespace[StateT]) -> None:
           submit_paper_bundle(latex_root_path="paper/latex", pdf_path="paper/paper.pdf", package_type="submission_package")
         """
         return service.submit_paper_bundle(tc.quest, cmd)
+
+
+def _contract(ns: Namespace[StateT]) -> None:
+    @ns.tool(READ_ONLY)
+    def get_paper_contract(tc: ToolContext[StateT], cmd: GetPaperContract) -> PaperContractResult:
+        """The active paper contract: the selected outline's sections with their required
+        items (resolved by recorded runs and analysis slices, or not), its story spine,
+        core claims, evidence boundaries and planned analyses, the writing plan, the
+        latest bundle, and the contract's health. ok=false with a message while no
+        outline is selected. Use detail="full" when writing or finalising. Read-only.
+
+        Returns: ok, detail, active_paper_line_ref, paper_contract_bundle
+        (selected_outline_ref, paper_line_id, paper_contract, paper_contract_health, selected_outline).
+        Example: get_paper_contract(detail="full")
+        """
+        return service.get_paper_contract(tc.quest, cmd)
+
+    @ns.tool(READ_ONLY)
+    def get_paper_contract_health(tc: ToolContext[StateT], cmd: GetPaperContractHealth) -> PaperContractHealthResult:
+        """Whether the paper is unblocked for writing or finalising: readiness flags
+        (contract_ok, writing_ready, academic_outline_ready, manuscript_ready,
+        submission_ready, finalize_ready ...), counts, blocking reasons and the
+        recommended next stage and action; detail="full" adds the unresolved items and
+        open slices. ok=false with the outline candidates while no outline is selected.
+        Read-only.
+
+        Returns: ok, detail, active_paper_line_ref, paper_contract_health, outline_candidates.
+        Example: get_paper_contract_health(detail="summary")
+        """
+        return service.get_paper_contract_health(tc.quest, cmd)
+
+    @ns.tool(READ_ONLY)
+    def validate_academic_outline(tc: ToolContext[StateT], cmd: ValidateAcademicOutline) -> AcademicOutlineResult:
+        """Check that the selected outline is a real paper plan before drafting: a
+        one-sentence idea or story spine, core claims, a method, an evaluation plan, 4-8
+        planned analyses tied to claims (or a waiver), evidence grounding, and no
+        implementation wording. Read-only.
+
+        Returns: ok, detail, academic_outline_validation (academic_outline_ready,
+        analysis_plan_ready, blockers, warnings, story_missing, claim_count, analysis_count, ...).
+        Example: validate_academic_outline()
+        """
+        return service.validate_academic_outline(tc.quest, cmd)
+
+    @ns.tool(READ_ONLY)
+    def validate_manuscript_language(tc: ToolContext[StateT], cmd: ValidateManuscriptLanguage) -> ManuscriptLanguageResult:
+        """Scan the manuscript as it is now (Markdown and LaTeX under paper/ of the paper
+        workspace) for runtime or control wording that belongs in the records, not the
+        paper: quest, worktree, branch names, tool calls, outline ids, "the user asked".
+        Read-only.
+
+        Returns: ok, detail, manuscript_language_validation (language_firewall_ok, scope,
+        file_count, files, blocker_count, warning_count, violations (term, severity, path, line, hint)).
+        Example: validate_manuscript_language(scope="main_text")
+        """
+        return service.validate_manuscript_language(tc.quest, cmd)
+
+    @ns.tool(READ_ONLY)
+    def validate_manuscript_coverage(tc: ToolContext[StateT], cmd: ValidateManuscriptCoverage) -> ManuscriptCoverageResult:
+        """Whether the manuscript as it is now is a draft checkpoint or a full manuscript
+        or submission: section coverage (introduction, method, experiments, conclusion),
+        figures and tables, completed analysis slices, wording, the outline, the PDF.
+        Read-only.
+
+        Returns: ok, detail, manuscript_coverage (draft_present, section_like_count,
+        canonical_sections, missing_core_sections, figure_count, table_count,
+        ready_analysis_group_count, manuscript_ready, submission_ready,
+        manuscript_blockers, submission_blockers, ...).
+        Example: validate_manuscript_coverage(minimum_sections=5)
+        """
+        return service.validate_manuscript_coverage(tc.quest, cmd)

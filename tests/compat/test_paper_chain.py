@@ -278,3 +278,79 @@ async def test_a_bundle_records_the_manuscript_its_files_and_claims_on_the_paper
     manifest = (quest.root / "paper" / "paper_bundle_manifest.json").read_text()
     assert '"bundle_id": "bundle-001"' in manifest and '"figure_paths": [' in manifest
     _check_replay(quest)
+
+
+async def test_the_contract_its_health_and_the_validators_say_what_blocks_the_paper(home: Home, quest: Quest) -> None:
+    async with artifact_client(home) as c:
+        await _research_line(c)
+        log = LogWatch(quest)
+        health = await c.call_tool("get_paper_contract_health", {"detail": "summary"})
+        assert not health.is_error and health.structured_content is not None
+        assert health.structured_content["ok"] is False and "submit_paper_outline" in health.structured_content["message"]
+        assert (await c.call_tool("get_paper_contract", {})).structured_content["ok"] is False
+        outline = await c.call_tool("validate_academic_outline", {})
+        assert outline.structured_content["ok"] is False
+        await ok(c, "submit_paper_outline", {"title": "Thin", "detailed_outline": {"contributions": ["a thing"]}})
+        await ok(c, "submit_paper_outline", {"title": "Residual adapters", "detailed_outline": DETAILED})
+        log.since()
+        candidates = (await c.call_tool("get_paper_contract_health", {})).structured_content["outline_candidates"]
+        assert [o["outline_id"] for o in candidates] == ["outline-001", "outline-002"]
+
+        # a thin outline is not a paper plan: its health says so and recommends repairing it
+        await ok(c, "submit_paper_outline", {"mode": "select", "outline_id": "outline-001"})
+        thin = (await c.call_tool("validate_academic_outline", {"detail": "full"})).structured_content
+        assert thin["ok"] is False and "core_claims is empty" not in thin["academic_outline_validation"]["blockers"]
+        assert any("mechanism_steps" in b for b in thin["academic_outline_validation"]["blockers"])
+        h = (await ok(c, "get_paper_contract_health", {}))["paper_contract_health"]
+        assert h["academic_outline_ready"] is False and h["writing_ready"] is False
+        assert h["recommended_action"] == "repair_academic_outline_with_paper_outline"
+
+        await ok(c, "submit_paper_outline", {"mode": "select", "outline_id": "outline-002"})
+        log.since()
+        good = await ok(c, "validate_academic_outline", {})
+        v = good["academic_outline_validation"]
+        assert v["academic_outline_ready"] and v["analysis_plan_ready"] and v["claim_count"] == 1 and v["analysis_count"] == 4
+        h = (await ok(c, "get_paper_contract_health", {"detail": "full"}))["paper_contract_health"]
+        assert h["selected_outline_ref"] == "outline-002" and h["paper_branch"] == "paper/r1"
+        assert h["contract_ok"] and h["writing_ready"] and h["required_count"] == h["ready_required_count"] == 1
+        assert h["writing_plan_ready"] is False and h["recommended_action"] == "compile_outline_to_writing_plan"
+        assert h["draft_status"] == "missing" and h["manuscript_ready"] is False and h["unresolved_required_items"] == []
+        contract = (await ok(c, "get_paper_contract", {"detail": "full"}))["paper_contract_bundle"]
+        assert contract["selected_outline_ref"] == "outline-002"
+        body = contract["paper_contract"]
+        assert body["story_spine"]["problem"] and body["core_claims"][0]["claim_id"] == "C1"
+        assert body["evidence_boundaries"]["must_not_claim"] == ["state of the art"] and len(body["planned_analyses"]) == 4
+        assert body["sections"][0]["resolved_items"] == ["r1"] and body["sections"][0]["status"] == "ready"
+        summary = (await ok(c, "get_paper_contract", {"detail": "summary"}))["paper_contract_bundle"]["paper_contract"]
+        assert summary["sections"][0]["required_item_count"] == 1
+        assert log.types() == []  # queries and validators append nothing
+
+        # the manuscript as it is now: wording and coverage
+        worktree = quest.root / ".ds" / "worktrees" / "paper__r1"
+        _write_manuscript(worktree)
+        (worktree / "paper" / "draft.md").write_text(DRAFT + "\nWe ran this on the paper/r1 worktree.\n")
+        lang = (await c.call_tool("validate_manuscript_language", {"detail": "full"})).structured_content
+        found = lang["manuscript_language_validation"]
+        assert lang["ok"] is False and found["blocker_count"] == 2 and found["file_count"] == 2
+        assert {(x["term"], x["line"]) for x in found["violations"]} == {("worktree", 23), ("research branch", 23)}
+        coverage = (await ok(c, "validate_manuscript_coverage", {"minimum_sections": 5}))["manuscript_coverage"]
+        assert coverage["draft_present"] and coverage["canonical_sections"] == ["introduction", "method", "experiments", "conclusion"]
+        assert coverage["language_firewall_ok"] is False and coverage["manuscript_ready"] is False
+        assert coverage["table_count"] == 2 and coverage["figure_count"] == 1
+        (worktree / "paper" / "draft.md").write_text(DRAFT)
+        clean = await ok(c, "validate_manuscript_language", {})
+        assert clean["manuscript_language_validation"]["blocker_count"] == 0
+        coverage = (await ok(c, "validate_manuscript_coverage", {"minimum_sections": 5}))["manuscript_coverage"]
+        assert coverage["manuscript_ready"] is True and coverage["submission_ready"] is False
+        assert "no compiled PDF" in coverage["submission_blockers"]
+        assert log.types() == []
+
+        await ok(c, "compile_outline_to_writing_plan", {})
+        await ok(c, "submit_paper_bundle", {"latex_root_path": "paper/latex", "figure_paths": ["paper/figures/gain.png"]})
+        h = (await ok(c, "get_paper_contract_health", {}))["paper_contract_health"]
+        assert h["bundle_status"] == "present" and h["draft_checkpoint_ready"] and h["manuscript_ready"]
+        assert h["submission_ready"] is False and h["recommended_action"] == "prepare_submission_package"
+
+    state = (quest.root / "paper" / "paper_line_state.json").read_text()
+    assert '"manuscript_ready": true' in state
+    _check_replay(quest)
