@@ -83,6 +83,7 @@ class State(msgspec.Struct, kw_only=True):
     bundles: list[PaperBundleSubmitted] = []
     open_slices: dict[str, list[str]] = {}  # campaign -> slices not yet recorded
     completed_refs: list[str] = []  # completed slice ids and main run ids (what required items resolve to)
+    slice_items: dict[str, dict[str, str]] = {}  # campaign tied to the outline -> {slice_id: outline item}
 
     @property
     def selected(self) -> Outline | None:
@@ -129,6 +130,8 @@ def apply(state: State, event: Event) -> State:
             state.bundles.append(event)
         case AnalysisCampaignCreated():
             state.open_slices[event.campaign_id] = [str(s.get("slice_id", "")) for s in event.slices]
+            if event.selected_outline_ref is not None:
+                state.slice_items[event.campaign_id] = dict(event.slice_items)
         case AnalysisSliceRecorded(campaign_id=campaign, slice_id=slice_id):
             pending = state.open_slices.get(campaign)
             if pending is not None and slice_id in pending:
@@ -139,6 +142,9 @@ def apply(state: State, event: Event) -> State:
                     del state.open_slices[campaign]
             if event.status == "completed":
                 state.completed_refs.append(slice_id)
+                item = state.slice_items.get(campaign, {}).get(slice_id)
+                if item is not None:  # the outline item this slice resolves
+                    state.completed_refs.append(item)
         case MainExperimentRecorded(run=run):
             state.completed_refs.append(run)
     return state
@@ -250,6 +256,8 @@ def health(state: State) -> dict[str, Any] | None:
     required = [i for s in paper["sections"] for i in s["required_items"]]
     unresolved = [{"section_id": s["section_id"], "item_id": i} for s in paper["sections"] for i in s["unresolved_items"]]
     open_slices = [{"campaign_id": c, "slice_id": s} for c, slices in state.open_slices.items() for s in slices]
+    # Open slices of campaigns tied to the outline block writing; others are supplementary.
+    blocking = [s for s in open_slices if s["campaign_id"] in state.slice_items]
     bundle = state.latest_bundle
     plan_ready = paper["writing_plan"]["compiled"]
     facts = bundle.facts if bundle is not None else None
@@ -272,7 +280,7 @@ def health(state: State) -> dict[str, Any] | None:
     if not validation["ok"]:
         manuscript_blockers.append("the selected outline is not a complete paper plan (validate_academic_outline)")
     contract_ok = not unresolved
-    writing_ready = validation["ok"] and contract_ok
+    writing_ready = validation["ok"] and contract_ok and not blocking
     manuscript_ready = writing_ready and not manuscript_blockers
     submission_blockers = list(manuscript_blockers)
     if bundle is None or bundle.package_type != "submission_package":
@@ -280,12 +288,14 @@ def health(state: State) -> dict[str, Any] | None:
     if bundle is None or not any(f.role == "pdf" for f in bundle.files):
         submission_blockers.append("no compiled PDF in the bundle")
     submission_ready = manuscript_ready and not submission_blockers
-    blocking = []
+    reasons = []
     if unresolved:
-        blocking.append("required outline items are still unresolved")
+        reasons.append("required outline items are still unresolved")
+    if blocking:
+        reasons.append("slices of the outline's analysis campaigns are still pending")
     if not validation["ok"]:
-        blocking.append("the selected outline has blockers: " + "; ".join(validation["blockers"]))
-    stage, action = _recommend(validation, unresolved, open_slices, plan_ready, bundle, manuscript_ready, submission_ready)
+        reasons.append("the selected outline has blockers: " + "; ".join(validation["blockers"]))
+    stage, action = _recommend(validation, unresolved, blocking, plan_ready, bundle, manuscript_ready, submission_ready)
     closure = ("delivery_ready" if submission_ready else "review_before_submission" if manuscript_ready
                else "draft_checkpoint_continue_writing" if bundle is not None else "bundle_not_ready")  # fmt: skip
     return {
@@ -295,7 +305,7 @@ def health(state: State) -> dict[str, Any] | None:
         "contract_ok": contract_ok,
         "writing_ready": writing_ready,
         "evidence_ready": contract_ok,
-        "analysis_ready": writing_ready and not open_slices,
+        "analysis_ready": writing_ready and not blocking,
         "academic_outline_ready": validation["academic_outline_ready"],
         "analysis_plan_ready": validation["analysis_plan_ready"],
         "writing_plan_ready": plan_ready,
@@ -313,26 +323,27 @@ def health(state: State) -> dict[str, Any] | None:
         "unresolved_required_count": len(unresolved),
         "unmapped_completed_count": 0,
         "open_supplementary_count": len(open_slices),
-        "blocking_open_supplementary_count": 0,
+        "blocking_open_supplementary_count": len(blocking),
         "draft_status": "present" if bundle is not None and bundle.manuscript_paths else "missing",
         "bundle_status": "present" if bundle is not None else "missing",
-        "blocking_reasons": blocking,
+        "blocking_reasons": reasons,
         "manuscript_blocking_reasons": manuscript_blockers,
         "submission_blocking_reasons": submission_blockers,
         "recommended_next_stage": stage,
         "recommended_action": action,
         "unresolved_required_items": unresolved,
         "open_slices": open_slices,
+        "blocking_pending_slices": blocking,
     }
 
 
 def _recommend(
-    validation: dict[str, Any], unresolved: list[dict[str, str]], open_slices: list[dict[str, str]], plan_ready: bool,
+    validation: dict[str, Any], unresolved: list[dict[str, str]], blocking: list[dict[str, str]], plan_ready: bool,
     bundle: PaperBundleSubmitted | None, manuscript_ready: bool, submission_ready: bool,
 ) -> tuple[str, str]:  # fmt: skip
     if not validation["ok"]:
         return "write", "repair_academic_outline_with_paper_outline"
-    if unresolved or open_slices:
+    if unresolved or blocking:
         return "analysis-campaign", "complete_required_supplementary"
     if not plan_ready:
         return "write", "compile_outline_to_writing_plan"

@@ -354,3 +354,44 @@ async def test_the_contract_its_health_and_the_validators_say_what_blocks_the_pa
     state = (quest.root / "paper" / "paper_line_state.json").read_text()
     assert '"manuscript_ready": true' in state
     _check_replay(quest)
+
+
+async def test_a_writing_facing_campaign_ties_its_slices_to_outline_items(home: Home, quest: Quest) -> None:
+    paper_fields = {
+        "campaign_title": "Depth ablation", "campaign_goal": "Does depth matter?", "research_questions": ["RQ-depth"],
+        "experimental_designs": ["ablate depth"],
+        "todo_items": [{"todo_id": "todo-001", "slice_id": "depth", "item_id": "depth-ablation", "section_id": "analysis",
+                        "research_question": "RQ-depth", "paper_role": "main_text", "claim_links": ["C1"]}],
+        "slices": [{"slice_id": "depth", "title": "Adapter depth", "goal": "vary the depth"}],
+    }  # fmt: skip
+    async with artifact_client(home) as c:
+        await _research_line(c)
+        needs = {**DETAILED, "sections": [{"section_id": "analysis", "title": "Analysis", "required_items": ["depth-ablation"]}]}
+        await ok(c, "submit_paper_outline", {"title": "Residual adapters", "detailed_outline": needs})
+        log = LogWatch(quest)
+        refusal = await refused(c, "create_analysis_campaign", paper_fields)
+        assert refusal["error"] == "no_selected_outline" and "selected_outline_ref" in refusal["message"]
+        assert refusal["outline_candidates"] == ["outline-001"]
+        assert log.types() == []
+        await ok(c, "submit_paper_outline", {"mode": "select", "outline_id": "outline-001"})
+        refusal = await refused(c, "create_analysis_campaign", {**paper_fields, "selected_outline_ref": "outline-777"})
+        assert refusal["error"] == "no_selected_outline"
+        log.since()
+
+        campaign = await ok(c, "create_analysis_campaign", {**paper_fields, "selected_outline_ref": "outline-001"})
+        [event] = [e for e in log.since() if e["type"] == "artifact.analysis_campaign_created"]
+        assert event["selected_outline_ref"] == "outline-001" and event["slice_items"] == {"depth": "depth-ablation"}
+        assert event["research_questions"] == ["RQ-depth"] and event["todo_items"][0]["todo_id"] == "todo-001"
+        h = (await ok(c, "get_paper_contract_health", {"detail": "full"}))["paper_contract_health"]
+        assert h["unresolved_required_items"] == [{"section_id": "analysis", "item_id": "depth-ablation"}]
+        assert h["blocking_open_supplementary_count"] == 1 and h["writing_ready"] is False
+        assert h["recommended_next_stage"] == "analysis-campaign"
+
+        await ok(c, "record_analysis_slice", {"campaign_id": campaign["campaign_id"], "slice_id": "depth",
+                                              "metrics_summary": {"acc": 0.9}, "results": "depth 2 is enough"})  # fmt: skip
+        h = (await ok(c, "get_paper_contract_health", {}))["paper_contract_health"]
+        assert h["contract_ok"] and h["writing_ready"] and h["unresolved_required_count"] == 0
+        assert h["blocking_open_supplementary_count"] == 0
+        # a plain campaign (no paper fields) still needs no outline
+        await ok(c, "create_analysis_campaign", {"campaign_title": "Seeds", "campaign_goal": "variance", "slices": ["s"]})
+    _check_replay(quest)

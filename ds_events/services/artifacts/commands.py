@@ -419,6 +419,17 @@ class CreateAnalysisCampaign(Command):
     parent_run_id: Annotated[str | None, Meta(description=(
         "The main experiment to analyse. When null: the latest main experiment, else the active branch."
     ))] = None
+    # The paper fields (a writing-facing campaign): ds_events/services/artifacts/campaign_paper.py.
+    selected_outline_ref: Annotated[str | None, Meta(description=(
+        "The selected paper outline this campaign supports (writing-facing campaigns). When null with paper fields: "
+        "the selected outline."
+    ))] = None
+    research_questions: Annotated[list[str] | None, Meta(description="The outline's research questions it answers.")] = None
+    experimental_designs: Annotated[list[str] | None, Meta(description="The outline's experimental designs it runs.")] = None
+    todo_items: Annotated[list[dict[str, Any]] | None, Meta(description=(
+        "[{slice_id, item_id (the outline item the slice resolves), section_id, claim_links, research_question, "
+        "experimental_design, paper_role, ...}]."
+    ))] = None
 
 
 class RecordAnalysisSlice(Command):

@@ -48,7 +48,7 @@ _SUMMARY_ITEMS = 12
 _FULL_ITEMS = 200
 _MAX_FILES = 100
 _APPENDIX = ("appendix", "supplement")
-_SUMMARY_DROPS = ("unresolved_required_items", "open_slices")
+_SUMMARY_DROPS = ("unresolved_required_items", "open_slices", "blocking_pending_slices")
 
 
 def get_paper_contract(quest: Quest, cmd: GetPaperContract) -> PaperContractResult:
