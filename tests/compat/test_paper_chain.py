@@ -117,7 +117,7 @@ async def test_outlines_are_submitted_selected_on_a_paper_branch_revised_and_lis
         branch = pygit2.Repository(str(quest.root)).branches.local["paper/r1"]
         assert str(branch.peel(pygit2.Commit).id) == str(pygit2.Repository(str(quest.root)).branches.local[idea["branch"]].peel(pygit2.Commit).id)
         refs = await ok(c, "resolve_runtime_refs")
-        assert refs["current_workspace_branch"] == "paper/r1"
+        assert refs["current_workspace_branch"] == "paper/r1" and refs["selected_outline_ref"] == "outline-001"
         # a selected outline is revised, not resubmitted as a candidate
         assert (await refused(c, "submit_paper_outline", {"outline_id": "outline-001", "title": "x"}))["error"] == "outline_selected"
         assert log.types() == []
