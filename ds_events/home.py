@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 from projections.artifacts import State as ArtifactsState
 from projections.bash_sessions import State as BashSessionsState
 from projections.interactions import State as InteractionsState
+from projections.manuscript import State as ManuscriptState
 from projections.memory import MemoryState
 from projections.node_traces import State as NodeTracesState
 from projections.papers import State as PapersState
@@ -361,6 +362,8 @@ class Quest:
     def state(self, name: Literal["papers"]) -> PapersState: ...
     @overload
     def state(self, name: Literal["research"]) -> ResearchState: ...
+    @overload
+    def state(self, name: Literal["manuscript"]) -> ManuscriptState: ...
 
     def state(self, name: str = "status") -> Any:
         """The projection ``name`` caught up with the log (every process's events).

@@ -26,6 +26,7 @@ QUEST_PROJECTIONS: tuple[str, ...] = (
     "projections.turns",
     "projections.papers",
     "projections.research",
+    "projections.manuscript",
 )
 
 

@@ -61,6 +61,9 @@ SCENE: list[tuple[str, str, dict[str, Any]]] = [
     ("artifact", "checkpoint", {"message": "r1", "allow_empty": True}),
     ("artifact", "record_main_experiment", {"run_id": "r1", "title": "LS", "metrics_summary": {"top1": 0.92}}),
     ("artifact", "create_analysis_campaign", {"campaign_title": "why", "campaign_goal": "find out", "slices": ["a", "b"]}),
+    ("artifact", "submit_paper_outline", {"title": "Label smoothing, measured", "detailed_outline": {"contributions": ["LS"]}}),
+    ("artifact", "submit_paper_outline", {"mode": "select", "outline_id": "outline-001"}),
+    ("artifact", "compile_outline_to_writing_plan", {}),
     ("artifact", "interact", {"message": "pick one", "kind": "decision_request",
                               "options": [{"id": "a", "label": "A"}, {"id": "b", "label": "B"}]}),
 ]  # fmt: skip

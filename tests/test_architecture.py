@@ -217,6 +217,7 @@ DOMAINS: dict[str, set[str]] = {
     "interactions": {"quest"},
     "artifacts": {"quest"},
     "research": {"quest", "artifacts"},
+    "paper": {"quest", "artifacts", "research"},
     "views": {"quest", "artifacts", "research"},
     # the runtime drives the domains: a turn's prompt reads memory, steering ends shell
     # sessions, the scheduler delivers the mailbox

@@ -63,6 +63,15 @@ DECLARED: dict[str, str | tuple[bool, bool]] = {
     "artifact.get_research_map_status": QUERY,
     "artifact.git": (False, False),
     "artifact.complete_quest": (False, True),
+    "artifact.submit_paper_outline": (True, False),  # revise rewrites the selected outline
+    "artifact.list_paper_outlines": QUERY,
+    "artifact.compile_outline_to_writing_plan": (True, True),  # a new compile replaces the plan
+    "artifact.submit_paper_bundle": (False, False),
+    "artifact.get_paper_contract": QUERY,
+    "artifact.get_paper_contract_health": QUERY,
+    "artifact.validate_academic_outline": QUERY,
+    "artifact.validate_manuscript_language": QUERY,
+    "artifact.validate_manuscript_coverage": QUERY,
     "bash_exec.bash_exec": (True, False),  # any shell command; kill stops a session
 }
 
@@ -86,6 +95,12 @@ QUERY_CALLS: dict[str, list[dict[str, Any]]] = {
     "artifact.get_analysis_campaign": [{"campaign_id": "active"}],
     "artifact.get_global_status": [{}],
     "artifact.get_research_map_status": [{"detail": "full"}],
+    "artifact.list_paper_outlines": [{}],
+    "artifact.get_paper_contract": [{"detail": "full"}, {"detail": "summary"}],
+    "artifact.get_paper_contract_health": [{"detail": "summary"}, {"detail": "full"}],
+    "artifact.validate_academic_outline": [{}],
+    "artifact.validate_manuscript_language": [{"scope": "all"}],
+    "artifact.validate_manuscript_coverage": [{"detail": "full"}],
 }
 
 
@@ -176,6 +191,10 @@ CHANGE_CALLS: list[tuple[str, dict[str, Any]]] = [
     ("artifact.render_git_graph", {}),
     ("artifact.attach_baseline", {"baseline_id": "resnet20"}),
     ("artifact.overwrite_baseline", {"metrics_summary": {"top1": 0.91}, "change_summary": "a re-run"}),
+    # the scene selected an outline, which opened paper/r1: a draft there makes a bundle
+    ("bash_exec.bash_exec", {"command": "mkdir -p paper && printf '# Introduction\\n' > paper/draft.md", "mode": "await",
+                             "workdir": ".ds/worktrees/paper__r1"}),
+    ("artifact.submit_paper_bundle", {"title": "LS"}),
     ("artifact.record_analysis_slice", {"campaign_id": "{campaign_id}", "slice_id": "s1", "metrics_summary": {"top1": 0.9}}),
     ("artifact.record_analysis_slice", {"campaign_id": "{campaign_id}", "slice_id": "s2", "metrics_summary": {"top1": 0.9}}),
     ("artifact.activate_branch", {"run_id": "r1"}),

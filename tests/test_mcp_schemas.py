@@ -87,7 +87,8 @@ def test_every_tool_keeps_every_description_through_codex_with_margin() -> None:
 @pytest.mark.parametrize("recording", ["codex.forwarded.before.json", "codex.forwarded.json"])
 def test_the_rule_forwards_exactly_what_the_real_codex_forwarded(recording: str) -> None:
     pairs = json.loads((SCHEMAS / recording).read_text(encoding="utf-8"))
-    assert len(pairs) == len(TOOLS)
+    # the current recording holds every tool; the one from before the fix, the tools of its day
+    assert set(pairs) == set(TOOLS) if recording == "codex.forwarded.json" else set(pairs) <= set(TOOLS)
     wrong = [name for name, pair in pairs.items() if rule.forwarded(pair["declared"]) != pair["forwarded"]]
     assert wrong == []
 

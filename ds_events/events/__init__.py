@@ -1,7 +1,7 @@
 """Typed events: one closed msgspec tagged union over every domain's event types.
 
 Each domain module (``core``, ``memory``, ``bash``, ``artifact``, ``interaction``,
-``tool``, ``runner``, ``research``)
+``tool``, ``runner``, ``research``, ``paper``)
 exports ``EVENTS``; the union below is their concatenation. Tags are stable strings
 stored in the ``type`` field and never change once written.
 
@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, TypeAlias
 
 import msgspec
 
-from . import artifact, bash, core, interaction, memory, research, runner, tool
+from . import artifact, bash, core, interaction, memory, paper, research, runner, tool
 from .base import Event, new_event_id, new_event_ids, utc_now
 from .core import (
     EVENTS,
@@ -56,7 +56,7 @@ __all__ += [
 
 ALL_EVENT_TYPES: tuple[type[Event], ...] = (
     core.EVENTS + memory.EVENTS + bash.EVENTS + artifact.EVENTS + interaction.EVENTS + tool.EVENTS + runner.EVENTS
-    + research.EVENTS
+    + research.EVENTS + paper.EVENTS
 )
 
 

@@ -187,6 +187,13 @@ class AnalysisCampaignCreated(Event, tag="artifact.analysis_campaign_created", k
     parent_branch: str
     parent_sha: str
     slices: list[dict[str, Any]]  # each a SliceSpec: {"slice_id", "title", "goal", "branch", "worktree"}
+    # A writing-facing campaign's paper fields (DeepScientist's), and the outline item each
+    # slice resolves (slice_id -> item id); empty for a plain campaign.
+    selected_outline_ref: str | None = None
+    research_questions: list[str] = []
+    experimental_designs: list[str] = []
+    todo_items: list[dict[str, Any]] = []
+    slice_items: dict[str, str] = {}
 
     def slice_specs(self) -> list[SliceSpec]:
         """:attr:`slices`, typed."""

@@ -48,7 +48,7 @@ from ds_events.services.artifacts import (
     checkpoints as git_service,
 )
 
-from . import artifact_interact, artifact_research
+from . import artifact_interact, artifact_paper, artifact_research
 from .binding import QuestBinding
 from .context import NamespaceState, ToolContext
 from .namespace import Namespace, NamespaceServer
@@ -91,6 +91,7 @@ def build_server(binding: QuestBinding, *, arxiv_fetcher: arxiv_service.Fetcher 
     _results(ns)
     artifact_interact.register(ns)
     artifact_research.register(ns)
+    artifact_paper.register(ns)
     return ns.server()
 
 

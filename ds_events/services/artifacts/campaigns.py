@@ -30,6 +30,7 @@ from ds_events.home import Quest
 from ds_events.store import StoreTransaction
 from projections.artifacts import campaign_path
 
+from .campaign_paper import paper_links
 from .checkpoints import append_recording
 from .commands import CreateAnalysisCampaign, RecordAnalysisSlice
 from .results import CampaignResult, CampaignSlice, SliceResult
@@ -58,6 +59,7 @@ def create_analysis_campaign(
     goal = check_text(cmd.campaign_goal, "campaign_goal")
     parent_run_id = optional_id(cmd.parent_run_id, "parent_run_id")
     wanted = _parse_slices(cmd.slices)
+    links = paper_links(quest, cmd, [s.slice_id for s in wanted])
     state = quest.state("artifacts")
     if parent_run_id is not None and parent_run_id not in state.runs:
         raise NotFound(f"no main experiment {parent_run_id!r}", code="unknown_run", run_id=parent_run_id)
@@ -78,6 +80,7 @@ def create_analysis_campaign(
         event = AnalysisCampaignCreated(
             campaign_id=campaign_id, title=title, goal=goal, parent_run=parent.run if parent else None,
             parent_branch=parent_branch, parent_sha=parent_sha, slices=msgspec.to_builtins(planned),
+            **msgspec.structs.asdict(links),
         )  # fmt: skip
 
         def recheck(txn: StoreTransaction) -> Event:

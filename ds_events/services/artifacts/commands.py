@@ -411,6 +411,10 @@ class RecordMainExperiment(Command):
     ), extra_json_schema=_OBJECT_OR_NULL)] = None
 
 
+# A todo item's shape as the schema says it (the rest of its keys are free).
+_TODO_ITEM = {"properties": {k: {"type": "string"} for k in ("slice_id", "item_id", "section_id")}}
+
+
 class CreateAnalysisCampaign(Command):
     campaign_title: Annotated[str, Meta(description="What the campaign is, in one line.")]
     campaign_goal: Annotated[str, Meta(description="What it should find out.")]
@@ -420,6 +424,17 @@ class CreateAnalysisCampaign(Command):
     )]
     parent_run_id: Annotated[str | None, Meta(description=(
         "The main experiment to analyse. When null: the latest main experiment, else the active branch."
+    ))] = None
+    # The paper fields (a writing-facing campaign): ds_events/services/artifacts/campaign_paper.py.
+    selected_outline_ref: Annotated[str | None, Meta(description=(
+        "The selected paper outline this campaign supports (writing-facing campaigns). When null with paper fields: "
+        "the selected outline."
+    ))] = None
+    research_questions: Annotated[list[str] | None, Meta(description="The outline's research questions it answers.")] = None
+    experimental_designs: Annotated[list[str] | None, Meta(description="The outline's experimental designs it runs.")] = None
+    todo_items: Annotated[list[Annotated[dict[str, Any], Meta(extra_json_schema=_TODO_ITEM)]] | None, Meta(description=(
+        "[{slice_id, item_id (the outline item the slice resolves), section_id, claim_links, research_question, "
+        "experimental_design, paper_role, ...}]."
     ))] = None
 
 

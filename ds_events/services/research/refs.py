@@ -66,7 +66,7 @@ def runtime_refs(quest: Quest) -> RuntimeRefsResult:
         latest_main_run_branch=latest.branch if latest else None,
         latest_main_result_json=str(quest.root / record_path("run", latest.run)) if latest else None,
         active_baseline_id=attached or artifacts.confirmed_baseline,
-        selected_outline_ref=None,
+        selected_outline_ref=quest.state("manuscript").selected_outline_id,
         default_reply_interaction_id=waiting,
         seq=max(research.last_seq, artifacts.last_seq),
     )
