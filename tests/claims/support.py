@@ -22,8 +22,9 @@ CONTRACT = {
 
 
 async def build_quest(home: Home, quest_id: str = "q1") -> dict[str, Any]:
-    """Baseline resnet20 (top1 0.9000), main runs r1 (0.9123, 3 seeds) and r2 (0.9187),
-    a campaign on r2 with slice s1 completed (0.9051) and s2 failed (0.8712)."""
+    """Baseline resnet20 (top1 0.9000), main runs r1 (0.9123, 3 seeds) and r2 (0.9187,
+    and latency_ms 71.234, a metric outside the contract: no declared precision), a
+    campaign on r2 with slice s1 completed (0.9051) and s2 failed (0.8712)."""
     async with artifact_client(home, quest_id) as c:
         await ok(c, "publish_baseline", {"payload": {"baseline_id": "resnet20", "title": "ResNet-20"}})
         await ok(c, "confirm_baseline", {
@@ -32,7 +33,7 @@ async def build_quest(home: Home, quest_id: str = "q1") -> dict[str, Any]:
         })  # fmt: skip
         r1 = await ok(c, "record_main_experiment", {"run_id": "r1", "metrics_summary": {"top1": 0.9123},
                                                     "details": {"seeds": [1, 2, 3]}})  # fmt: skip
-        r2 = await ok(c, "record_main_experiment", {"run_id": "r2", "metrics_summary": {"top1": 0.9187}})
+        r2 = await ok(c, "record_main_experiment", {"run_id": "r2", "metrics_summary": {"top1": 0.9187, "latency_ms": 71.234}})
         campaign = await ok(c, "create_analysis_campaign", {
             "campaign_title": "Ablations of r2", "campaign_goal": "Which part of r2 matters",
             "slices": [{"slice_id": "s1", "title": "no augmentation"}, {"slice_id": "s2", "title": "half the epochs"}],

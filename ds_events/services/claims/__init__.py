@@ -28,9 +28,11 @@ if TYPE_CHECKING:
     from .resolve import audit_manuscript as audit_manuscript, manuscript_hash as manuscript_hash
     from .sources import ClaimSources as ClaimSources, claim_sources as claim_sources, quest_sources as quest_sources
     from .stamp import (
+        QuestLog as QuestLog,
         check_stamp as check_stamp,
         claim_stamp as claim_stamp,
         event_hash as event_hash,
+        stamp_types as stamp_types,
         verify_claim_stamps as verify_claim_stamps,
     )
 
@@ -40,5 +42,5 @@ __all__, __getattr__ = lazy_exports(__name__, {
     "numbers": ("find_numbers",),
     "resolve": ("audit_manuscript", "manuscript_hash"),
     "sources": ("ClaimSources", "claim_sources", "quest_sources"),
-    "stamp": ("check_stamp", "claim_stamp", "event_hash", "verify_claim_stamps"),
+    "stamp": ("QuestLog", "check_stamp", "claim_stamp", "event_hash", "stamp_types", "verify_claim_stamps"),
 })  # fmt: skip

@@ -23,21 +23,45 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterable
-from typing import Any
+from pathlib import Path
+from typing import Any, NamedTuple, Protocol
 
 import msgspec
 
 from ds_events.errors import Conflict
 from ds_events.events import ALL_EVENT_TYPES, Event
-from ds_events.home import Quest
+from ds_events.store import EventStore
 
 from .commands import STAMP_VERSION, ClaimAudit, StampProblem
 from .resolve import manuscript_hash
 from .sources import SOURCE_TYPES, record_key
 
-__all__ = ["claim_stamp", "check_stamp", "event_hash", "stamped_events", "verify_claim_stamps", "STAMP_FIELD"]
+__all__ = [
+    "claim_stamp", "check_stamp", "event_hash", "stamp_types", "stamped_events", "verify_claim_stamps", "StampedQuest",
+    "QuestLog",
+    "STAMP_FIELD",
+]  # fmt: skip
 
 STAMP_FIELD = "claim_stamp"  # the field of an event (the paper bundle's) that carries a stamp
+
+
+class StampedQuest(Protocol):
+    """What checking a stamp reads: the quest's log and its root (a :class:`Quest`, or
+    a read-only log and the quest's directory, as ``ds verify`` has them)."""
+
+    @property
+    def log(self) -> EventStore: ...
+
+    @property
+    def root(self) -> Path: ...
+
+
+class QuestLog(NamedTuple):
+    """A :class:`StampedQuest` without the quest's views: its log (read-only will do)
+    and its directory."""
+
+    log: EventStore
+    root: Path
 
 
 def event_hash(event: Event) -> str:
@@ -80,7 +104,7 @@ def claim_stamp(audit: ClaimAudit, events: Iterable[Event]) -> dict[str, Any]:
     }  # fmt: skip
 
 
-def check_stamp(stamp: dict[str, Any], quest: Quest, *, manuscript: str | None = None) -> list[StampProblem]:
+def check_stamp(stamp: dict[str, Any], quest: StampedQuest, *, manuscript: str | None = None) -> list[StampProblem]:
     """What no longer holds of ``stamp`` in ``quest``'s log ([] when it all does).
 
     The manuscript is ``manuscript`` if given (the bundle's text), else the file at the
@@ -120,16 +144,21 @@ def check_stamp(stamp: dict[str, Any], quest: Quest, *, manuscript: str | None =
     return problems
 
 
-def stamped_events(quest: Quest) -> list[Event]:
-    """The events of the log that carry a claim stamp (a field named ``claim_stamp``:
-    the paper bundle's), in seq order; none while no event type has that field."""
-    tags = [t.TAG for t in ALL_EVENT_TYPES if STAMP_FIELD in t.__struct_fields__]
+def stamp_types() -> list[str]:
+    """The tags of the event types that carry a claim stamp (a field named
+    ``claim_stamp``: the paper bundle's); [] while there is none."""
+    return [t.TAG for t in ALL_EVENT_TYPES if STAMP_FIELD in t.__struct_fields__]
+
+
+def stamped_events(quest: StampedQuest) -> list[Event]:
+    """The events of the log that carry a claim stamp, in seq order."""
+    tags = stamp_types()
     if not tags:
         return []
     return [e for e in quest.log.read(types=tags) if isinstance(getattr(e, STAMP_FIELD, None), dict)]
 
 
-def verify_claim_stamps(quest: Quest) -> list[tuple[int, StampProblem]]:
+def verify_claim_stamps(quest: StampedQuest) -> list[tuple[int, StampProblem]]:
     """``ds verify``'s check: every stamped event's stamp against the log as it is now,
     as ``(the stamped event's seq, problem)``. The manuscript is the stamped event's
     ``manuscript`` text if it carries one, else the stamp's file."""
