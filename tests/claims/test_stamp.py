@@ -9,15 +9,15 @@ import pytest
 
 from ds_events.errors import Conflict
 from ds_events.home import Home, Quest
+from ds_events.services import claims
 from ds_events.services.claims import (
     QuestLog,
     audit_quest,
     check_stamp,
     claim_stamp,
     event_hash,
+    stamp as stamp_module,
 )
-from ds_events.services import claims
-from ds_events.services.claims import stamp as stamp_module
 from tests.claims.support import build_quest, overwrite_baseline, write_manuscript
 from tests.claims.test_audit import CORRECT
 
