@@ -78,9 +78,7 @@ async def test_every_number_of_a_correct_manuscript_resolves_to_the_event_it_com
     assert {e.seq for e in audit.cited()} == {*runs.values(), *baselines.values(), slices["s1"]}
 
 
-async def test_a_number_rounded_within_the_contracts_precision_resolves_and_one_rounded_coarser_does_not(
-    home: Home, quest: Quest
-) -> None:
+async def test_a_number_rounded_within_the_contracts_precision_resolves_and_one_rounded_coarser_does_not(home: Home, quest: Quest) -> None:
     await build_quest(home)
     text = (
         "r1 reaches 0.912 top-1, that is 91.2%; rounded to 91% it says less than the contract allows.\n"

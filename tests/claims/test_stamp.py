@@ -78,9 +78,7 @@ async def test_a_later_overwrite_of_a_cited_baseline_breaks_the_stamp(home: Home
     (_, second) = quest.log.read(types=["artifact.baseline_confirmed"])
     problems = check_stamp(stamp, quest)
     assert [(p.what, p.seq, p.later_seq) for p in problems] == [("record_overwritten", first.seq, second.seq)]
-    assert problems[0].reason == (
-        f"baseline:resnet20, cited at seq {first.seq}, was overwritten (overwrite_baseline) at seq {second.seq}"
-    )
+    assert problems[0].reason == (f"baseline:resnet20, cited at seq {first.seq}, was overwritten (overwrite_baseline) at seq {second.seq}")
     # and the audit now says the baseline's number is superseded
     assert not audit_quest(quest).ok
 

@@ -331,7 +331,8 @@ def _checked(mention: NumberMention, c: _Candidate, scale: Decimal, rounded: str
     unit = "%" if (mention.percent and c.kind != "relative_delta") else ""
     shown = f"{how} rounded to {mention.decimals} decimal{'s' if mention.decimals != 1 else ''} = {rounded}{unit}"
     if c.kind == "relative_delta":
-        shown = f"relative change {_plain(c.value.quantize(Decimal('0.0001')))}% rounded to {mention.decimals} = {rounded}%"
+        places = f"{mention.decimals} decimal{'s' if mention.decimals != 1 else ''}"
+        shown = f"relative change {_plain(c.value.quantize(Decimal('0.0001')))}% rounded to {places} = {rounded}%"
     declared = _declared_decimals(c.contract)
     if declared is not None:
         needed = max(declared - 2, 0) if scale == 100 else declared
