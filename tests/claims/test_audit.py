@@ -160,3 +160,16 @@ def test_numbers_in_code_comments_links_and_latex_arguments_are_skipped_and_said
     assert reasons["0.001"] == "in a code span" and reasons["99.9"] == "in a LaTeX comment"
     assert reasons["2"] == "in a LaTeX command's argument" and reasons["2016"] == "in a LaTeX command's argument"
     assert reasons["3"] == "a figure, table, section or equation number" and reasons["1.5"] == "in a link target"
+
+
+async def test_setup_numbers_that_match_nothing_are_skipped_with_why_and_ones_that_match_stay_claims(home: Home, quest: Quest) -> None:
+    await build_quest(home)
+    text = "We train r1 for 90 epochs on 4 GPUs with a learning rate of 0.1 and reach 91.2%.\nr2 logs 71.234 steps per second.\n"
+    audit = audit_manuscript(text, quest_sources(quest))
+    assert [(c.mention.text, c.status) for c in audit.claims] == [("91.2%", "resolved"), ("71.234", "resolved")]
+    assert audit.ok
+    reasons = {s.text: s.reason for s in audit.skipped}
+    assert reasons["90"] == "a setup number (a count of epochs), not a result"
+    assert reasons["4"] == "a setup number (a count of GPUs), not a result"
+    assert reasons["0.1"] == "a setup number (learning rate), not a result"
+    assert [(s.line, s.column) for s in audit.skipped] == sorted((s.line, s.column) for s in audit.skipped)

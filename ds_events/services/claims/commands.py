@@ -50,6 +50,9 @@ class NumberMention(msgspec.Struct, kw_only=True, frozen=True):
     points: bool  # followed by "points", "pp" or "percentage points"
     kind: MentionKind
     count_noun: str = ""  # for a count: what it counts ("runs", "seeds", "slices" ...)
+    # Set when the number reads as part of the setup (a hyperparameter, "90 epochs"):
+    # such a number that resolves to nothing is skipped with this reason, not reported.
+    setup: str = ""
     line: int
     column: int
     sentence: str  # the sentence (within its line) the number is in

@@ -11,6 +11,8 @@ one of these, which are kept as :class:`SkippedNumber` with the reason:
   "Figs. 3 and 4", "Sec. 4.1", "Eq. (3)", "§2");
 - a heading's section number (``## 3.1 Results``) or a list marker (``1. ``);
 - a year (an integer 1900-2099 with no sign or unit);
+- a setup number that matches nothing in the log ("90 epochs", "4 GPUs", "a learning
+  rate of 0.1"): see :attr:`NumberMention.setup`; one that matches a record stays a claim;
 - part of a name or a word: attached to letters (``top1``, ``ResNet-20``, ``3D``,
   ``20th``, ``2pt``), a compound (``3-layer``), a dotted version (``1.2.3``), a math
   index (``x^2``, ``a_1``).
@@ -75,7 +77,8 @@ def find_numbers(text: str) -> tuple[list[NumberMention], list[SkippedNumber]]:
         mention = NumberMention(
             text=text[first:end] + ("%" if percent else ""), number=number, negative=sign in ("-", "\u2212"),
             explicit_sign=bool(sign), decimals=decimals, percent=percent, points=points, kind=kind,
-            count_noun=count_noun, line=line, column=first - line_start + 1,
+            count_noun=count_noun, setup=_setup(before, after) if kind != "count" else "", line=line,
+            column=first - line_start + 1,
             sentence=_sentence(line_text, first - line_start, end - line_start),
         )  # fmt: skip
         mentions.append(mention)
@@ -112,6 +115,20 @@ _COUNT_NOUNS = {
     "replicate": "seeds", "slice": "slices", "ablation": "slices", "analyses": "slices", "baseline": "baselines",
     "campaign": "campaigns",
 }  # fmt: skip
+# What a number of the setup is followed by ("90 epochs", "4 GPUs") or comes after
+# ("learning rate of 0.1"). Units of time are left out: a latency may be a metric.
+_SETUP_NOUN = re.compile(
+    r"^\s*(?:[A-Za-z][\w-]*\s+)?(epochs?|layers?|steps?|iterations?|updates?|images?|samples?|examples?|tokens?|"
+    r"parameters?|params|GPUs?|TPUs?|CPUs?|cores?|heads?|dimensions?|dims?|words?|classes|categories|channels?|"
+    r"neurons?|hidden units?|blocks?|batches|folds?|shots?|languages?|tasks?|datasets?|splits?)\b",
+    re.IGNORECASE,
+)
+_HYPERPARAMETER = re.compile(
+    r"\b(learning[ -]rate|lr|batch[ -]size|weight[ -]decay|dropout(?: rate)?|momentum|warm-?up(?: steps)?|temperature|"
+    r"top-?[kp]|beam(?: size| width)?|hidden (?:size|dimension)|embedding (?:size|dimension)|seed|epsilon|beta[12]?|"
+    r"alpha|lambda|gamma|label smoothing|gradient clipping|clip(?:ping)? norm)\s*(?:of|=|:|is|to|at)?\s*\$?\s*$",
+    re.IGNORECASE,
+)
 _REFERENCE = re.compile(
     r"(?<![A-Za-z])(fig(?:ure)?s?\.?|tables?|tab\.|sections?|sec\.|\u00a7\u00a7?|eqs?\.|equations?|appendi(?:x|ces)|app\.|"
     r"algorithms?|alg\.|chapters?|ch\.|lemmas?|theorems?|thm\.|definitions?|def\.|corollar(?:y|ies)|propositions?|"
@@ -194,6 +211,17 @@ def _token_reason(text: str, start: int, end: int, raw: str, line_start: int) ->
         unit = text[end : end + 12].lstrip()
         if sign not in "+-\u2212" and not unit.startswith(("%", "\\%")) and not _COUNT.match(text[end : end + 40]):
             return "a year"
+    return ""
+
+
+def _setup(before: str, after: str) -> str:
+    """Why the number reads as setup rather than result ("": it does not)."""
+    m = _HYPERPARAMETER.search(before)
+    if m:
+        return f"a setup number ({m.group(1).lower()}), not a result"
+    m = _SETUP_NOUN.match(after)
+    if m:
+        return f"a setup number (a count of {m.group(1)}), not a result"
     return ""
 
 

@@ -35,7 +35,7 @@ import msgspec
 
 from ds_events.events.artifact import AnalysisSliceRecorded, BaselineConfirmed, MainExperimentRecorded
 
-from .commands import CitedEvent, Claim, ClaimAudit, NumberMention, Source
+from .commands import CitedEvent, Claim, ClaimAudit, NumberMention, SkippedNumber, Source
 from .numbers import find_numbers
 from .sources import ClaimSources, Recording, cited
 
@@ -48,7 +48,16 @@ def audit_manuscript(text: str, state: ClaimSources, *, path: str = "") -> Claim
     numbers skipped (with why). ``path`` is where the manuscript is, for the report."""
     mentions, skipped = find_numbers(text)
     candidates = _Candidates.of(state)
-    claims = [_resolve(m, candidates) for m in mentions]
+    claims: list[Claim] = []
+    for mention in mentions:
+        claim = _resolve(mention, candidates)
+        if claim.status == "unresolved" and mention.setup:
+            # "90 epochs", "a learning rate of 0.1": part of the setup, which the log
+            # does not record as a result; kept (skipped) only if it matches nothing.
+            skipped.append(SkippedNumber(text=mention.text, line=mention.line, column=mention.column, reason=mention.setup))
+            continue
+        claims.append(claim)
+    skipped.sort(key=lambda s: (s.line, s.column))
     return ClaimAudit(
         claims=claims, skipped=skipped, last_seq=state.last_seq, manuscript_sha256=manuscript_hash(text),
         manuscript_path=path,
