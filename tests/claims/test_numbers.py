@@ -41,3 +41,12 @@ def test_the_kinds_of_numbers_are_told_apart() -> None:
         "91.2%": ("value", ""), "+1.2": ("delta", ""), "3.4%": ("delta", ""), "0.7": ("delta", ""), "5": ("count", "runs"),
         "3": ("count", "seeds"), "0.4": ("delta", ""), "7": ("value", ""), "9": ("value", ""),
     }  # fmt: skip
+
+
+def test_a_delta_worded_across_a_line_break_is_a_delta_and_its_sentence_is_the_whole_one() -> None:
+    text = "Our method improves\nby 1.2 points over the baseline. It reaches\n91.2% in the end.\n| r1 | 0.912 |\n"
+    (delta, value, cell) = find_numbers(text)[0]
+    assert (delta.line, delta.column, delta.kind) == (2, 4, "delta")
+    assert delta.sentence == "Our method improves by 1.2 points over the baseline."
+    assert value.sentence == "It reaches 91.2% in the end." and value.kind == "value"
+    assert cell.sentence == "| r1 | 0.912 |"  # a table row is a paragraph of its own

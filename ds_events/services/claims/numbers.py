@@ -39,6 +39,7 @@ def find_numbers(text: str) -> tuple[list[NumberMention], list[SkippedNumber]]:
     latex = is_latex(text)
     masks = _masks(text, latex)
     starts = [0] + [m.end() for m in re.finditer(r"\n", text)]
+    paragraphs = _Paragraphs(text, starts)
     mentions: list[NumberMention] = []
     skipped: list[SkippedNumber] = []
     for m in _NUMBER.finditer(text):
@@ -63,9 +64,9 @@ def find_numbers(text: str) -> tuple[list[NumberMention], list[SkippedNumber]]:
         points = bool(_POINTS.match(after))
         number = raw.replace(",", "")
         decimals = len(number.split(".", 1)[1]) if "." in number else 0
-        line_end = text.find("\n", end)
-        line_text = text[line_start : line_end if line_end >= 0 else len(text)]
-        before = text[max(line_start, first - 60) : first]
+        par_start, par_end = paragraphs.around(line)
+        paragraph = text[par_start:par_end].replace("\n", " ")
+        before = paragraph[max(0, first - par_start - 60) : first - par_start]
         count_noun = "" if (decimals or percent or sign) else _count_noun(after)
         kind: MentionKind
         if sign or points or _DELTA_BEFORE.search(before) or _DELTA_SYMBOL.search(before):
@@ -79,7 +80,7 @@ def find_numbers(text: str) -> tuple[list[NumberMention], list[SkippedNumber]]:
             explicit_sign=bool(sign), decimals=decimals, percent=percent, points=points, kind=kind,
             count_noun=count_noun, setup=_setup(before, after) if kind != "count" else "", line=line,
             column=first - line_start + 1,
-            sentence=_sentence(line_text, first - line_start, end - line_start),
+            sentence=_sentence(paragraph, first - par_start, end - par_start),
         )  # fmt: skip
         mentions.append(mention)
     return mentions, skipped
@@ -234,8 +235,40 @@ def _count_noun(after: str) -> str:
     return _COUNT_NOUNS.get(singular, "")
 
 
+class _Paragraphs:
+    """The paragraph of each line: the run of non-blank lines around it, where a table
+    row, a heading or a list item is a paragraph of its own (its neighbours' sentences
+    are not its own)."""
+
+    def __init__(self, text: str, starts: list[int]) -> None:
+        self.text, self.starts = text, starts
+        self.lines = text.split("\n")
+        self.found: dict[int, tuple[int, int]] = {}
+
+    def around(self, line: int) -> tuple[int, int]:
+        """``(start, end)`` offsets of the paragraph of 1-based ``line``."""
+        if line not in self.found:
+            i = j = line - 1
+            if not self._alone(i):
+                while i > 0 and self._joins(i - 1):
+                    i -= 1
+                while j + 1 < len(self.lines) and self._joins(j + 1):
+                    j += 1
+            span = (self.starts[i], self.starts[j] + len(self.lines[j]))
+            for k in range(i, j + 1):
+                self.found[k + 1] = span
+        return self.found[line]
+
+    def _alone(self, i: int) -> bool:
+        return bool(re.match(r"\s*(\||#|[-*+]\s|\d+[.)]\s|\\\\)", self.lines[i])) or self.lines[i].rstrip().endswith("\\\\")
+
+    def _joins(self, i: int) -> bool:
+        return bool(self.lines[i].strip()) and not self._alone(i)
+
+
 def _sentence(line: str, start: int, end: int) -> str:
-    """The sentence of ``line`` around ``line[start:end]``, at most 240 characters."""
+    """The sentence of ``line`` (a paragraph, on one line) around ``line[start:end]``,
+    at most 240 characters."""
     stops = [m.end() for m in re.finditer(r"[.!?](?=\s|$)", line)]
     left = max((s for s in stops if s <= start), default=0)
     right = min((s for s in stops if s >= end), default=len(line))
