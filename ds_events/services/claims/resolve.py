@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from bisect import bisect_left, bisect_right
 from decimal import ROUND_HALF_EVEN, ROUND_HALF_UP, Decimal, InvalidOperation
 from itertools import permutations
 
@@ -89,10 +90,38 @@ class _Candidate(msgspec.Struct, kw_only=True, frozen=True):
     count_of: str = ""  # for a count: runs | seeds | slices | baselines | campaigns
 
 
-class _Candidates(msgspec.Struct, kw_only=True, frozen=True):
-    values: list[_Candidate]
-    deltas: list[_Candidate]
-    counts: list[_Candidate]
+class _Index:
+    """Candidates by magnitude (``|value|`` as is and x 100), so that a number is
+    compared exactly only with the few whose magnitude it can be a rounding of: a quest
+    of a hundred runs has tens of thousands of deltas."""
+
+    def __init__(self, candidates: list[_Candidate]) -> None:
+        self.candidates = candidates
+        entries = sorted((abs(float(c.value)) * scale, i) for i, c in enumerate(candidates) for scale in (1, 100))
+        self.keys = [k for k, _ in entries]
+        self.order = [i for _, i in entries]
+
+    def near(self, x: Decimal, decimals: int) -> list[_Candidate]:
+        """The candidates whose magnitude (either way) lies within half a unit of the
+        last shown decimal of ``|x|``, in their first order."""
+        target = abs(float(x))
+        half = 0.5 * 10.0**-decimals + 1e-9 * max(1.0, target)
+        lo, hi = bisect_left(self.keys, target - half), bisect_right(self.keys, target + half)
+        return [self.candidates[i] for i in sorted(set(self.order[lo:hi]))]
+
+    def around(self, x: Decimal, width: int = 12) -> list[_Candidate]:
+        """The candidates nearest in magnitude to ``|x|`` (either way)."""
+        at = bisect_left(self.keys, abs(float(x)))
+        return [self.candidates[i] for i in sorted(set(self.order[max(0, at - width) : at + width]))]
+
+
+class _Candidates:
+    """Everything a number of the manuscript may match, with the value and delta
+    candidates indexed by magnitude."""
+
+    def __init__(self, values: list[_Candidate], deltas: list[_Candidate], counts: list[_Candidate]) -> None:
+        self.values, self.deltas, self.counts = values, deltas, counts
+        self.value_index, self.delta_index = _Index(values), _Index(deltas)
 
     @classmethod
     def of(cls, state: ClaimSources) -> _Candidates:
@@ -139,7 +168,7 @@ class _Candidates(msgspec.Struct, kw_only=True, frozen=True):
                 if baseline_rec is not None:
                     deltas += _deltas(rec, baseline_rec, f"{name} - baseline {reference.baseline_id}", e.head_sha,
                                       (e.slice_id, reference.baseline_id))  # fmt: skip
-        return cls(values=values, deltas=deltas, counts=_counts(state))
+        return cls(values, deltas, _counts(state))
 
 
 def _value(kind: str, subject: str, metric: str, v: float, recs: list[Recording], commit: str | None,
@@ -265,11 +294,14 @@ def _resolve(mention: NumberMention, candidates: _Candidates) -> Claim:
         pool = [c for c in candidates.counts if c.count_of == mention.count_noun]
         found = [_Match(candidate=c, shown=f"{c.value} {mention.count_noun}") for c in pool if c.value == x]
     elif mention.kind == "delta":
-        found = [m for c in candidates.deltas if (m := _match_delta(mention, x, c)) is not None]
+        near = candidates.delta_index.near(x, mention.decimals)
+        found = [m for c in near if (m := _match_delta(mention, x, c)) is not None]
         if not found and mention.explicit_sign and mention.negative and not mention.points:
-            found = [m for c in candidates.values if (m := _match_value(mention, x, c)) is not None]
+            near = candidates.value_index.near(x, mention.decimals)
+            found = [m for c in near if (m := _match_value(mention, x, c)) is not None]
     else:
-        found = [m for c in candidates.values if (m := _match_value(mention, x, c)) is not None]
+        near = candidates.value_index.near(x, mention.decimals)
+        found = [m for c in near if (m := _match_value(mention, x, c)) is not None]
     good = [m for m in found if not m.too_coarse]
     coarse = [m for m in found if m.too_coarse]
     named = _named(mention.sentence)
@@ -378,8 +410,11 @@ def _nothing(mention: NumberMention, x: Decimal, candidates: _Candidates) -> str
             return f"the log records no {mention.count_noun} to count"
         near = ", ".join(f"{c.subject}: {c.value}" for c in pool[:4])
         return f"no count of {mention.count_noun} in the log is {x} ({near})"
-    pool = [c for c in (candidates.deltas if mention.kind == "delta" else candidates.values) if not c.superseded]
+    index = candidates.delta_index if mention.kind == "delta" else candidates.value_index
     what = "delta" if mention.kind == "delta" else "metric value"
+    if not any(not c.superseded for c in index.candidates):
+        return f"the log records no {what} to match"
+    pool = [c for c in index.around(x) if not c.superseded] or [c for c in index.candidates if not c.superseded]
     if not pool:
         return f"the log records no {what} to match"
     best: tuple[Decimal, _Candidate, Decimal] | None = None
