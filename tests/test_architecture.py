@@ -219,6 +219,8 @@ DOMAINS: dict[str, set[str]] = {
     "research": {"quest", "artifacts"},
     "paper": {"quest", "artifacts", "research"},
     "views": {"quest", "artifacts", "research"},
+    # the claim audit reads the log's records; the paper chain (above it) calls it
+    "claims": {"quest"},
     # the runtime drives the domains: a turn's prompt reads memory, steering ends shell
     # sessions, the scheduler delivers the mailbox
     "runtime": {"quest", "memory", "bash", "interactions", "artifacts", "research"},

@@ -42,6 +42,7 @@ COMMANDS: dict[str, str] = {
     "run": "ds_events.cli.run",
     "doctor": "ds_events.cli.doctor",
     "config": "ds_events.cli.config",
+    "audit-paper": "ds_events.cli.claims:audit_paper",
 }
 cli.lazy.update(COMMANDS)
 

@@ -148,11 +148,12 @@ def verify(home: Home, quest_id: str | None, registry: bool, as_json: bool) -> N
     else:
         _log_path(home, quest_id)
         report = verify_home_log(home, quest_id, repo=home.quest_root(quest_id))
+    stamps = [] if registry or quest_id is None else _claim_stamp_problems(home, quest_id, report.notes)
     path = report.path
     if as_json:
         emit_json(
             {
-                "ok": report.ok and not unregistered,
+                "ok": report.ok and not unregistered and not stamps,
                 "lines": report.lines,
                 "last_seq": report.last_seq,
                 "anchors": report.anchors,
@@ -161,6 +162,7 @@ def verify(home: Home, quest_id: str | None, registry: bool, as_json: bool) -> N
                     {"line": p.line, "offset": p.offset, "reason": p.reason, "anchor": p.anchor} for p in report.problems
                 ],
                 **({"unregistered": unregistered} if registry else {}),
+                **({} if registry else {"claim_stamps": stamps}),
             }
         )
     elif unregistered and report.ok:
@@ -168,6 +170,11 @@ def verify(home: Home, quest_id: str | None, registry: bool, as_json: bool) -> N
             out(f"quest {u['quest_id']} published baseline {u['baseline_id']} (seq {u['seq']}); the registry lacks it")
         out(f"{len(unregistered)} publication(s) the registry lacks (a publisher stopped between its two appends): "
             "run `ds repair --registry` (or publish_baseline again in that quest)")  # fmt: skip
+    elif report.ok and stamps:
+        for sp in stamps:
+            out(f"{path}: claim stamp of seq {sp['seq']}: {sp['reason']} ({sp['what']})")
+        out(f"{len(stamps)} problem(s) with the claim stamps: the manuscript's numbers no longer rest on what the log "
+            "says; run `ds audit-paper QUEST` and submit the paper again")  # fmt: skip
     elif report.ok:
         checked = f"; agrees with {', '.join(report.anchors)}" if report.anchors else ""
         out(f"ok: {report.lines} events, seq 1..{report.last_seq}, hash chain intact{checked}")
@@ -176,12 +183,36 @@ def verify(home: Home, quest_id: str | None, registry: bool, as_json: bool) -> N
     else:
         for p in report.problems:
             out(f"{path}: {p}")
+        for sp in stamps:
+            out(f"{path}: claim stamp of seq {sp['seq']}: {sp['reason']} ({sp['what']})")
         for note in report.notes:
             out(f"note: {note}")
         fix = f"run `ds repair {quest_id}` to quarantine them" if quest_id else f"the registry log is {path}"
         out(f"{len(report.problems)} problem(s) in {report.lines} lines: {fix}")
-    if not report.ok or unregistered:
+    if not report.ok or unregistered or stamps:
         sys.exit(1)
+
+
+def _claim_stamp_problems(home: Home, quest_id: str, notes: list[str]) -> list[dict[str, object]]:
+    """The claim stamps' problems (a paper bundle's ``claim_stamp`` against the log as it
+    is now), as ``{"seq" (the stamped event), "what", "cited_seq", "later_seq", "reason"}``.
+    A log too broken to read is already reported by the audit: noted, not checked."""
+    from ds_events.errors import LogError, ServiceError
+    from ds_events.events import EventDecodeError
+    from ds_events.services.claims import QuestLog, stamp_types, verify_claim_stamps
+
+    if not stamp_types():  # no event carries a stamp yet: nothing to open
+        return []
+    try:
+        log = home.open_log(quest_id, actor="cli", read_only=True, root=home.quest_root(quest_id))
+        try:
+            found = verify_claim_stamps(QuestLog(log=log, root=home.quest_root(quest_id)))
+        finally:
+            log.close()
+    except (LogError, EventDecodeError, ServiceError, OSError) as exc:
+        notes.append(f"claim stamps not checked: {exc}")
+        return []
+    return [{"seq": seq, "what": p.what, "cited_seq": p.seq, "later_seq": p.later_seq, "reason": p.reason} for seq, p in found]
 
 
 @cli.command()
