@@ -21,6 +21,7 @@ import ds_events.events.artifact as eva
 import ds_events.events.bash as evb
 import ds_events.events.interaction as evi
 import ds_events.events.memory as evm
+import ds_events.events.paper as evp
 import ds_events.events.research as evre
 import ds_events.events.runner as evr
 import ds_events.events.tool as evt
@@ -267,6 +268,21 @@ _MAKERS: dict[str, Callable[[random.Random, list[str]], Event]] = {
     ),
     "artifact.paper_added": lambda r, _i: eva.PaperAdded(
         paper_id=r.choice(("1512.03385", "2401.01234v2")), title=_text(r) or "t", authors=[_text(r)], abstract=_text(r)
+    ),
+    "paper.outline_submitted": lambda r, _i: evp.OutlineSubmitted(
+        mode=r.choice(("candidate", "select", "revise")),
+        outline=evp.PaperOutline(outline_id=_pick(r, "outline"), title=_text(r) or "t", story=_text(r)),
+        paper_branch=r.choice((None, "paper/q-outline-1")), reason=_text(r),
+    ),
+    "paper.writing_plan_compiled": lambda r, _i: evp.WritingPlanCompiled(
+        outline_id=_pick(r, "outline"), validation_ok=r.choice((True, False)),
+        jobs=[evp.WritingJob(job_id="job-1", section="introduction", source="story", write_when="first")],
+    ),
+    "paper.bundle_submitted": lambda r, _i: evp.PaperBundleSubmitted(
+        bundle_id=_pick(r, "bundle"), title=_text(r) or "t", package_type=r.choice(("draft_checkpoint", "submission_package")),
+        outline_id=r.choice((None, _pick(r, "outline"))), paper_branch=r.choice((None, "paper/q-outline-1")),
+        files=[evp.BundleFile(role="draft", path="paper/draft.md", sha256="0" * 64, bytes=r.randrange(99))],
+        manuscript_paths=["paper/draft.md"],
     ),
     "research.idea_submitted": lambda r, _i: evre.IdeaSubmitted(
         idea_id=_pick(r, "idea"), title=_text(r) or "idea", mode=r.choice(("create", "revise")),

@@ -30,6 +30,7 @@ INFO_ONLY = {
     "artifact.paper_added",
     "research.idea_submitted", "research.branch_activated",
     "interaction.superseded", "quest.archived", "quest.unarchived",
+    "paper.outline_submitted", "paper.writing_plan_compiled", "paper.bundle_submitted",
 }  # fmt: skip
 
 
